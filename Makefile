@@ -1,0 +1,33 @@
+# The two commands of the README work on a fresh clone: `make preview` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK ?= dev
+STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
+
+.PHONY: venv preview preview-all test lint clean
+
+venv: $(VENV)/.installed
+
+# One virtualenv for the program, the policy pack (PulumiPolicy.yaml points at it) and the checks.
+$(VENV)/.installed: requirements.txt requirements-dev.txt policy/requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+preview: venv
+	$(PY) -m preview --stack $(STACK)
+
+preview-all: venv
+	@set -e; for stack in $(STACKS); do \
+	  echo "== $$stack"; $(PY) -m preview --stack $$stack --json out/$$stack.json --manifests out/$$stack/manifests; \
+	done
+
+test: venv
+	$(PY) -m pytest
+
+lint: venv
+	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
+
+clean:
+	rm -rf out .pytest_cache

@@ -1,0 +1,1 @@
+"""AWS layer: cluster (create or adopt) -> node image (driver baked in) -> GPU node pools."""

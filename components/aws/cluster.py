@@ -1,0 +1,148 @@
+"""The EKS cluster: created (private endpoint, API access entries, KMS-encrypted secrets, control
+plane logs, a small system node pool) or adopted by name; either way a Kubernetes provider for it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Optional
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components.aws.discovery import AdoptedCluster
+from components.aws.node_role import NodeRole
+from gpu_platform.config import Cluster as ClusterConfig
+
+_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+# Cluster add-ons (CoreDNS, the NFD master, the GC) need somewhere to run that is not a GPU.
+_SYSTEM_INSTANCE_TYPE = "m6i.large"
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    config: ClusterConfig
+    node_role: NodeRole
+    tags: dict[str, str]
+    adopted: Optional[AdoptedCluster] = None  # create: false; looked up before anything registers
+
+
+def _kubeconfig(name, endpoint, ca) -> pulumi.Output[str]:
+    def render(args):
+        cluster_name, server, ca_data = args
+        return json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": cluster_name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+                "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+                "current-context": cluster_name,
+                "users": [
+                    {
+                        "name": cluster_name,
+                        "user": {
+                            "exec": {
+                                "apiVersion": "client.authentication.k8s.io/v1beta1",
+                                "command": "aws",
+                                "args": ["eks", "get-token", "--cluster-name", cluster_name, "--output", "json"],
+                            }
+                        },
+                    }
+                ],
+            },
+            sort_keys=True,
+        )
+
+    return pulumi.Output.all(name, endpoint, ca).apply(render)
+
+
+class EksCluster(pulumi.ComponentResource):
+    name: pulumi.Output[str]
+    endpoint: pulumi.Output[str]
+    certificate_authority: pulumi.Output[str]
+    service_cidr: pulumi.Output[str]
+    security_group_id: pulumi.Output[str]
+    provider: k8s.Provider
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:EksCluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        cfg = args.config
+        if cfg.create:
+            self._create(name, args, child)
+        else:
+            self._adopt(args.adopted)
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            # Secret: a kubeconfig is a credential path into the cluster; keep it out of logs and state.
+            kubeconfig=pulumi.Output.secret(_kubeconfig(self.name, self.endpoint, self.certificate_authority)),
+            enable_server_side_apply=True,
+            opts=child,
+        )
+        self.register_outputs({"name": self.name, "endpoint": self.endpoint})
+
+    def _create(self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions) -> None:
+        cfg = args.config
+        role = aws.iam.Role(
+            f"{name}-control-plane",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}],
+                }
+            ),
+            managed_policy_arns=["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"],
+            tags=args.tags,
+            opts=child,
+        )
+        key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"Envelope encryption of Kubernetes secrets in {cfg.name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=30,
+            tags=args.tags,
+            opts=child,
+        )
+        cluster = aws.eks.Cluster(
+            name,
+            name=cfg.name,
+            version=cfg.kubernetes_version,
+            role_arn=role.arn,
+            vpc_config={
+                "subnet_ids": list(cfg.subnet_ids),
+                "endpoint_private_access": True,
+                "endpoint_public_access": cfg.endpoint_public_access,
+            },
+            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            encryption_config={"provider": {"key_arn": key.arn}, "resources": ["secrets"]},
+            enabled_cluster_log_types=_LOG_TYPES,
+            tags=args.tags,
+            opts=child,
+        )
+        self.name = cluster.name
+        self.endpoint = cluster.endpoint
+        self.certificate_authority = cluster.certificate_authority.data
+        self.service_cidr = cluster.kubernetes_network_config.service_ipv4_cidr
+        self.security_group_id = cluster.vpc_config.cluster_security_group_id
+        aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=cluster.name,
+            node_group_name="system",
+            node_role_arn=args.node_role.arn,
+            subnet_ids=list(cfg.subnet_ids),
+            ami_type="AL2023_x86_64_STANDARD",
+            instance_types=[_SYSTEM_INSTANCE_TYPE],
+            scaling_config={"min_size": 2, "desired_size": 2, "max_size": 4},
+            update_config={"max_unavailable": 1},
+            labels={"gpu-platform.io/role": "system"},
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.node_role]),
+        )
+
+    def _adopt(self, found: "AdoptedCluster") -> None:
+        self.name = pulumi.Output.from_input(found.name)
+        self.endpoint = pulumi.Output.from_input(found.endpoint)
+        self.certificate_authority = pulumi.Output.from_input(found.certificate_authority)
+        self.service_cidr = pulumi.Output.from_input(found.service_cidr)
+        self.security_group_id = pulumi.Output.from_input(found.security_group_id)

@@ -1,0 +1,188 @@
+"""The GPU node image: the pinned NVIDIA driver baked into the EKS-optimized AL2023 AMI (EC2 Image
+Builder in the stack), or a pinned, already baked AMI. A driver upgrade is a new image and a rolling
+replacement of the node groups, never a kernel build on a live node."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import pulumi
+import pulumi_aws as aws
+import yaml
+
+from gpu_platform import contract
+from gpu_platform.config import NodeImage as NodeImageConfig
+
+INSTALL_SCRIPT = Path(__file__).with_name("scripts") / "install-nvidia-driver.sh"
+# The test phase boots the new AMI on a GPU and runs nvidia-smi: a cheap single-L4 instance proves
+# the modules load (every GPU in the matrix runs the same open kernel modules).
+BUILD_INSTANCE_TYPE = "g6.xlarge"
+# A driver build (DKMS compile, downloads, test boot) takes 30-60 min; Image Builder's own default
+# of 60 min leaves no margin.
+BUILD_TIMEOUT = "150m"
+ROOT_VOLUME_GIB = 100
+_IMAGE_BUILDER_POLICIES = (
+    "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+)
+
+
+@dataclass(frozen=True)
+class NodeImageArgs:
+    config: NodeImageConfig
+    kubernetes_version: str
+    base_ami: Optional[str]  # the EKS-optimized AL2023 image, with source: bake
+    toolkit_version: str  # the release's container toolkit, baked when toolkitBaked
+    fabric_manager: bool  # some pool is an NVSwitch family
+    tags: dict[str, str]  # stack tags plus audit tags
+    region: str
+
+
+def image_tags(config: NodeImageConfig, kubernetes_version: str) -> dict[str, str]:
+    """What the image declares about itself; `verify-ami` checks the same keys on a pinned AMI."""
+    return {
+        contract.DRIVER_VERSION_TAG: config.driver_version,
+        contract.TOOLKIT_BAKED_TAG: str(config.toolkit_baked).lower(),
+        contract.KUBERNETES_VERSION_TAG: kubernetes_version,
+        "gpu-platform.io/architecture": "x86_64",
+    }
+
+
+def component_document(args: NodeImageArgs) -> str:
+    """The Image Builder component: the install script with its inputs, and a test phase that proves
+    the driver loads on a fresh boot of the new image."""
+    env = [
+        f"export DRIVER_VERSION={args.config.driver_version}",
+        f"export TOOLKIT_VERSION={args.toolkit_version if args.config.toolkit_baked else ''}",
+        f"export FABRIC_MANAGER={str(args.fabric_manager).lower()}",
+    ]
+    expected = args.config.driver_version
+    document = {
+        "name": "nvidia-driver",
+        "description": f"NVIDIA driver {expected} for EKS AL2023 GPU nodes",
+        "schemaVersion": 1.0,
+        "phases": [
+            {
+                "name": "build",
+                "steps": [
+                    {
+                        "name": "InstallNvidiaDriver",
+                        "action": "ExecuteBash",
+                        "inputs": {"commands": ["\n".join(env) + "\n" + INSTALL_SCRIPT.read_text()]},
+                    }
+                ],
+            },
+            {
+                "name": "test",
+                "steps": [
+                    {
+                        "name": "DriverLoads",
+                        "action": "ExecuteBash",
+                        "inputs": {
+                            "commands": [
+                                "nvidia-smi",
+                                f'test "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)" = "{expected}"',
+                            ]
+                        },
+                    }
+                ],
+            },
+        ],
+    }
+    return yaml.safe_dump(document, sort_keys=False, width=1000)
+
+
+class NodeImage(pulumi.ComponentResource):
+    ami_id: pulumi.Output[str]
+
+    def __init__(self, name: str, args: NodeImageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:NodeImage", name, None, opts)
+        tags = {**args.tags, **image_tags(args.config, args.kubernetes_version)}
+        if args.config.source == "ami":
+            # Pinned by id, never "latest": `python -m preview verify-ami` checks its tags first.
+            self.ami_id = pulumi.Output.from_input(args.config.ami_id)
+        else:
+            self.ami_id = self._bake(name, args, tags)
+        self.register_outputs({"ami_id": self.ami_id})
+
+    def _bake(self, name: str, args: NodeImageArgs, tags: dict[str, str]) -> pulumi.Output[str]:
+        child = pulumi.ResourceOptions(parent=self)
+        driver = args.config.driver_version
+        # Image Builder versions are immutable: a new driver is a new semantic version.
+        version = "1.0.0"
+        component = aws.imagebuilder.Component(
+            f"{name}-driver",
+            name=f"{name}-nvidia-driver-{driver}",
+            platform="Linux",
+            version=version,
+            data=component_document(args),
+            supported_os_versions=["Amazon Linux 2023"],
+            tags=tags,
+            opts=child,
+        )
+        recipe = aws.imagebuilder.ImageRecipe(
+            f"{name}-recipe",
+            name=f"{name}-k8s{args.kubernetes_version}-driver{driver}",
+            parent_image=args.base_ami,
+            version=version,
+            components=[{"component_arn": component.arn}],
+            block_device_mappings=[
+                {
+                    "device_name": "/dev/xvda",
+                    "ebs": {"volume_size": ROOT_VOLUME_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+                }
+            ],
+            tags=tags,
+            opts=child,
+        )
+        role = aws.iam.Role(
+            f"{name}-builder",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+                }
+            ),
+            managed_policy_arns=list(_IMAGE_BUILDER_POLICIES),
+            tags=args.tags,
+            opts=child,
+        )
+        profile = aws.iam.InstanceProfile(f"{name}-builder", role=role.name, tags=args.tags, opts=child)
+        infrastructure = aws.imagebuilder.InfrastructureConfiguration(
+            f"{name}-infrastructure",
+            name=f"{name}-gpu-build",
+            instance_types=[BUILD_INSTANCE_TYPE],
+            instance_profile_name=profile.name,
+            instance_metadata_options={"http_tokens": "required", "http_put_response_hop_limit": 1},
+            terminate_instance_on_failure=True,
+            tags=args.tags,
+            opts=child,
+        )
+        distribution = aws.imagebuilder.DistributionConfiguration(
+            f"{name}-distribution",
+            name=f"{name}-distribution",
+            distributions=[
+                {
+                    "region": args.region,
+                    "ami_distribution_configuration": {
+                        "name": f"{name}-k8s{args.kubernetes_version}-nvidia-{driver}-{{{{ imagebuilder:buildDate }}}}",
+                        "ami_tags": tags,
+                    },
+                }
+            ],
+            tags=args.tags,
+            opts=child,
+        )
+        image = aws.imagebuilder.Image(
+            f"{name}-image",
+            image_recipe_arn=recipe.arn,
+            infrastructure_configuration_arn=infrastructure.arn,
+            distribution_configuration_arn=distribution.arn,
+            image_tests_configuration={"image_tests_enabled": True, "timeout_minutes": 90},
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT)),
+        )
+        return image.output_resources.apply(lambda resources: resources[0].amis[0].image)

@@ -1,0 +1,29 @@
+"""Tags every AWS resource of the stack carries, and the audit tags of those that run the
+privileged GPU software (node images, launch templates, node groups)."""
+
+from __future__ import annotations
+
+from gpu_platform import contract
+from gpu_platform.config import Audit
+
+
+def stack_tags(stack: str, audit: Audit) -> dict[str, str]:
+    return {"gpu-platform.io/stack": stack, "gpu-platform.io/owner": audit.owner}
+
+
+def audit_tags(audit: Audit, software: list[str]) -> dict[str, str]:
+    """The privileged software these machines run, who owns it and the record that approved it."""
+    return {
+        contract.AUDIT_TAG_SOFTWARE: " + ".join(software),
+        contract.AUDIT_TAG_OWNER: audit.owner,
+        contract.AUDIT_TAG_APPROVAL: audit.approval,
+    }
+
+
+def node_software(driver_version: str, toolkit_baked: bool, fabric_manager: bool) -> list[str]:
+    software = [f"nvidia-driver {driver_version} (kernel modules)"]
+    if toolkit_baked:
+        software.append("nvidia-container-toolkit (containerd runtime nvidia)")
+    if fabric_manager:
+        software.append(f"nvidia-fabricmanager {driver_version}")
+    return software

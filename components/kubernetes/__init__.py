@@ -1,0 +1,1 @@
+"""Kubernetes layer: the namespace and shared objects, then the operands in the declared order."""

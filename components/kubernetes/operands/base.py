@@ -1,0 +1,302 @@
+"""The shape every operand shares, built once.
+
+An operand file describes only what is particular to it (an `OperandSpec`: containers, host paths,
+RBAC rules, config maps); `Operand` turns the spec into a service account, least-privilege RBAC,
+config maps and a DaemonSet that tolerates the GPU taint, selects nodes by its gating label, waits
+per node for the previous stage's readiness marker, and carries audit annotations derived from its
+real privileges (so they cannot drift from the manifest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform import contract
+from gpu_platform.config import Audit
+
+# Readiness markers live on the host, so a node that joins later replays the same order.
+VALIDATIONS_DIR = "/run/nvidia/validations"
+PRIORITY_CLASS = "system-node-critical"
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """A host directory or file a container mounts; every one shows up in the audit annotation."""
+
+    volume: str
+    path: str
+    mount: str
+    read_only: bool = True
+    type: str = ""  # "" | Directory | DirectoryOrCreate | File | Socket ...
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    image: str
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    host_paths: tuple[str, ...] = ()  # volume names of the operand's HostPaths this container mounts
+    mounts: tuple[tuple[str, str, bool], ...] = ()  # other volumes: (volume, mountPath, readOnly)
+    field_env: tuple[tuple[str, str], ...] = ()  # (NAME, fieldPath) from the downward API
+    privileged: bool = False
+    capabilities: tuple[str, ...] = ()  # added on top of dropping ALL
+    run_as_root: bool = False
+    read_only_root: bool = True
+    requests: tuple[str, str] = ("10m", "32Mi")  # cpu, memory
+    memory_limit: str = "256Mi"
+    ports: tuple[tuple[str, int], ...] = ()
+    readiness: Optional[dict] = None
+    liveness: Optional[dict] = None
+
+
+@dataclass(frozen=True)
+class OperandSpec:
+    operand: str  # matrix image key, component and DaemonSet name
+    reason: str  # why this operand needs what privilege it keeps (audit annotation)
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    host_paths: tuple[HostPath, ...] = ()
+    empty_dirs: tuple[str, ...] = ()
+    config_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # suffix -> data, mounted by name
+    cluster_rules: tuple[dict, ...] = ()
+    namespace_rules: tuple[dict, ...] = ()
+    host_pid: bool = False
+    host_network: bool = False
+    runtime_class: Optional[str] = None
+    share_process_namespace: bool = False
+    node_selector: Optional[dict[str, str]] = None  # None: the gating label
+    tolerate_all: bool = False  # NFD's worker runs on every node, whatever its taints
+
+
+@dataclass(frozen=True)
+class OperandArgs:
+    spec: OperandSpec
+    namespace: pulumi.Input[str]
+    gate: Optional[str]
+    waits_for: Optional[str]  # readiness marker file the pods wait for on their node
+    wait_image: str  # an image with a shell, for the wait init container (the validator's)
+    audit: Audit
+    release: str
+    provider: k8s.Provider
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+def host_path_modes(spec: OperandSpec) -> dict[str, str]:
+    """Host path -> 'rw' or 'ro', from what the containers really mount (rw wins)."""
+    by_volume = {hp.volume: hp for hp in spec.host_paths}
+    modes: dict[str, str] = {}
+    for container in (*spec.init_containers, *spec.containers):
+        for volume in container.host_paths:
+            hp = by_volume[volume]
+            mode = "ro" if hp.read_only else "rw"
+            if modes.get(hp.path) != "rw":
+                modes[hp.path] = mode
+    return dict(sorted(modes.items()))
+
+
+def privileges(spec: OperandSpec) -> list[str]:
+    """Every privilege the pods keep, in words; empty means a fully unprivileged workload."""
+    found = []
+    containers = (*spec.init_containers, *spec.containers)
+    if any(c.privileged for c in containers):
+        found.append("privileged")
+    caps = sorted({cap for c in containers for cap in c.capabilities})
+    if caps:
+        found.append("capabilities " + ",".join(caps))
+    if spec.host_pid:
+        found.append("hostPID")
+    if spec.host_network:
+        found.append("hostNetwork")
+    if spec.host_paths:
+        found.append("hostPath")
+    return found
+
+
+def audit_annotations(spec: OperandSpec, audit: Audit) -> dict[str, str]:
+    if not privileges(spec):
+        return {}
+    return {
+        contract.AUDIT_REASON: spec.reason,
+        contract.AUDIT_HOST_PATHS: ",".join(f"{p}:{m}" for p, m in host_path_modes(spec).items()),
+        contract.AUDIT_OWNER: audit.owner,
+        contract.AUDIT_APPROVAL: audit.approval,
+    }
+
+
+def _security_context(c: Container) -> dict:
+    if c.privileged:
+        return {"privileged": True, "runAsUser": 0}
+    context: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], **({"add": list(c.capabilities)} if c.capabilities else {})},
+        "readOnlyRootFilesystem": c.read_only_root,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    # Talking to the GPU through NVML needs the device nodes' group or root; images run as root.
+    context.update({"runAsUser": 0} if c.run_as_root else {"runAsNonRoot": True, "runAsUser": 65532})
+    return context
+
+
+def _container(c: Container, spec: OperandSpec) -> dict:
+    by_volume = {hp.volume: hp for hp in spec.host_paths}
+    mounts = [
+        {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only} for v in c.host_paths
+    ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts]
+    env = [{"name": k, "value": v} for k, v in c.env] + [
+        {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}} for k, path in c.field_env
+    ]
+    body: dict[str, Any] = {
+        "name": c.name,
+        "image": c.image,
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": _security_context(c),
+        "resources": {
+            "requests": {"cpu": c.requests[0], "memory": c.requests[1]},
+            "limits": {"memory": c.memory_limit},
+        },
+    }
+    optional = {
+        "command": list(c.command),
+        "args": list(c.args),
+        "env": env,
+        "volumeMounts": mounts,
+        "ports": [{"name": n, "containerPort": p} for n, p in c.ports],
+        "readinessProbe": c.readiness,
+        "livenessProbe": c.liveness,
+    }
+    body.update({k: v for k, v in optional.items() if v})
+    return body
+
+
+def wait_container(marker: str, image: str) -> Container:
+    """Holds a pod on its node until the previous stage left its readiness marker there."""
+    return Container(
+        name=f"wait-for-{marker}",
+        image=image,
+        command=("sh", "-c"),
+        args=(f"until [ -f {VALIDATIONS_DIR}/{marker} ]; do echo waiting for {marker}; sleep 5; done",),
+        host_paths=("run-nvidia-validations",),
+    )
+
+
+def with_wait(spec: OperandSpec, marker: Optional[str], image: str) -> OperandSpec:
+    if marker is None:
+        return spec
+    volumes = {hp.volume for hp in spec.host_paths}
+    host_paths = spec.host_paths
+    if "run-nvidia-validations" not in volumes:
+        host_paths += (HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, True, "DirectoryOrCreate"),)
+    return OperandSpec(
+        **{
+            **spec.__dict__,
+            "init_containers": (wait_container(marker, image), *spec.init_containers),
+            "host_paths": host_paths,
+        }
+    )
+
+
+def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str]) -> dict:
+    """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same)."""
+    labels = {
+        "app.kubernetes.io/name": spec.operand,
+        "app.kubernetes.io/part-of": "gpu-platform",
+        contract.OPERAND_KEY: spec.operand,
+    }
+    annotations = {contract.OPERATOR_RELEASE_KEY: args.release, **audit_annotations(spec, args.audit)}
+    if spec.node_selector is not None:
+        selector = spec.node_selector
+    elif args.gate is not None:
+        selector = {contract.gate_label(args.gate): "true"}
+    else:
+        selector = {}
+    tolerations = [{"operator": "Exists"}] if spec.tolerate_all else [
+        {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}
+    ]
+    volumes = [
+        {"name": hp.volume, "hostPath": {"path": hp.path, **({"type": hp.type} if hp.type else {})}}
+        for hp in spec.host_paths
+    ] + [{"name": d, "emptyDir": {}} for d in spec.empty_dirs] + [
+        {"name": suffix, "configMap": {"name": cm}} for suffix, cm in configmap_names.items()
+    ]
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "priorityClassName": PRIORITY_CLASS,
+        "tolerations": tolerations,
+        "containers": [_container(c, spec) for c in spec.containers],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    optional = {
+        "nodeSelector": selector,
+        "initContainers": [_container(c, spec) for c in spec.init_containers],
+        "volumes": volumes,
+        "hostPID": spec.host_pid,
+        "hostNetwork": spec.host_network,
+        "runtimeClassName": spec.runtime_class,
+        "shareProcessNamespace": spec.share_process_namespace,
+    }
+    pod_spec.update({k: v for k, v in optional.items() if v})
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": spec.operand}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": pod_spec,
+            },
+        },
+    }
+
+
+class Operand(pulumi.ComponentResource):
+    """One GPU operand and everything it needs. Subclasses only build their `OperandSpec`."""
+
+    daemonset: k8s.apps.v1.DaemonSet
+
+    def __init__(self, name: str, args: OperandArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(f"gpu-platform:operands:{type(self).__name__}", name, None,
+                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))))
+        spec = with_wait(args.spec, args.waits_for, args.wait_image)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        object_name = f"nvidia-{spec.operand}"
+        meta = lambda n: {"name": n, "namespace": args.namespace, "labels": {"app.kubernetes.io/name": spec.operand, "app.kubernetes.io/part-of": "gpu-platform"}}  # noqa: E731
+        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(object_name), automount_service_account_token=bool(spec.cluster_rules or spec.namespace_rules), opts=child)
+        waits: list[pulumi.Resource] = [account]
+        if spec.cluster_rules:
+            role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata={"name": object_name, "labels": meta(object_name)["labels"]}, rules=list(spec.cluster_rules), opts=child)
+            waits.append(k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-clusterrolebinding",
+                metadata={"name": object_name, "labels": meta(object_name)["labels"]},
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata["name"]},
+                subjects=[{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}],
+                opts=child,
+            ))
+        if spec.namespace_rules:
+            role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(object_name), rules=list(spec.namespace_rules), opts=child)
+            waits.append(k8s.rbac.v1.RoleBinding(
+                f"{name}-rolebinding",
+                metadata=meta(object_name),
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
+                subjects=[{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}],
+                opts=child,
+            ))
+        configmap_names = {}
+        for suffix, data in spec.config_maps.items():
+            cm_name = f"{object_name}-{suffix}"
+            waits.append(k8s.core.v1.ConfigMap(f"{name}-{suffix}", metadata=meta(cm_name), data=data, opts=child))
+            configmap_names[suffix] = cm_name
+        manifest = daemonset_manifest(spec, args, object_name, configmap_names)
+        manifest["metadata"]["namespace"] = args.namespace
+        self.daemonset = k8s.apps.v1.DaemonSet(
+            f"{name}-ds",
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=waits)),
+        )
+        self.register_outputs({"daemonset": self.daemonset.metadata["name"]})

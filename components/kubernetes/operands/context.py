@@ -1,0 +1,26 @@
+"""What an operand may know about the stack: plain data, built once by the platform."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from components.kubernetes.operands.sharing import PoolSharing
+
+
+@dataclass(frozen=True)
+class MigPool:
+    pool: str
+    gpu: str  # matrix GPU key
+    config: str  # named MIG configuration
+    profiles: dict[str, int]  # what the configuration carves per GPU
+
+
+@dataclass(frozen=True)
+class OperandContext:
+    images: dict[str, str]  # operand -> image reference (release row, overrides applied)
+    namespace: str
+    sharing: tuple[PoolSharing, ...]
+    mig_pools: tuple[MigPool, ...]
+    toolkit_baked: bool
+    cdi: bool
+    service_monitor: bool = False

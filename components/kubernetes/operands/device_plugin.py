@@ -1,0 +1,94 @@
+"""The NVIDIA device plugin: advertises `nvidia.com/gpu` to the kubelet, with each pool's sharing
+configuration (time-slicing replicas, MIG strategy) chosen per node by the
+`nvidia.com/device-plugin.config` label through the plugin's own config-manager."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec
+from components.kubernetes.operands.context import OperandContext
+from components.kubernetes.operands.sharing import PoolSharing
+
+DEFAULT_CONFIG = "default"
+_CONFIG_DIR = "/config"
+_AVAILABLE_DIR = "/available-configs"
+
+
+def plugin_config(sharing: PoolSharing | None) -> str:
+    """One device plugin config file (the plugin's `version: v1` format)."""
+    document: dict = {"version": "v1", "flags": {"migStrategy": sharing.mig_strategy if sharing else "none"}}
+    if sharing and sharing.replicas:
+        document["sharing"] = {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": sharing.replicas}]}}
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def spec(ctx: OperandContext) -> OperandSpec:
+    image, sharing = ctx.images["device-plugin"], ctx.sharing
+    configs = {DEFAULT_CONFIG: plugin_config(None)}
+    configs.update({s.config_name: plugin_config(s) for s in sharing})
+    mig = any(s.mig_strategy != "none" for s in sharing)
+    # The config-manager picks the file named by the node's label and signals the plugin to reload.
+    config_manager = dict(
+        image=image,
+        command=("config-manager",),
+        env=(
+            ("NODE_LABEL", "nvidia.com/device-plugin.config"),
+            ("CONFIG_FILE_SRCDIR", _AVAILABLE_DIR),
+            ("CONFIG_FILE_DST", f"{_CONFIG_DIR}/config.yaml"),
+            ("DEFAULT_CONFIG", DEFAULT_CONFIG),
+            ("FALLBACK_STRATEGIES", "named,single"),
+            ("SEND_SIGNAL", "true"),
+            ("SIGNAL", "1"),
+            ("PROCESS_TO_SIGNAL", "nvidia-device-plugin"),
+        ),
+        field_env=(("NODE_NAME", "spec.nodeName"),),
+        mounts=(("available-configs", _AVAILABLE_DIR, True), ("config", _CONFIG_DIR, False)),
+    )
+    return OperandSpec(
+        operand="device-plugin",
+        reason=(
+            "registers nvidia.com/gpu with the kubelet through its device-plugin socket directory "
+            "(/var/lib/kubelet/device-plugins, read-write)"
+            + ("; SYS_ADMIN to watch MIG devices' health" if mig else "")
+        ),
+        init_containers=(
+            Container(name="config-manager-init", args=(), **{**config_manager, "env": config_manager["env"] + (("ONESHOT", "true"),)}),
+        ),
+        containers=(
+            Container(
+                name="nvidia-device-plugin",
+                image=image,
+                command=("nvidia-device-plugin",),
+                env=(
+                    ("CONFIG_FILE", f"{_CONFIG_DIR}/config.yaml"),
+                    ("NVIDIA_VISIBLE_DEVICES", "all"),
+                    ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+                    ("PASS_DEVICE_SPECS", "true"),
+                    ("NVIDIA_MIG_MONITOR_DEVICES", "all" if mig else "none"),
+                ),
+                host_paths=("device-plugin",),
+                mounts=(("config", _CONFIG_DIR, True),),
+                capabilities=("SYS_ADMIN",) if mig else (),
+                run_as_root=True,
+                requests=("50m", "64Mi"),
+                liveness={
+                    "exec": {"command": ["sh", "-c", "ls /var/lib/kubelet/device-plugins/nvidia-*.sock"]},
+                    "initialDelaySeconds": 30,
+                    "periodSeconds": 30,
+                },
+            ),
+            Container(name="config-manager", **config_manager),
+        ),
+        host_paths=(HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),),
+        empty_dirs=("config",),
+        config_maps={"available-configs": {name: text for name, text in sorted(configs.items())}},
+        # The config-manager reads its own node's labels, nothing else.
+        cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},),
+        runtime_class="nvidia",
+        share_process_namespace=True,
+    )
+
+
+class DevicePlugin(Operand):
+    """`gpu-platform:operands:DevicePlugin`."""

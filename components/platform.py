@@ -1,0 +1,130 @@
+"""The whole stack as one component: AWS first (node role, cluster, node image, GPU pools), then
+Kubernetes (namespace, operands in the declared stage order)."""
+
+from __future__ import annotations
+
+import pulumi
+
+from components.aws import tags as aws_tags
+from components.aws.cluster import ClusterArgs, EksCluster
+from components.aws.discovery import Discovered
+from components.aws.node_image import NodeImage, NodeImageArgs, image_tags
+from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
+from components.aws.node_role import NodeRole
+from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
+from components.kubernetes.operands import sharing, stages
+from components.kubernetes.operands.base import Operand, OperandArgs
+from components.kubernetes.operands.context import MigPool, OperandContext
+from gpu_platform import contract
+from gpu_platform.config import StackConfig
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    cluster: EksCluster
+    image: NodeImage
+    pools: dict[str, GpuNodePool]
+    operands: list[Operand]
+
+    def __init__(self, name: str, config: StackConfig, found: Discovered, stack: str,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        release = config.release
+        node_image = config.node_image
+        k8s_version = config.cluster.kubernetes_version
+        base_tags = aws_tags.stack_tags(stack, config.audit)
+        fabric_manager = any(gpu.model.nvswitch for gpu in found.gpus.values())
+        privileged_tags = {
+            **base_tags,
+            **aws_tags.audit_tags(
+                config.audit,
+                aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, fabric_manager),
+            ),
+        }
+
+        node_role = NodeRole(f"{name}-node-role", base_tags, opts=child)
+        self.cluster = EksCluster(
+            f"{name}-cluster", ClusterArgs(config.cluster, node_role, base_tags, found.adopted), opts=child
+        )
+        # The image needs nothing from the cluster: it builds while the control plane comes up.
+        self.image = NodeImage(
+            f"{name}-node-image",
+            NodeImageArgs(
+                config=node_image,
+                kubernetes_version=k8s_version,
+                base_ami=found.base_ami,
+                toolkit_version=release.toolkit_version,
+                fabric_manager=fabric_manager,
+                tags=privileged_tags,
+                region=config.region,
+            ),
+            opts=child,
+        )
+        endpoint = ClusterEndpoint(
+            name=self.cluster.name,
+            endpoint=self.cluster.endpoint,
+            certificate_authority=self.cluster.certificate_authority,
+            service_cidr=self.cluster.service_cidr,
+            security_group_id=self.cluster.security_group_id,
+        )
+        self.pools = {}
+        for pool in config.node_pools:
+            gpu = found.gpus[pool.name]
+            gates = stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=node_image.toolkit_baked)
+            self.pools[pool.name] = GpuNodePool(
+                f"{name}-pool-{pool.name}",
+                NodePoolArgs(
+                    pool=pool,
+                    gpu=gpu,
+                    ami_id=self.image.ami_id,
+                    cluster=endpoint,
+                    node_role=node_role,
+                    subnet_ids=config.cluster.subnet_ids,
+                    labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
+                    tags={**privileged_tags, **image_tags(node_image, k8s_version)},
+                ),
+                opts=child,
+            )
+
+        provider = self.cluster.provider
+        namespace = GpuNamespace(
+            f"{name}-namespace",
+            NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider),
+            opts=child,
+        )
+        mig_pools = tuple(
+            MigPool(p.name, found.gpus[p.name].model.key, p.mig.config,
+                    found.gpus[p.name].model.mig.configs().get(p.mig.config, {}) if found.gpus[p.name].model.mig else {})
+            for p in config.node_pools if p.mig
+        )
+        context = OperandContext(
+            images=release.images_with(config.operator.overrides),
+            namespace=namespace.name,
+            sharing=tuple(sharing.for_pool(p, found.gpus[p.name].model) for p in config.node_pools),
+            mig_pools=mig_pools,
+            toolkit_baked=node_image.toolkit_baked,
+            cdi=release.cdi,
+        )
+        # The first stage waits for the GPU nodes: a DaemonSet that matches no node is "ready" at
+        # once, which would make every later wait meaningless.
+        previous: list[pulumi.Resource] = [*self.pools.values(), namespace]
+        self.operands = []
+        for stage in stages.active(node_image.toolkit_baked, any_mig=bool(mig_pools)):
+            operand = stage.component(
+                f"{name}-{stage.operand}",
+                OperandArgs(
+                    spec=stage.spec(context),
+                    namespace=namespace.name,
+                    gate=stage.gate,
+                    waits_for=stage.waits_for,
+                    wait_image=context.images["validator"],
+                    audit=config.audit,
+                    release=release.name,
+                    provider=provider,
+                    depends_on=previous,
+                ),
+                opts=child,
+            )
+            self.operands.append(operand)
+            previous = [operand]
+        self.register_outputs({"cluster": self.cluster.name, "ami_id": self.image.ami_id})

@@ -1,0 +1,319 @@
+"""The stack configuration model: the one place that reads raw config.
+
+Shape errors and unknown names (a release, a CUDA version, a MIG configuration that exists for no
+GPU) are config errors, raised before anything is registered. Combinations of known things that do
+not work together (release and Kubernetes, driver and CUDA, MIG profile and GPU) are left to the
+policy pack, which sees the whole stack.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, Mapping, Optional
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpu_platform import matrix, versions
+
+PROJECT = "gpu-platform"
+
+
+class ConfigError(pulumi.RunError):
+    """A user mistake in the stack configuration. A RunError, so `pulumi up` prints the message
+    without a traceback; the offline preview prints it and exits 2."""
+
+
+def _valid(options) -> str:
+    return ", ".join(sorted(options))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+
+
+class Cluster(_Model):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+    kubernetes_version: str = Field(alias="kubernetesVersion")
+    create: bool = True
+    subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
+    endpoint_public_access: bool = Field(default=False, alias="endpointPublicAccess")
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _minor(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not re.fullmatch(r"1\.\d{2}", value):
+            raise ValueError(
+                f"{value!r} is not a Kubernetes minor version; write it quoted, e.g. \"1.33\""
+            )
+        return value
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for subnet in value:
+            if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
+                raise ValueError(f"{subnet!r} is not a subnet id (subnet- and 8 to 17 hex digits)")
+        if len(set(value)) != len(value):
+            raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
+        return value
+
+
+class Operator(_Model):
+    release: str
+    overrides: Mapping[str, str] = Field(default_factory=dict)
+
+    @field_validator("release")
+    @classmethod
+    def _known_release(cls, value: str) -> str:
+        releases = matrix.load().releases
+        if value not in releases:
+            raise ValueError(
+                f"{value!r} is not a GPU Operator release of the version matrix "
+                f"(valid: {', '.join(releases)})"
+            )
+        return value
+
+    @field_validator("overrides")
+    @classmethod
+    def _known_operands(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        for operand, tag in value.items():
+            if operand not in matrix.OPERAND_IMAGES:
+                raise ValueError(
+                    f"{operand!r} is not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"
+                )
+            if not isinstance(tag, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag):
+                raise ValueError(
+                    f"{operand}: {tag!r} is not an image tag (a tag only, e.g. v0.18.2; "
+                    "the repository stays the release's)"
+                )
+        return dict(sorted(value.items()))
+
+
+class NodeImage(_Model):
+    source: Literal["bake", "ami"]
+    driver_version: str = Field(alias="driverVersion")
+    ami_id: Optional[str] = Field(default=None, alias="amiId", pattern=r"^ami-[0-9a-f]{8,17}$")
+    toolkit_baked: bool = Field(default=False, alias="toolkitBaked")
+
+    @field_validator("driver_version", mode="before")
+    @classmethod
+    def _driver(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not re.fullmatch(r"\d{3}\.\d{1,3}(\.\d{1,3})?", value):
+            raise ValueError(
+                f"{value!r} is not an NVIDIA driver version; write it quoted, e.g. \"580.105.08\""
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _ami_with_source(self) -> "NodeImage":
+        if self.source == "ami" and not self.ami_id:
+            raise ValueError("amiId is required with source: ami (a pinned, already baked AMI)")
+        if self.source == "bake" and self.ami_id:
+            raise ValueError("amiId is only for source: ami; source: bake builds the AMI in the stack")
+        return self
+
+
+class Workloads(_Model):
+    cuda_versions: tuple[str, ...] = Field(alias="cudaVersions", min_length=1)
+
+    @field_validator("cuda_versions", mode="before")
+    @classmethod
+    def _known_cuda(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            return value
+        known = matrix.load().cuda.toolkits
+        for cuda in value:
+            if not isinstance(cuda, str) or cuda not in known:
+                raise ValueError(
+                    f"{cuda!r} is not a CUDA toolkit version of the matrix; write it quoted "
+                    f"(valid: {', '.join(sorted(known, key=versions.parse))})"
+                )
+        return tuple(value)
+
+
+class TimeSlicing(_Model):
+    replicas: int = Field(ge=2, le=64)
+
+
+class MigConfig(_Model):
+    config: str
+
+    @field_validator("config")
+    @classmethod
+    def _known_config(cls, value: str) -> str:
+        names = matrix.load().mig_config_names
+        if value not in names:
+            raise ValueError(
+                f"{value!r} is not a MIG configuration of any GPU in the matrix "
+                f"(valid: {_valid(names)})"
+            )
+        return value
+
+
+class NodePool(_Model):
+    name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+    instance_type: str = Field(alias="instanceType", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
+    min_size: int = Field(alias="minSize", ge=0)
+    desired_size: int = Field(alias="desiredSize", ge=0)
+    max_size: int = Field(alias="maxSize", ge=1)
+    capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = Field(
+        default="ON_DEMAND", alias="capacityType"
+    )
+    time_slicing: Optional[TimeSlicing] = Field(default=None, alias="timeSlicing")
+    mig: Optional[MigConfig] = None
+    root_volume_gib: int = Field(default=200, alias="rootVolumeGiB", ge=100, le=16384)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "NodePool":
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise ValueError(
+                f"sizes must satisfy minSize <= desiredSize <= maxSize "
+                f"(got {self.min_size}, {self.desired_size}, {self.max_size})"
+            )
+        return self
+
+
+class Audit(_Model):
+    owner: str = Field(min_length=1)
+    approval: str = Field(min_length=1)
+
+    @field_validator("owner", "approval")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank: the audit trail names a real owner and approval")
+        return value.strip()
+
+
+class StackConfig(_Model):
+    region: str = Field(alias="aws:region", pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    cluster: Cluster = Field(alias="gpu-platform:cluster")
+    operator: Operator = Field(alias="gpu-platform:operator")
+    node_image: NodeImage = Field(alias="gpu-platform:nodeImage")
+    workloads: Workloads = Field(alias="gpu-platform:workloads")
+    node_pools: tuple[NodePool, ...] = Field(alias="gpu-platform:nodePools", min_length=1)
+    audit: Audit = Field(alias="gpu-platform:audit")
+
+    @field_validator("node_pools")
+    @classmethod
+    def _unique_pools(cls, pools: tuple[NodePool, ...]) -> tuple[NodePool, ...]:
+        seen: set[str] = set()
+        for pool in pools:
+            if pool.name in seen:
+                raise ValueError(f"pool name {pool.name!r} is used twice; names must be unique")
+            seen.add(pool.name)
+        return pools
+
+    @property
+    def release(self) -> matrix.Release:
+        return matrix.load().release(self.operator.release)
+
+
+# -- reading raw config ---------------------------------------------------------------------------
+
+_KNOWN_KEYS = tuple(
+    f.alias for f in StackConfig.model_fields.values() if f.alias and f.alias.startswith(PROJECT)
+)
+
+
+def _key_path(loc: tuple) -> str:
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif not path:
+            path = str(part)
+        else:
+            path += f".{part}"
+    return path
+
+
+def _message(error: dict) -> str:
+    kind, msg = error["type"], error["msg"]
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "value_error":
+        return msg.removeprefix("Value error, ")
+    if kind == "string_pattern_mismatch":
+        return f"{error['input']!r} does not match {error['ctx']['pattern']}"
+    return f"{msg} (got {error['input']!r})" if "input" in error and kind != "model_type" else msg
+
+
+def _alias_loc(loc: tuple) -> tuple:
+    """Pydantic reports model-level validator errors without a field; keep the path it gives."""
+    return tuple(part for part in loc if part not in ("function-after", "function-before"))
+
+
+def parse(raw: Mapping[str, Any]) -> StackConfig:
+    """Validate a stack's config (`project:key` -> value, objects already decoded) or raise
+    ConfigError listing every problem as `key.path: what is wrong (what is valid)`."""
+    problems = []
+    values = {}
+    for key, value in raw.items():
+        namespace = key.split(":", 1)[0]
+        if namespace == PROJECT and key not in _KNOWN_KEYS:
+            problems.append(f"{key}: unknown key (valid: {', '.join(_KNOWN_KEYS)})")
+            continue
+        if namespace == PROJECT or key == "aws:region":
+            values[key] = value
+    try:
+        if not problems:
+            return StackConfig.model_validate(values)
+    except ValidationError as exc:
+        for error in exc.errors():
+            loc = _alias_loc(error["loc"])
+            fields = _field_names(loc)
+            path = _key_path(loc)
+            message = _message(error)
+            if message == "unknown key" and fields:
+                message += f" (valid: {', '.join(fields)})"
+            problems.append(f"{path}: {message}" if path else message)
+    raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(problems))
+
+
+def _field_names(loc: tuple) -> list[str]:
+    """The keys valid at the parent of `loc`, for 'unknown key' messages."""
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        if part not in fields:
+            return []
+        annotation = fields[part].annotation
+        model = _model_in(annotation)
+        if model is None:
+            return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _decode(value: Any) -> Any:
+    """Pulumi hands objects and lists over as JSON strings; plain strings stay strings."""
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def from_pulumi() -> StackConfig:
+    """The stack's config as the Pulumi engine hands it to the program."""
+    from pulumi.runtime import config as runtime_config
+
+    raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    return parse({key: _decode(value) for key, value in raw.items()})

@@ -1,0 +1,93 @@
+"""The taint and label contract between GPU node pools and the operands, defined once.
+
+Node pools set these labels and the taint through the kubelet (so a node that joins next week
+carries them from its first heartbeat); operands tolerate the taint and select on the gating labels;
+tests and policies check both sides against this module.
+"""
+
+from __future__ import annotations
+
+# Every GPU node is tainted so that only pods that asked for a GPU (and the operands) land there.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+GPU_TAINT_EFFECT = "NoSchedule"
+
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+# Gating labels: `nvidia.com/gpu.deploy.<operand>=true` puts an operand's DaemonSet on a node. The
+# suffixes are the GPU Operator's own (controllers/state_manager.go), so nodes stay readable by the
+# operator's tooling; the validator's is `operator-validator` there too.
+GATE_PREFIX = "nvidia.com/gpu.deploy."
+
+# The device plugin and GFD read their sharing config by this node label (config-manager NODE_LABEL).
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# The MIG manager applies the configuration this label names (mig-parted config key).
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+
+# Our own labels and tags: the pool a node belongs to, and the GPU model the matrix knows it as.
+POOL_LABEL = "gpu-platform.io/pool"
+GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"
+
+# Facts recorded on resources so that policies can read them from resource inputs alone.
+DRIVER_VERSION_TAG = "gpu-platform.io/driver-version"
+TOOLKIT_BAKED_TAG = "gpu-platform.io/toolkit-baked"
+KUBERNETES_VERSION_TAG = "gpu-platform.io/kubernetes-version"
+GPU_MODEL_TAG = GPU_MODEL_LABEL
+GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
+OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"
+CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
+OVERRIDES_KEY = "gpu-platform.io/image-overrides"
+OPERAND_KEY = "gpu-platform.io/operand"
+
+# Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
+# that runs the privileged software.
+AUDIT_PREFIX = "audit.gpu-platform.io/"
+AUDIT_REASON = AUDIT_PREFIX + "reason"
+AUDIT_HOST_PATHS = AUDIT_PREFIX + "host-paths"
+AUDIT_OWNER = AUDIT_PREFIX + "owner"
+AUDIT_APPROVAL = AUDIT_PREFIX + "approval"
+AUDIT_ANNOTATIONS = (AUDIT_REASON, AUDIT_HOST_PATHS, AUDIT_OWNER, AUDIT_APPROVAL)
+AUDIT_TAG_SOFTWARE = AUDIT_PREFIX + "privileged-software"
+AUDIT_TAG_OWNER = AUDIT_OWNER
+AUDIT_TAG_APPROVAL = AUDIT_APPROVAL
+AUDIT_TAGS = (AUDIT_TAG_SOFTWARE, AUDIT_TAG_OWNER, AUDIT_TAG_APPROVAL)
+
+
+def gate_label(gate: str) -> str:
+    return GATE_PREFIX + gate
+
+
+def gpu_taint() -> dict[str, str]:
+    return {"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": GPU_TAINT_EFFECT}
+
+
+def tolerates(tolerations: list[dict], taint: dict) -> bool:
+    """Kubernetes toleration semantics: an `Exists` toleration ignores the value, an empty key with
+    `Exists` tolerates everything, an empty effect matches every effect."""
+    for tol in tolerations or ():
+        effect_ok = not tol.get("effect") or tol.get("effect") == taint.get("effect")
+        if not effect_ok:
+            continue
+        operator = tol.get("operator", "Equal")
+        if operator == "Exists" and not tol.get("key"):
+            return True
+        if tol.get("key") != taint.get("key"):
+            continue
+        if operator == "Exists" or tol.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def pool_labels(pool: str, gpu_model: str, gates: tuple[str, ...], mig_config: str | None) -> dict[str, str]:
+    """The kubelet labels of a GPU pool's nodes: presence, one gate per operand that belongs there,
+    the device plugin config named after the pool, the MIG configuration on MIG pools."""
+    labels = {
+        GPU_PRESENT_LABEL: "true",
+        POOL_LABEL: pool,
+        GPU_MODEL_LABEL: gpu_model,
+        DEVICE_PLUGIN_CONFIG_LABEL: pool,
+        **{gate_label(gate): "true" for gate in gates},
+    }
+    if mig_config:
+        labels[MIG_CONFIG_LABEL] = mig_config
+    return dict(sorted(labels.items()))

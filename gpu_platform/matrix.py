@@ -1,0 +1,190 @@
+"""The version matrix: `matrix.yaml` read into typed, immutable rows.
+
+The YAML file is the single source of truth (each row keeps its source); this module only gives it
+types and the few lookups every reader needs. The config model uses it for names (an unknown release
+or MIG configuration), the policies for compatibility, the components for image references.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional
+
+import yaml
+
+from gpu_platform import versions
+
+MATRIX_FILE = Path(__file__).with_name("matrix.yaml")
+
+# The operands whose images a release pins, in the keys `matrix.yaml` uses.
+OPERAND_IMAGES = (
+    "node-feature-discovery",
+    "container-toolkit",
+    "device-plugin",
+    "gpu-feature-discovery",
+    "dcgm-exporter",
+    "mig-manager",
+    "validator",
+)
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    date: str
+    kubernetes_min: str
+    kubernetes_max: str
+    driver_default: str
+    driver_branches: tuple[int, ...]
+    driver_versions: tuple[str, ...]
+    cdi: bool
+    images: Mapping[str, str]
+    source: str
+
+    def supports_kubernetes(self, minor: str) -> bool:
+        return versions.at_least(minor, self.kubernetes_min) and versions.at_least(
+            self.kubernetes_max, minor
+        )
+
+    @property
+    def kubernetes_range(self) -> str:
+        return f"{self.kubernetes_min}-{self.kubernetes_max}"
+
+    def image(self, operand: str) -> str:
+        return self.images[operand]
+
+    def images_with(self, overrides: Mapping[str, str]) -> dict[str, str]:
+        """The release's images with `operator.overrides` tags swapped in (same repository)."""
+        return {
+            op: (ref.rsplit(":", 1)[0] + ":" + overrides[op]) if op in overrides else ref
+            for op, ref in self.images.items()
+        }
+
+    @property
+    def toolkit_version(self) -> str:
+        return versions.image_tag_version(self.images["container-toolkit"].rsplit(":", 1)[1])
+
+
+@dataclass(frozen=True)
+class Mig:
+    profiles: Mapping[str, int]
+    balanced: Mapping[str, int]
+    source: str
+
+    def configs(self) -> dict[str, dict[str, int]]:
+        """The named configurations of NVIDIA's default mig-parted config for this GPU: each
+        `all-<profile>` fills the GPU with its maximum count of one profile (`+me` is spelled `.me`
+        in the name), `all-balanced` mixes, `all-disabled` and `all-enabled` carve nothing."""
+        named: dict[str, dict[str, int]] = {"all-disabled": {}, "all-enabled": {}}
+        for profile, count in self.profiles.items():
+            named["all-" + profile.replace("+", ".")] = {profile: count}
+        named["all-balanced"] = dict(self.balanced)
+        return named
+
+
+@dataclass(frozen=True)
+class Gpu:
+    key: str
+    aws_name: str
+    aws_memory_mib: Optional[int]
+    families: tuple[str, ...]
+    architecture: str
+    compute_capability: str
+    product: str
+    min_driver: str
+    min_driver_basis: str
+    nvswitch: bool
+    mig: Optional[Mig]
+    source: str
+
+
+@dataclass(frozen=True)
+class Cuda:
+    toolkits: Mapping[str, str]
+    major_minimum: Mapping[int, str]
+    source: str
+
+    def minimum_driver(self, cuda: str) -> str:
+        return self.toolkits[cuda]
+
+    def major_floor(self, cuda: str) -> str:
+        """The lowest driver that runs any toolkit of this CUDA major (minor-version compatibility)."""
+        return self.major_minimum[versions.major(cuda)]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    releases: Mapping[str, Release]
+    cuda: Cuda
+    gpus: Mapping[str, Gpu]
+    mig_config_names: frozenset[str] = field(default_factory=frozenset)
+
+    def release(self, name: str) -> Release:
+        return self.releases[name]
+
+    def gpu_for_aws(self, name: str, memory_mib: int) -> Optional[Gpu]:
+        """The matrix row for a GPU as AWS's instance catalogue names it; memory tells apart models
+        AWS names alike (A100 with 40 or 80 GB)."""
+        for gpu in self.gpus.values():
+            if gpu.aws_name == name and gpu.aws_memory_mib in (None, memory_mib):
+                return gpu
+        return None
+
+
+def _gpu(key: str, row: dict) -> Gpu:
+    mig = row.get("mig")
+    return Gpu(
+        key=key,
+        aws_name=row["aws"]["name"],
+        aws_memory_mib=row["aws"].get("memoryMiB"),
+        families=tuple(row.get("families", ())),
+        architecture=row["architecture"],
+        compute_capability=str(row["computeCapability"]),
+        product=row["product"],
+        min_driver=str(row["minDriver"]),
+        min_driver_basis=row.get("minDriverBasis", ""),
+        nvswitch=bool(row.get("nvswitch", False)),
+        mig=Mig(dict(mig["profiles"]), dict(mig["balanced"]), mig.get("source", ""))
+        if mig
+        else None,
+        source=row.get("source", ""),
+    )
+
+
+def _release(name: str, row: dict) -> Release:
+    drivers = row["drivers"]
+    return Release(
+        name=name,
+        date=str(row["date"]),
+        kubernetes_min=str(row["kubernetes"]["min"]),
+        kubernetes_max=str(row["kubernetes"]["max"]),
+        driver_default=str(drivers["default"]),
+        driver_branches=tuple(int(b) for b in drivers["branches"]),
+        driver_versions=tuple(str(v) for v in drivers["versions"]),
+        cdi=bool(row.get("cdi", False)),
+        images={op: row["images"][op] for op in OPERAND_IMAGES},
+        source=row["source"],
+    )
+
+
+@functools.lru_cache(maxsize=None)
+def load(path: Path = MATRIX_FILE) -> Matrix:
+    raw = yaml.safe_load(path.read_text())
+    cuda = raw["cuda"]
+    compat = cuda["minor_version_compatibility"]
+    gpus = {key: _gpu(key, row) for key, row in raw["gpus"].items()}
+    mig_names = frozenset(
+        name for gpu in gpus.values() if gpu.mig for name in gpu.mig.configs()
+    )
+    return Matrix(
+        releases={name: _release(name, row) for name, row in raw["releases"].items()},
+        cuda=Cuda(
+            toolkits={str(k): str(v) for k, v in cuda["toolkits"].items()},
+            major_minimum={int(k): str(v) for k, v in compat.items() if k != "source"},
+            source=cuda["source"],
+        ),
+        gpus=gpus,
+        mig_config_names=mig_names,
+    )

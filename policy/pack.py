@@ -1,0 +1,7 @@
+"""Every policy of the pack, in the order reports list them."""
+
+from policy.compatibility import release_supports_kubernetes
+
+POLICIES = [
+    release_supports_kubernetes,
+]

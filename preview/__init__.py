@@ -1,0 +1,1 @@
+"""The offline preview: the real program under a recording mock engine, then the policy pack."""

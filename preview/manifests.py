@@ -1,0 +1,59 @@
+"""Every Kubernetes object of a stack as YAML, one object a file, numbered in rollout order (shared
+objects first, then each operand's objects in the declared stage order)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from preview.engine import Recording, Registration
+from preview.report import clean, operand_order
+
+_TOP = ("apiVersion", "kind", "metadata")
+
+
+def is_kubernetes_object(r: Registration) -> bool:
+    return r.custom and r.type.startswith("kubernetes:") and not r.is_provider
+
+
+def manifest(r: Registration) -> dict[str, Any]:
+    body = clean(r.inputs)
+    ordered = {k: body[k] for k in _TOP if k in body}
+    ordered.update({k: v for k, v in body.items() if k not in _TOP})
+    return ordered
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-")
+
+
+def files(recording: Recording) -> dict[str, str]:
+    """File name -> YAML text, for every Kubernetes object."""
+    index = recording.by_urn()
+    stage_of = {op.urn: number for number, op in enumerate(operand_order(recording), 1)}
+    out: dict[str, str] = {}
+    for r in sorted(filter(is_kubernetes_object, recording.resources), key=lambda r: r.urn):
+        node, stage = r, 0
+        while node is not None and node.urn not in stage_of:
+            node = index.get(node.parent)
+        if node is not None:
+            stage = stage_of[node.urn]
+        doc = manifest(r)
+        meta = doc.get("metadata", {})
+        name = "-".join(filter(None, [meta.get("namespace"), meta.get("name", r.name)]))
+        filename = f"{stage:02d}-{_slug(doc.get('kind', 'object'))}-{_slug(name)}.yaml"
+        out[filename] = yaml.safe_dump(doc, sort_keys=False, width=1000)
+    return dict(sorted(out.items()))
+
+
+def write(recording: Recording, directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for filename, text in files(recording).items():
+        path = directory / filename
+        path.write_text(text)
+        written.append(path)
+    return written

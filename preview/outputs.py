@@ -1,0 +1,84 @@
+"""Computed outputs for the offline engine: what AWS would fill in after creating a resource.
+
+A mock that only echoes inputs leaves outputs such as an EKS cluster's endpoint empty, and every
+resource built from them silently loses an input. Each table row below says which outputs a type
+computes; values are derived from the resource name so that runs are byte-identical.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any, Callable
+
+ACCOUNT = "123456789012"
+REGION = "us-west-2"
+
+# A syntactically valid PEM, so kubeconfigs and user data built from it look like the real thing.
+_FAKE_CA = base64.b64encode(
+    b"-----BEGIN CERTIFICATE-----\nMIIBofflinepreviewcertificateauthority\n-----END CERTIFICATE-----\n"
+).decode()
+
+
+def _hex(name: str, length: int) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()[:length]
+
+
+def _arn(service: str, kind: str, name: str, region: str = REGION) -> str:
+    return f"arn:aws:{service}:{region}:{ACCOUNT}:{kind}/{name}"
+
+
+def _eks_cluster(name: str, inputs: dict) -> dict:
+    cluster = inputs.get("name", name)
+    return {
+        "arn": _arn("eks", "cluster", cluster),
+        "endpoint": f"https://{_hex(cluster, 32).upper()}.gr7.{REGION}.eks.amazonaws.com",
+        "certificateAuthority": {"data": _FAKE_CA},
+        "vpcConfig": {
+            **inputs.get("vpcConfig", {}),
+            "clusterSecurityGroupId": f"sg-{_hex(cluster + 'sg', 17)}",
+            "vpcId": f"vpc-{_hex(cluster + 'vpc', 17)}",
+        },
+        "kubernetesNetworkConfig": {"serviceIpv4Cidr": "172.20.0.0/16", "ipFamily": "ipv4"},
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/{_hex(cluster, 32).upper()}"}]}],
+        "status": "ACTIVE",
+    }
+
+
+def _image(name: str, inputs: dict) -> dict:
+    return {
+        "arn": _arn("imagebuilder", "image", f"{name}/1.0.0/1"),
+        "outputResources": [{"amis": [{"image": f"ami-{_hex(name, 17)}", "region": REGION}], "containers": []}],
+    }
+
+
+_COMPUTED: dict[str, Callable[[str, dict], dict]] = {
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws:imagebuilder/image:Image": _image,
+    "aws:iam/role:Role": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name', name)}", "name": i.get("name", name)},
+    "aws:iam/instanceProfile:InstanceProfile": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:instance-profile/{i.get('name', name)}", "name": i.get("name", name)},
+    "aws:iam/policy:Policy": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}"},
+    "aws:kms/key:Key": lambda name, i: {"arn": _arn("kms", "key", _hex(name, 32)), "keyId": _hex(name, 32)},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {"arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"), "latestVersion": 1},
+    "aws:eks/nodeGroup:NodeGroup": lambda name, i: {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE"},
+    "aws:cloudwatch/logGroup:LogGroup": lambda name, i: {"arn": _arn("logs", "log-group", i.get("name", name))},
+}
+
+# Resource ids AWS hands back, by type; everything else gets `<name>-id`.
+_IDS: dict[str, Callable[[str], str]] = {
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda name: f"lt-{_hex(name, 17)}",
+    "aws:kms/key:Key": lambda name: _hex(name, 32),
+}
+
+
+def fill(type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(id, state) for a new resource: its inputs plus the outputs its type computes."""
+    computed = _COMPUTED.get(type_)
+    state = dict(inputs)
+    if computed is not None:
+        state.update(computed(name, inputs))
+    elif type_.startswith("aws:") and "arn" not in state:
+        service = type_.split(":")[1].split("/")[0]
+        state["arn"] = _arn(service, type_.rsplit(":", 1)[-1].lower(), name)
+    resource_id = _IDS.get(type_, lambda n: f"{n}-id")(name)
+    return resource_id, state

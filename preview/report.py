@@ -1,0 +1,106 @@
+"""What the preview prints and writes: the human summary and the JSON report. Both are functions of
+the recording alone (sorted, secrets redacted, whole numbers as ints), so the same stack file gives
+byte-identical output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pulumi.runtime import rpc
+
+from preview.analyze import Violation
+from preview.engine import Recording, Registration
+
+REDACTED = "[secret]"
+_OPERAND_PREFIX = "gpu-platform:operands:"
+
+
+def clean(value: Any) -> Any:
+    if rpc.is_rpc_secret(value):
+        return REDACTED
+    if isinstance(value, dict):
+        return {k: clean(v) for k, v in sorted(value.items())}
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def as_json(recording: Recording, violations: list[Violation]) -> str:
+    document = {
+        "stack": recording.stack,
+        "resources": [
+            {
+                "urn": r.urn,
+                "type": r.type,
+                "name": r.name,
+                "parent": r.parent,
+                "dependencies": list(r.dependencies),
+                "inputs": clean(r.inputs),
+            }
+            for r in sorted(recording.resources, key=lambda r: r.urn)
+        ],
+        "violations": [v.as_dict() for v in violations],
+    }
+    return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def operand_order(recording: Recording) -> list[Registration]:
+    """Operand components in creation order: each waits for the one before it."""
+    operands = [r for r in recording.resources if r.type.startswith(_OPERAND_PREFIX)]
+    by_urn = {r.urn: r for r in operands}
+    ordered: list[Registration] = []
+    remaining = dict(by_urn)
+    while remaining:
+        ready = sorted(
+            (r for r in remaining.values()
+             if not any(d in remaining for d in _operand_waits(recording, r, by_urn))),
+            key=lambda r: r.urn,
+        )
+        if not ready:  # a cycle cannot happen in Pulumi; keep the report total anyway
+            ready = sorted(remaining.values(), key=lambda r: r.urn)
+        for r in ready:
+            ordered.append(r)
+            del remaining[r.urn]
+    return ordered
+
+
+def _operand_waits(recording: Recording, operand: Registration, operands: dict[str, Registration]) -> set[str]:
+    """The operand components whose children this operand depends on."""
+    index = recording.by_urn()
+    owners = set()
+    for dep in operand.dependencies:
+        node = index.get(dep)
+        while node is not None and node.urn not in operands:
+            node = index.get(node.parent)
+        if node is not None:
+            owners.add(node.urn)
+    return owners
+
+
+def summary(recording: Recording, violations: list[Violation], source: str) -> str:
+    lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", "", "Resource tree:"]
+    children: dict[str, list[Registration]] = {}
+    for r in sorted(recording.resources, key=lambda r: (r.type, r.name)):
+        children.setdefault(r.parent, []).append(r)
+    known = {r.urn for r in recording.resources}
+
+    def walk(urn: str, depth: int) -> None:
+        for child in children.get(urn, []):
+            lines.append(f"{'  ' * depth}{child.type} {child.name}")
+            walk(child.urn, depth + 1)
+
+    for root in sorted((p for p in children if p not in known), key=str):
+        walk(root, 1)
+    lines += ["", "Operand rollout order (each waits for the one before; the first for the GPU node pools):"]
+    for number, operand in enumerate(operand_order(recording), 1):
+        lines.append(f"  {number}. {operand.name} ({operand.type.removeprefix(_OPERAND_PREFIX)})")
+    mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
+    advisory = [v for v in violations if v.enforcement_level != "mandatory"]
+    lines += ["", f"Policy violations: {len(mandatory)} mandatory, {len(advisory)} advisory"]
+    for v in violations:
+        lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
+    lines += ["", "Verdict: " + ("FAIL (mandatory policy violations)" if mandatory else "PASS")]
+    return "\n".join(lines) + "\n"

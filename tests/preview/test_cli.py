@@ -1,0 +1,101 @@
+"""The offline preview's command line: exit codes, the JSON report, manifests, determinism."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from preview.__main__ import main
+from tests.conftest import FIXTURES, ROOT
+
+VIOLATING = sorted((FIXTURES / "violating").glob("*.yaml"))
+
+
+def test_dev_stack_previews_and_passes(capsys):
+    assert main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Stack dev (stacks/Pulumi.dev.yaml)")
+    assert "Verdict: PASS" in out
+    assert "aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng" in out
+
+
+def test_default_stack_is_dev(capsys):
+    assert main([]) == 0
+    assert capsys.readouterr().out.startswith("Stack dev ")
+
+
+def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
+    report = tmp_path / "report.json"
+    assert main(["--config", str(FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"), "--json", str(report)]) == 1
+    assert "Verdict: FAIL" in capsys.readouterr().out
+    violations = json.loads(report.read_text())["violations"]
+    assert [v["policy"] for v in violations] == ["release-supports-kubernetes"]
+    assert violations[0]["enforcementLevel"] == "mandatory"
+    assert "v24.3.0" in violations[0]["message"] and "1.33" in violations[0]["message"]
+
+
+def test_policy_config_can_make_a_policy_advisory(tmp_path):
+    levels = tmp_path / "policy-config.json"
+    levels.write_text(json.dumps({"release-supports-kubernetes": "advisory"}))
+    stack = FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"
+    assert main(["--config", str(stack), "--policy-config", str(levels)]) == 0
+
+
+def test_unknown_stack_exits_2_listing_the_stacks(capsys):
+    assert main(["--stack", "staging"]) == 2
+    assert "stacks: dev, prod" in capsys.readouterr().err
+
+
+def test_malformed_yaml_exits_2_without_traceback(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.broken.yaml"
+    bad.write_text("config:\n  aws:region: [unclosed\n")
+    assert main(["--config", str(bad)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_json_report_has_the_documented_shape(tmp_path):
+    report = tmp_path / "dev.json"
+    assert main(["--stack", "dev", "--json", str(report)]) == 0
+    document = json.loads(report.read_text())
+    assert set(document) == {"stack", "resources", "violations"}
+    assert document["stack"] == "dev"
+    for resource in document["resources"]:
+        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "inputs"}
+    types = {r["type"] for r in document["resources"]}
+    assert {"aws:eks/cluster:Cluster", "aws:imagebuilder/image:Image", "kubernetes:apps/v1:DaemonSet"} <= types
+
+
+def test_secrets_are_redacted_in_the_json(tmp_path):
+    report = tmp_path / "dev.json"
+    main(["--stack", "dev", "--json", str(report)])
+    provider = next(r for r in json.loads(report.read_text())["resources"] if r["type"] == "pulumi:providers:kubernetes")
+    # The program marks the kubeconfig secret; the report must not print it.
+    assert provider["inputs"]["kubeconfig"] == "[secret]"
+
+
+def test_manifests_are_one_kubernetes_object_a_file(tmp_path):
+    out = tmp_path / "manifests"
+    assert main(["--stack", "dev", "--manifests", str(out)]) == 0
+    files = sorted(out.glob("*.yaml"))
+    kinds = [yaml.safe_load(f.read_text())["kind"] for f in files]
+    assert "DaemonSet" in kinds and "Namespace" in kinds
+    for f in files:
+        document = yaml.safe_load(f.read_text())
+        assert document["apiVersion"] and document["metadata"]["name"]
+
+
+def test_same_stack_gives_byte_identical_output(tmp_path):
+    """Two separate processes, so nothing cached in one run can hide nondeterminism."""
+    runs = []
+    for n in range(2):
+        report, manifests = tmp_path / f"r{n}.json", tmp_path / f"m{n}"
+        result = subprocess.run(
+            [sys.executable, "-m", "preview", "--stack", "prod", "--json", str(report), "--manifests", str(manifests)],
+            cwd=ROOT, capture_output=True, text=True, check=True,
+        )
+        runs.append((result.stdout, report.read_bytes(), {p.name: p.read_bytes() for p in manifests.iterdir()}))
+    assert runs[0] == runs[1]

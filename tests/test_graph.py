@@ -1,0 +1,65 @@
+"""The recorded graph of the shipped stacks, read like sentences about the infrastructure."""
+
+from __future__ import annotations
+
+import pytest
+
+from preview.engine import Recording
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+
+
+def gpu_node_groups(rec: Recording):
+    return [r for r in rec.of_type(NODE_GROUP) if r.name.endswith("-ng")]
+
+
+@pytest.fixture(params=["dev", "prod"])
+def stack(request, dev, prod) -> Recording:
+    return {"dev": dev, "prod": prod}[request.param]
+
+
+def test_every_layer_is_present(stack):
+    types = {r.type for r in stack.resources}
+    for expected in (
+        "aws:eks/cluster:Cluster",
+        "aws:imagebuilder/image:Image",
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        NODE_GROUP,
+        "gpu-platform:operands:DevicePlugin",
+        DAEMONSET,
+    ):
+        assert expected in types
+
+
+def test_one_node_pool_component_per_configured_pool(stack):
+    pools = {r.name for r in stack.of_type("gpu-platform:aws:GpuNodePool")}
+    configured = {f"gpu-pool-{p['name']}" for p in stack.config["gpu-platform:nodePools"]}
+    assert pools == configured
+
+
+def test_first_operand_waits_for_every_gpu_node_group(stack):
+    device_plugin = stack.one(DAEMONSET, "gpu-device-plugin-ds")
+    waits = stack.waits_for(device_plugin.urn)
+    assert {ng.urn for ng in gpu_node_groups(stack)} <= waits
+
+
+def test_kubernetes_objects_use_the_clusters_provider(stack):
+    provider = stack.one("pulumi:providers:kubernetes", "gpu-cluster-k8s")
+    for r in stack.resources:
+        if r.custom and r.type.startswith("kubernetes:"):
+            assert r.provider.startswith(provider.urn + "::")
+
+
+def test_node_image_does_not_wait_for_the_cluster(stack):
+    cluster = stack.one("aws:eks/cluster:Cluster", "gpu-cluster")
+    cluster_side = {cluster.urn} | {r.urn for r in stack.descendants(stack.one("gpu-platform:aws:EksCluster", "gpu-cluster").urn)}
+    for r in stack.descendants(stack.one("gpu-platform:aws:NodeImage", "gpu-node-image").urn):
+        assert not (stack.waits_for(r.urn) & cluster_side), r.name
+
+
+def test_launch_templates_use_the_baked_image(stack):
+    image = stack.one("aws:imagebuilder/image:Image", "gpu-node-image-image")
+    for lt in stack.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+        assert image.urn in lt.dependencies
+        assert lt.inputs["imageId"].startswith("ami-")
