@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv preview preview-all test lint clean
+.PHONY: venv preview preview-all test golden lint clean
 
 venv: $(VENV)/.installed
 
@@ -25,6 +25,10 @@ preview-all: venv
 
 test: venv
 	$(PY) -m pytest
+
+# Rewrites every golden file (user data, manifests) from the current code; review the diff.
+golden: venv
+	UPDATE_GOLDEN=1 $(PY) -m pytest
 
 lint: venv
 	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
