@@ -6,6 +6,10 @@ credentials and no network.
 
 Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuration (the error names
 the key path and what would be valid; nothing is registered).
+
+    python -m preview verify-ami [--stack NAME | --config FILE]
+
+The pre-flight check of a pinned AMI (`nodeImage.source: ami`) against AWS: `preview/verify_ami.py`.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ def _stack_path(args: argparse.Namespace) -> tuple[Path, str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["verify-ami"]:
+        # A subcommand beside the flags, so `python -m preview --stack dev` keeps its meaning.
+        from preview import verify_ami
+
+        return verify_ami.main(argv[1:])
     args = _parser().parse_args(argv)
     # Imported here so `--help` stays instant.
     from gpu_platform.config import ConfigError

@@ -133,6 +133,9 @@ class EksCluster(pulumi.ComponentResource):
             subnet_ids=list(cfg.subnet_ids),
             ami_type="AL2023_x86_64_STANDARD",
             instance_types=[_SYSTEM_INSTANCE_TYPE],
+            # On-demand and two nodes in two zones: CoreDNS and the NFD master must survive a
+            # spot reclaim or a zone outage, or no GPU node can be labelled.
+            capacity_type="ON_DEMAND",
             scaling_config={"min_size": 2, "desired_size": 2, "max_size": 4},
             update_config={"max_unavailable": 1},
             labels={"gpu-platform.io/role": "system"},

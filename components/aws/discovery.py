@@ -57,7 +57,9 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     if model is None:
         known = ", ".join(f"{g.key} ({'/'.join(g.families)})" for g in matrix.load().gpus.values())
         raise ConfigError(f"{key}: {instance_type!r} carries NVIDIA {gpu.name}, which the version matrix does not cover (supported: {known})")
-    arch = (found.supported_architectures or ["x86_64"])[0]
+    # The catalogue lists every architecture a type runs (some x86 types list i386 first).
+    supported = list(found.supported_architectures or [])
+    arch = "x86_64" if "x86_64" in supported else (supported[0] if supported else "unknown")
     if arch != "x86_64":
         raise ConfigError(f"{key}: {instance_type!r} is {arch}; the baked node image is x86_64 only")
     return PoolGpu(model=model, count=int(gpu.count), memory_mib=int(gpu.memory_size), architecture=arch)

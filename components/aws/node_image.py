@@ -4,6 +4,7 @@ replacement of the node groups, never a kernel build on a live node."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,13 @@ BUILD_INSTANCE_TYPE = "g6.xlarge"
 # of 60 min leaves no margin.
 BUILD_TIMEOUT = "150m"
 ROOT_VOLUME_GIB = 100
+# Tag keys the image declares about itself beyond the shared contract (gpu_platform/contract.py
+# holds the driver, toolkit-baked and Kubernetes keys).
+ARCHITECTURE_TAG = "gpu-platform.io/architecture"
+TOOLKIT_VERSION_TAG = "gpu-platform.io/toolkit-version"
+ARCHITECTURE = "x86_64"
+# The build instance needs only what Image Builder documents as its minimum: report to Image Builder
+# and be driven by SSM. Nothing that reaches the cluster or other accounts' data.
 _IMAGE_BUILDER_POLICIES = (
     "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
@@ -41,14 +49,22 @@ class NodeImageArgs:
     region: str
 
 
-def image_tags(config: NodeImageConfig, kubernetes_version: str) -> dict[str, str]:
-    """What the image declares about itself; `verify-ami` checks the same keys on a pinned AMI."""
-    return {
+def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: Optional[str] = None) -> dict[str, str]:
+    """What the image declares about itself; `verify-ami` checks the same keys on a pinned AMI.
+    The toolkit version is declared only when the toolkit is baked (and the caller knows it)."""
+    tags = {
         contract.DRIVER_VERSION_TAG: config.driver_version,
         contract.TOOLKIT_BAKED_TAG: str(config.toolkit_baked).lower(),
         contract.KUBERNETES_VERSION_TAG: kubernetes_version,
-        "gpu-platform.io/architecture": "x86_64",
+        ARCHITECTURE_TAG: ARCHITECTURE,
     }
+    if config.toolkit_baked and toolkit_version:
+        tags[TOOLKIT_VERSION_TAG] = toolkit_version
+    return tags
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:10]
 
 
 def component_document(args: NodeImageArgs) -> str:
@@ -100,7 +116,7 @@ class NodeImage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeImageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:NodeImage", name, None, opts)
-        tags = {**args.tags, **image_tags(args.config, args.kubernetes_version)}
+        tags = {**args.tags, **image_tags(args.config, args.kubernetes_version, args.toolkit_version)}
         if args.config.source == "ami":
             # Pinned by id, never "latest": `python -m preview verify-ami` checks its tags first.
             self.ami_id = pulumi.Output.from_input(args.config.ami_id)
@@ -111,21 +127,27 @@ class NodeImage(pulumi.ComponentResource):
     def _bake(self, name: str, args: NodeImageArgs, tags: dict[str, str]) -> pulumi.Output[str]:
         child = pulumi.ResourceOptions(parent=self)
         driver = args.config.driver_version
-        # Image Builder versions are immutable: a new driver is a new semantic version.
+        # The build's helpers (IAM) do not run the privileged software: they carry the stack's tags
+        # without the audit list, so a driver upgrade does not touch them.
+        helper_tags = {k: v for k, v in args.tags.items() if k != contract.AUDIT_TAG_SOFTWARE}
+        # A component or recipe is immutable and unique by name and version, and Pulumi replaces
+        # create-before-delete: any change (document, toolkit, base AMI) must come with a new name, or
+        # the replacement collides with the old one. The name carries a digest of what it builds.
         version = "1.0.0"
+        document = component_document(args)
         component = aws.imagebuilder.Component(
             f"{name}-driver",
-            name=f"{name}-nvidia-driver-{driver}",
+            name=f"{name}-nvidia-driver-{driver}-{_digest(document)}",
             platform="Linux",
             version=version,
-            data=component_document(args),
+            data=document,
             supported_os_versions=["Amazon Linux 2023"],
             tags=tags,
             opts=child,
         )
         recipe = aws.imagebuilder.ImageRecipe(
             f"{name}-recipe",
-            name=f"{name}-k8s{args.kubernetes_version}-driver{driver}",
+            name=f"{name}-k8s{args.kubernetes_version}-driver{driver}-{_digest(document, args.base_ami, ROOT_VOLUME_GIB)}",
             parent_image=args.base_ami,
             version=version,
             components=[{"component_arn": component.arn}],
@@ -147,15 +169,17 @@ class NodeImage(pulumi.ComponentResource):
                 }
             ),
             managed_policy_arns=list(_IMAGE_BUILDER_POLICIES),
-            tags=args.tags,
+            tags=helper_tags,
             opts=child,
         )
-        profile = aws.iam.InstanceProfile(f"{name}-builder", role=role.name, tags=args.tags, opts=child)
+        profile = aws.iam.InstanceProfile(f"{name}-builder", role=role.name, tags=helper_tags, opts=child)
         infrastructure = aws.imagebuilder.InfrastructureConfiguration(
             f"{name}-infrastructure",
             name=f"{name}-gpu-build",
             instance_types=[BUILD_INSTANCE_TYPE],
             instance_profile_name=profile.name,
+            # IMDSv2 only, one hop: the build runs downloaded installers, which must not reach the
+            # instance credentials through a container or a proxy.
             instance_metadata_options={"http_tokens": "required", "http_put_response_hop_limit": 1},
             terminate_instance_on_failure=True,
             tags=args.tags,

@@ -1,0 +1,80 @@
+"""The cluster: created (private, API access entries, KMS, logs, a system pool) or adopted by name."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.aws.node_role import NODE_POLICIES
+from tests.components.aws.conftest import LAUNCH_TEMPLATE, NODE_GROUP, node_config, pool_names
+
+ADOPTED_ENDPOINT = "https://5E2C1B7A9D3F4E6A8B0C2D4F6A8B0C2D.gr7.us-west-2.eks.amazonaws.com"
+
+
+def _adopt_shared(config):
+    config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
+
+
+@pytest.fixture(scope="module")
+def adopted(record_variant):
+    return record_variant("adopt-gpu-shared", _adopt_shared)
+
+
+def test_a_created_cluster_is_private_with_access_entries_kms_and_logs(shipped):
+    cluster = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster")
+    assert cluster.inputs["vpcConfig"]["endpointPublicAccess"] is False
+    assert cluster.inputs["vpcConfig"]["endpointPrivateAccess"] is True
+    assert cluster.inputs["accessConfig"]["authenticationMode"] == "API"
+    assert cluster.inputs["encryptionConfig"]["resources"] == ["secrets"]
+    assert "audit" in cluster.inputs["enabledClusterLogTypes"]
+    assert cluster.inputs["version"] == shipped.config["gpu-platform:cluster"]["kubernetesVersion"]
+
+
+def test_the_system_pool_is_a_small_on_demand_non_gpu_pool(shipped):
+    system = shipped.one(NODE_GROUP, "gpu-cluster-system")
+    assert system.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+    assert not system.inputs["instanceTypes"][0].startswith(("g", "p"))
+    assert system.inputs["capacityType"] == "ON_DEMAND"
+    assert system.inputs["scalingConfig"]["minSize"] >= 2
+    assert "taints" not in system.inputs
+
+
+def test_the_node_role_has_only_what_a_kubelet_needs(shipped):
+    role = shipped.one("aws:iam/role:Role", "gpu-node-role")
+    assert tuple(role.inputs["managedPolicyArns"]) == NODE_POLICIES
+    assert not any("FullAccess" in arn or "Administrator" in arn or "SSM" in arn for arn in NODE_POLICIES)
+    assert "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly" not in NODE_POLICIES
+
+
+def test_adopting_gpu_shared_registers_no_cluster(adopted):
+    assert adopted.of_type("aws:eks/cluster:Cluster") == []
+    assert adopted.of_type("aws:kms/key:Key") == []
+    assert [r.name for r in adopted.of_type(NODE_GROUP)] == [f"gpu-pool-{p}-ng" for p in pool_names(adopted)]
+
+
+def test_adopted_cluster_feeds_the_provider_and_the_node_pools(adopted):
+    provider = adopted.one("pulumi:providers:kubernetes", "gpu-cluster-k8s")
+    assert provider.inputs["kubeconfig"]  # a secret: its presence is all the recording shows
+    for pool in pool_names(adopted):
+        spec = node_config(adopted, pool)["spec"]["cluster"]
+        assert spec["name"] == "gpu-shared"
+        assert spec["apiServerEndpoint"] == ADOPTED_ENDPOINT
+        assert spec["cidr"] == "10.100.0.0/16"
+        ng = adopted.one(NODE_GROUP, f"gpu-pool-{pool}-ng")
+        assert ng.inputs["clusterName"] == "gpu-shared"
+    for lt in adopted.of_type(LAUNCH_TEMPLATE):
+        assert lt.inputs["networkInterfaces"][0]["securityGroups"] == ["sg-0f1e2d3c4b5a69788"]
+
+
+def test_adopted_stack_bakes_for_the_clusters_version(adopted):
+    recipe = adopted.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
+    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90004"  # the 1.32 EKS-optimized AL2023 image
+    for lt in adopted.of_type(LAUNCH_TEMPLATE):
+        assert lt.inputs["tags"]["gpu-platform.io/kubernetes-version"] == "1.32"
+
+
+def test_the_image_does_not_wait_for_an_adopted_or_created_cluster(adopted, shipped):
+    for rec in (adopted, shipped):
+        image_side = rec.descendants(rec.one("gpu-platform:aws:NodeImage", "gpu-node-image").urn)
+        cluster_side = {r.urn for r in rec.descendants(rec.one("gpu-platform:aws:EksCluster", "gpu-cluster").urn)}
+        for r in image_side:
+            assert not (rec.waits_for(r.urn) & cluster_side), r.name

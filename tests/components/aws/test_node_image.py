@@ -1,0 +1,125 @@
+"""The node image: baked with Image Builder (driver, fabric manager only for NVSwitch families), or a
+pinned AMI; either way its facts are tags a policy can read."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
+from gpu_platform import contract, matrix
+from preview.aws_answers import FIXTURES
+from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NVSWITCH_FAMILIES, launch_template, pool_names
+
+COMPONENT = "aws:imagebuilder/component:Component"
+IMAGE_BUILDER = "aws:imagebuilder/"
+PINNED = "ami-0123456789abcdef0"
+
+
+def _document(rec) -> dict:
+    return yaml.safe_load(rec.one(COMPONENT, "gpu-node-image-driver").inputs["data"])
+
+
+def _build_commands(rec) -> str:
+    (build,) = [p for p in _document(rec)["phases"] if p["name"] == "build"]
+    return "\n".join(c for step in build["steps"] for c in step["inputs"]["commands"])
+
+
+def _pinned(config):
+    config["gpu-platform:nodeImage"] = {"source": "ami", "amiId": PINNED, "driverVersion": "580.105.08"}
+
+
+def test_fabric_manager_is_baked_only_for_nvswitch_families(family):
+    name, rec = family
+    commands = _build_commands(rec)
+    nvswitch = name in NVSWITCH_FAMILIES
+    assert ("export FABRIC_MANAGER=true" in commands) is nvswitch
+    assert ("export FABRIC_MANAGER=false" in commands) is not nvswitch
+    software = launch_template(rec, name).inputs["tags"][contract.AUDIT_TAG_SOFTWARE]
+    assert ("nvidia-fabricmanager" in software) is nvswitch
+
+
+def test_the_matrix_agrees_on_which_families_have_nvswitch():
+    flagged = {f for gpu in matrix.load().gpus.values() if gpu.nvswitch for f in gpu.families}
+    assert NVSWITCH_FAMILIES <= flagged
+
+
+def test_the_component_installs_the_pinned_driver_and_proves_it_loads(shipped):
+    driver = shipped.config["gpu-platform:nodeImage"]["driverVersion"]
+    commands = _build_commands(shipped)
+    assert f"export DRIVER_VERSION={driver}" in commands
+    assert "export TOOLKIT_VERSION=\n" in commands  # toolkitBaked: false leaves the runtime to the DaemonSet
+    (test,) = [p for p in _document(shipped)["phases"] if p["name"] == "test"]
+    tests = "\n".join(c for step in test["steps"] for c in step["inputs"]["commands"])
+    assert "nvidia-smi" in tests and driver in tests
+
+
+def test_a_baked_toolkit_is_installed_and_declared(record_variant):
+    def baked(config):
+        config["gpu-platform:nodeImage"]["toolkitBaked"] = True
+
+    rec = record_variant("toolkit-baked", baked)
+    toolkit = matrix.load().release(rec.config["gpu-platform:operator"]["release"]).toolkit_version
+    assert f"export TOOLKIT_VERSION={toolkit}" in _build_commands(rec)
+    tags = rec.one(IMAGE, "gpu-node-image-image").inputs["tags"]
+    assert tags[contract.TOOLKIT_BAKED_TAG] == "true"
+    assert tags[TOOLKIT_VERSION_TAG] == toolkit
+
+
+def test_the_recipe_starts_from_the_eks_optimized_image_of_the_clusters_version(shipped):
+    recipe = shipped.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
+    fixtures = yaml.safe_load(FIXTURES.read_text())
+    assert recipe.inputs["parentImage"] == fixtures["eksOptimizedAmis"][shipped.config["gpu-platform:cluster"]["kubernetesVersion"]]
+    (mapping,) = recipe.inputs["blockDeviceMappings"]
+    assert mapping["ebs"]["encrypted"] == "true" and mapping["ebs"]["volumeType"] == "gp3"
+
+
+def test_the_build_runs_on_a_gpu_with_imdsv2_and_a_long_timeout(shipped):
+    infra = shipped.one("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure")
+    assert infra.inputs["instanceTypes"][0].startswith(("g", "p"))
+    assert infra.inputs["instanceMetadataOptions"] == {"httpTokens": "required", "httpPutResponseHopLimit": 1}
+    assert infra.inputs["terminateInstanceOnFailure"] is True
+    assert int(BUILD_TIMEOUT.rstrip("m")) > 60  # Image Builder's default leaves no margin for a driver build
+
+
+def test_the_build_instance_profile_is_image_builders_minimum(shipped):
+    role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
+    assert sorted(role.inputs["managedPolicyArns"]) == [
+        "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+        "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
+    ]
+
+
+def test_image_and_its_ami_declare_driver_kubernetes_architecture_and_audit(shipped):
+    node_image = shipped.config["gpu-platform:nodeImage"]
+    image = shipped.one(IMAGE, "gpu-node-image-image")
+    distribution = shipped.one("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "gpu-node-image-distribution")
+    ami_tags = distribution.inputs["distributions"][0]["amiDistributionConfiguration"]["amiTags"]
+    for tags in (image.inputs["tags"], ami_tags):
+        assert tags[contract.DRIVER_VERSION_TAG] == node_image["driverVersion"]
+        assert tags[contract.KUBERNETES_VERSION_TAG] == shipped.config["gpu-platform:cluster"]["kubernetesVersion"]
+        assert tags[ARCHITECTURE_TAG] == "x86_64"
+        assert tags[contract.AUDIT_TAG_APPROVAL] == shipped.config["gpu-platform:audit"]["approval"]
+        assert node_image["driverVersion"] in tags[contract.AUDIT_TAG_SOFTWARE]
+
+
+def test_component_and_recipe_names_change_with_what_they_build(dev, record_variant):
+    def newer(config):
+        config["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+
+    other = record_variant("driver-580.95.05", newer)
+    for type_, name in ((COMPONENT, "gpu-node-image-driver"), ("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")):
+        # Same name and version would collide with the old one during create-before-delete.
+        assert dev.one(type_, name).inputs["name"] != other.one(type_, name).inputs["name"]
+
+
+def test_a_pinned_ami_has_no_image_builder_and_is_used_by_id(record_variant):
+    rec = record_variant("pinned-ami", _pinned)
+    assert not [r for r in rec.resources if r.type.startswith(IMAGE_BUILDER)]
+    assert not [r for r in rec.resources if r.type == "aws:iam/role:Role" and r.name == "gpu-node-image-builder"]
+    for pool in pool_names(rec):
+        lt = launch_template(rec, pool)
+        assert lt.inputs["imageId"] == PINNED
+        assert lt.inputs["tags"][contract.DRIVER_VERSION_TAG] == "580.105.08"
+        assert lt.inputs["tags"][contract.KUBERNETES_VERSION_TAG] == "1.33"
+        assert lt.inputs["tags"][ARCHITECTURE_TAG] == "x86_64"
+    assert rec.of_type(LAUNCH_TEMPLATE)

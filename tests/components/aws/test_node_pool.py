@@ -1,0 +1,150 @@
+"""GPU node pools, for both shipped stacks and one pool of every GPU family in AWS's catalogue."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_platform import contract
+from preview.aws_answers import instance_catalogue
+from tests.components.aws.conftest import (
+    FAMILIES,
+    IMAGE,
+    launch_template,
+    node_group,
+    pool_names,
+    record_family,
+)
+
+AUDIT_SOFTWARE = contract.AUDIT_TAG_SOFTWARE
+
+
+def _pools(rec):
+    return [(p, launch_template(rec, p), node_group(rec, p)) for p in pool_names(rec)]
+
+
+def _catalogue_gpu(instance_type: str) -> dict:
+    return instance_catalogue()[instance_type]["GpuInfo"]["Gpus"][0]
+
+
+def test_gpu_model_and_count_tags_come_from_the_catalogue(family):
+    name, rec = family
+    gpu = _catalogue_gpu(FAMILIES[name])
+    for _, lt, ng in _pools(rec):
+        for tags in (lt.inputs["tags"], ng.inputs["tags"]):
+            # The matrix key starts with AWS's own name (A100-40GB, H200-141GB, L4 ...).
+            assert tags[contract.GPU_MODEL_TAG].startswith(gpu["Name"]), tags[contract.GPU_MODEL_TAG]
+            assert tags[contract.GPU_COUNT_TAG] == str(gpu["Count"])
+
+
+@pytest.mark.parametrize("name, model", [("p4d", "A100-40GB"), ("p4de", "A100-80GB")])
+def test_a100_variants_are_told_apart_by_the_catalogues_memory(record_variant, name, model):
+    rec = record_family(record_variant, name)
+    assert launch_template(rec, name).inputs["tags"][contract.GPU_MODEL_TAG] == model
+
+
+def test_shipped_pools_carry_their_catalogue_gpus(shipped):
+    for pool in shipped.config["gpu-platform:nodePools"]:
+        gpu = _catalogue_gpu(pool["instanceType"])
+        tags = node_group(shipped, pool["name"]).inputs["tags"]
+        assert tags[contract.GPU_COUNT_TAG] == str(gpu["Count"])
+        assert tags[contract.GPU_MODEL_TAG].startswith(gpu["Name"])
+
+
+def test_the_baked_ami_flows_from_image_to_launch_template_to_node_group(shipped):
+    image = shipped.one(IMAGE, "gpu-node-image-image")
+    for _, lt, ng in _pools(shipped):
+        assert image.urn in lt.dependencies
+        assert lt.inputs["imageId"].startswith("ami-")
+        assert lt.urn in ng.dependencies
+        assert ng.inputs["launchTemplate"]["id"].startswith("lt-")
+        # The group follows the template's latest version, so a new AMI rolls the group.
+        assert ng.inputs["launchTemplate"]["version"] == "1"
+        assert lt.inputs["updateDefaultVersion"] is True
+
+
+def test_every_gpu_pool_is_tainted_and_labelled_present(shipped, family):
+    for rec in (shipped, family[1]):
+        for pool, _, ng in _pools(rec):
+            assert ng.inputs["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+            labels = ng.inputs["labels"]
+            assert labels["nvidia.com/gpu.present"] == "true"
+            assert labels[contract.POOL_LABEL] == pool
+            assert labels[contract.DEVICE_PLUGIN_CONFIG_LABEL] == pool
+            assert labels[contract.gate_label("device-plugin")] == "true"
+
+
+def test_only_mig_pools_carry_a_mig_configuration_label(prod):
+    assert node_group(prod, "h100-mig").inputs["labels"][contract.MIG_CONFIG_LABEL] == "all-balanced"
+    assert contract.MIG_CONFIG_LABEL not in node_group(prod, "l40s").inputs["labels"]
+
+
+def test_launch_templates_require_imdsv2_with_one_hop(shipped, family):
+    for rec in (shipped, family[1]):
+        for _, lt, _ in _pools(rec):
+            assert lt.inputs["metadataOptions"] == {
+                "httpEndpoint": "enabled",
+                "httpTokens": "required",
+                "httpPutResponseHopLimit": 1,
+            }
+
+
+def test_root_volume_is_encrypted_gp3_sized_from_the_pool(shipped):
+    for pool in shipped.config["gpu-platform:nodePools"]:
+        (mapping,) = launch_template(shipped, pool["name"]).inputs["blockDeviceMappings"]
+        assert mapping["deviceName"] == "/dev/xvda"
+        assert mapping["ebs"]["volumeType"] == "gp3"
+        assert mapping["ebs"]["encrypted"] == "true"
+        assert mapping["ebs"]["volumeSize"] == pool.get("rootVolumeGiB", 200)
+
+
+def test_root_volume_size_follows_root_volume_gib(record_variant):
+    def bigger(config):
+        config["gpu-platform:nodePools"][0]["rootVolumeGiB"] = 500
+
+    rec = record_variant("root-500", bigger)
+    assert launch_template(rec, "l4").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 500
+
+
+def test_nodes_get_no_public_ip(shipped):
+    for _, lt, _ in _pools(shipped):
+        (nic,) = lt.inputs["networkInterfaces"]
+        assert nic["associatePublicIpAddress"] == "false"
+        assert nic["securityGroups"] and all(sg.startswith("sg-") for sg in nic["securityGroups"])
+
+
+def test_node_groups_follow_the_custom_ami_rules(shipped, family):
+    for rec in (shipped, family[1]):
+        for _, _, ng in _pools(rec):
+            for forbidden in ("amiType", "version", "releaseVersion", "diskSize", "remoteAccess"):
+                assert forbidden not in ng.inputs, forbidden
+
+
+def test_node_groups_roll_with_a_budget_and_scale_from_the_pool(shipped):
+    for pool in shipped.config["gpu-platform:nodePools"]:
+        ng = node_group(shipped, pool["name"])
+        assert ng.inputs["updateConfig"] == {"maxUnavailablePercentage": 25}
+        assert ng.inputs["scalingConfig"] == {
+            "minSize": pool["minSize"], "desiredSize": pool["desiredSize"], "maxSize": pool["maxSize"]
+        }
+        assert ng.inputs["capacityType"] == pool.get("capacityType", "ON_DEMAND")
+        assert ng.inputs["instanceTypes"] == [pool["instanceType"]]
+        assert "scalingConfig.desiredSize" in ng.ignore_changes
+
+
+def test_node_groups_run_as_the_node_role(shipped):
+    role = shipped.one("aws:iam/role:Role", "gpu-node-role")
+    for _, _, ng in _pools(shipped):
+        assert role.urn in ng.dependencies
+        assert ng.inputs["nodeRoleArn"].endswith(":role/gpu-node-role")
+
+
+def test_launch_templates_and_node_groups_carry_the_driver_and_audit_tags(shipped):
+    node_image = shipped.config["gpu-platform:nodeImage"]
+    audit = shipped.config["gpu-platform:audit"]
+    for _, lt, ng in _pools(shipped):
+        for tags in (lt.inputs["tags"], *(s["tags"] for s in lt.inputs["tagSpecifications"]), ng.inputs["tags"]):
+            assert tags[contract.DRIVER_VERSION_TAG] == node_image["driverVersion"]
+            assert tags[contract.AUDIT_TAG_OWNER] == audit["owner"]
+            assert tags[contract.AUDIT_TAG_APPROVAL] == audit["approval"]
+            assert f"nvidia-driver {node_image['driverVersion']}" in tags[AUDIT_SOFTWARE]
+            assert tags["gpu-platform.io/stack"] == shipped.stack

@@ -1,0 +1,121 @@
+"""`python -m preview verify-ami`: a pinned AMI is checked against AWS (moto here) before it is used."""
+
+from __future__ import annotations
+
+import pytest
+
+from preview.__main__ import main
+from tests.conftest import stack_config, write_stack
+
+REGION = "us-west-2"
+DRIVER = "580.105.08"
+GOOD_TAGS = {
+    "gpu-platform.io/driver-version": DRIVER,
+    "gpu-platform.io/kubernetes-version": "1.33",
+    "gpu-platform.io/toolkit-baked": "false",
+    "gpu-platform.io/architecture": "x86_64",
+}
+
+
+@pytest.fixture
+def ec2(monkeypatch):
+    """moto's EC2, started only for these tests (it costs seconds)."""
+    import boto3
+    import moto
+
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(key, value)
+    with moto.mock_aws():
+        yield boto3.client("ec2", region_name=REGION)
+
+
+def _register(ec2, tags: dict[str, str]) -> str:
+    ami = ec2.register_image(
+        Name="gpu-node-k8s1.33-nvidia-580.105.08",
+        Architecture="x86_64",
+        RootDeviceName="/dev/xvda",
+        VirtualizationType="hvm",
+        BlockDeviceMappings=[{"DeviceName": "/dev/xvda", "Ebs": {"VolumeSize": 100, "VolumeType": "gp3"}}],
+    )["ImageId"]
+    # register_image drops TagSpecifications in moto; tag afterwards, as a bake pipeline would.
+    ec2.create_tags(Resources=[ami], Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    return ami
+
+
+def _pinned_stack(tmp_path, ami: str, driver: str = DRIVER, source: str = "ami") -> str:
+    config = stack_config("dev")
+    config["gpu-platform:nodeImage"] = {"source": source, "driverVersion": driver}
+    if source == "ami":
+        config["gpu-platform:nodeImage"]["amiId"] = ami
+    return str(write_stack(tmp_path, config, name="pinned"))
+
+
+def _run(capsys, stack: str) -> tuple[int, str, str]:
+    code = main(["verify-ami", "--config", stack])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_good_ami_passes(ec2, tmp_path, capsys):
+    ami = _register(ec2, GOOD_TAGS)
+    code, out, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 0, err
+    assert ami in out and f"gpu-platform.io/driver-version={DRIVER}" in out
+
+
+def test_a_missing_ami_fails_naming_it(ec2, tmp_path, capsys):
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
+    assert code == 1
+    assert "gpu-platform:nodeImage.amiId: ami-0123456789abcdef0 does not exist" in err
+
+
+def test_a_wrong_driver_tag_fails_naming_the_key_and_both_values(ec2, tmp_path, capsys):
+    ami = _register(ec2, {**GOOD_TAGS, "gpu-platform.io/driver-version": "570.195.03"})
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 1
+    assert f"{ami} tag gpu-platform.io/driver-version is '570.195.03'; the stack expects '{DRIVER}'" in err
+    assert "gpu-platform:nodeImage.driverVersion" in err
+
+
+def test_a_wrong_kubernetes_tag_fails_naming_the_key_and_both_values(ec2, tmp_path, capsys):
+    ami = _register(ec2, {**GOOD_TAGS, "gpu-platform.io/kubernetes-version": "1.31"})
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 1
+    assert "tag gpu-platform.io/kubernetes-version is '1.31'; the stack expects '1.33'" in err
+    assert "driver-version" not in err  # only what is wrong is reported
+
+
+def test_a_missing_tag_and_a_wrong_architecture_tag_are_both_reported(ec2, tmp_path, capsys):
+    tags = {k: v for k, v in GOOD_TAGS.items() if k != "gpu-platform.io/toolkit-baked"}
+    ami = _register(ec2, {**tags, "gpu-platform.io/architecture": "arm64"})
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 1
+    assert "has no tag gpu-platform.io/toolkit-baked; the stack expects 'false'" in err
+    assert "tag gpu-platform.io/architecture is 'arm64'; the stack expects 'x86_64'" in err
+
+
+def test_a_baking_stack_has_nothing_to_verify(capsys):
+    code = main(["verify-ami", "--stack", "dev"])
+    assert code == 2
+    assert "source is 'bake'" in capsys.readouterr().err
+
+
+def test_an_invalid_stack_is_a_config_error(tmp_path, capsys):
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0", driver="latest"))
+    assert code == 2
+    assert "driverVersion" in err
+
+
+def test_an_unknown_stack_is_a_config_error(capsys):
+    assert main(["verify-ami", "--stack", "staging"]) == 2
+    assert "stacks: dev, prod" in capsys.readouterr().err
+
+
+def test_the_subcommand_leaves_the_preview_cli_alone(capsys):
+    assert main(["--stack", "dev"]) == 0
+    assert capsys.readouterr().out.startswith("Stack dev ")
