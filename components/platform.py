@@ -81,7 +81,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     node_role=node_role,
                     subnet_ids=config.cluster.subnet_ids,
                     labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
-                    tags={**privileged_tags, **image_tags(node_image, k8s_version)},
+                    tags={**privileged_tags, **image_tags(node_image, k8s_version, release.toolkit_version)},
                 ),
                 opts=child,
             )
@@ -94,7 +94,8 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         mig_pools = tuple(
             MigPool(p.name, found.gpus[p.name].model.key, p.mig.config,
-                    found.gpus[p.name].model.mig.configs().get(p.mig.config, {}) if found.gpus[p.name].model.mig else {})
+                    found.gpus[p.name].model.mig.configs().get(p.mig.config, {}) if found.gpus[p.name].model.mig else {},
+                    exists=bool(found.gpus[p.name].model.mig) and p.mig.config in found.gpus[p.name].model.mig.configs())
             for p in config.node_pools if p.mig
         )
         context = OperandContext(
@@ -104,6 +105,7 @@ class GpuPlatform(pulumi.ComponentResource):
             mig_pools=mig_pools,
             toolkit_baked=node_image.toolkit_baked,
             cdi=release.cdi,
+            service_monitor=config.monitoring.service_monitor,
         )
         # The first stage waits for the GPU nodes: a DaemonSet that matches no node is "ready" at
         # once, which would make every later wait meaningless.

@@ -187,6 +187,11 @@ class Audit(_Model):
         return value.strip()
 
 
+class Monitoring(_Model):
+    # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it.
+    service_monitor: bool = Field(default=False, alias="serviceMonitor")
+
+
 class StackConfig(_Model):
     region: str = Field(alias="aws:region", pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
     cluster: Cluster = Field(alias="gpu-platform:cluster")
@@ -195,6 +200,7 @@ class StackConfig(_Model):
     workloads: Workloads = Field(alias="gpu-platform:workloads")
     node_pools: tuple[NodePool, ...] = Field(alias="gpu-platform:nodePools", min_length=1)
     audit: Audit = Field(alias="gpu-platform:audit")
+    monitoring: Monitoring = Field(default_factory=Monitoring, alias="gpu-platform:monitoring")
 
     @field_validator("node_pools")
     @classmethod

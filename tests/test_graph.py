@@ -38,10 +38,15 @@ def test_one_node_pool_component_per_configured_pool(stack):
     assert pools == configured
 
 
-def test_first_operand_waits_for_every_gpu_node_group(stack):
-    device_plugin = stack.one(DAEMONSET, "gpu-device-plugin-ds")
-    waits = stack.waits_for(device_plugin.urn)
-    assert {ng.urn for ng in gpu_node_groups(stack)} <= waits
+def test_every_operand_workload_waits_for_every_gpu_node_group(stack):
+    """Directly (the first stage) or through the stage before it: walk the whole chain."""
+    node_groups = {ng.urn for ng in gpu_node_groups(stack)}
+    for ds in stack.of_type(DAEMONSET):
+        seen, frontier = set(), set(stack.waits_for(ds.urn))
+        while frontier:
+            seen |= frontier
+            frontier = set().union(*(stack.waits_for(u) for u in frontier)) - seen
+        assert node_groups <= seen, ds.name
 
 
 def test_kubernetes_objects_use_the_clusters_provider(stack):

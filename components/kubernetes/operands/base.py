@@ -4,7 +4,9 @@ An operand file describes only what is particular to it (an `OperandSpec`: conta
 RBAC rules, config maps); `Operand` turns the spec into a service account, least-privilege RBAC,
 config maps and a DaemonSet that tolerates the GPU taint, selects nodes by its gating label, waits
 per node for the previous stage's readiness marker, and carries audit annotations derived from its
-real privileges (so they cannot drift from the manifest).
+real privileges (so they cannot drift from the manifest). What only some operands have is data too:
+cluster-wide Deployments with their own identity (NFD's master and GC), Services selecting the
+DaemonSet's pods, CRDs the operand's image needs, and custom resources (a ServiceMonitor).
 """
 
 from __future__ import annotations
@@ -72,6 +74,30 @@ class OperandSpec:
     share_process_namespace: bool = False
     node_selector: Optional[dict[str, str]] = None  # None: the gating label
     tolerate_all: bool = False  # NFD's worker runs on every node, whatever its taints
+    deployments: tuple["Deployment", ...] = ()
+    services: tuple["Service", ...] = ()
+    crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
+    custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, spec (e.g. a ServiceMonitor)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A cluster-wide part of an operand (NFD's master, its garbage collector): no host access, its
+    own service account and RBAC, so each part holds only the rights it uses."""
+
+    suffix: str
+    containers: tuple[Container, ...]
+    cluster_rules: tuple[dict, ...] = ()
+    namespace_rules: tuple[dict, ...] = ()
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Service in front of the DaemonSet's pods (DCGM exporter's metrics)."""
+
+    port_name: str
+    port: int
 
 
 @dataclass(frozen=True)
@@ -201,6 +227,38 @@ def with_wait(spec: OperandSpec, marker: Optional[str], image: str) -> OperandSp
     )
 
 
+def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, name: str) -> dict:
+    """A Deployment of a cluster-wide part: unprivileged by construction (host access belongs to
+    the DaemonSet, where the audit annotations are)."""
+    containers = [c for c in part.containers]
+    if any(c.privileged or c.capabilities or c.host_paths for c in containers):
+        raise ValueError(f"{spec.operand}-{part.suffix}: a Deployment part keeps no privilege")
+    labels = {
+        "app.kubernetes.io/name": f"{spec.operand}-{part.suffix}",
+        "app.kubernetes.io/part-of": "gpu-platform",
+        contract.OPERAND_KEY: spec.operand,
+    }
+    annotations = {contract.OPERATOR_RELEASE_KEY: args.release}
+    volumes = [{"name": d, "emptyDir": {}} for d in sorted({v for c in containers for v, _, _ in c.mounts})]
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "priorityClassName": "system-cluster-critical",
+        "containers": [_container(c, spec) for c in containers],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "enableServiceLinks": False,
+    }
+    if volumes:
+        pod_spec["volumes"] = volumes
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {
+            "replicas": part.replicas,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": labels["app.kubernetes.io/name"]}},
+            "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
+        },
+    }
+
+
 def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str]) -> dict:
     """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same)."""
     labels = {
@@ -263,40 +321,88 @@ class Operand(pulumi.ComponentResource):
         super().__init__(f"gpu-platform:operands:{type(self).__name__}", name, None,
                          pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))))
         spec = with_wait(args.spec, args.waits_for, args.wait_image)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self._name, self._args = name, args
+        self._child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         object_name = f"nvidia-{spec.operand}"
-        meta = lambda n: {"name": n, "namespace": args.namespace, "labels": {"app.kubernetes.io/name": spec.operand, "app.kubernetes.io/part-of": "gpu-platform"}}  # noqa: E731
-        account = k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(object_name), automount_service_account_token=bool(spec.cluster_rules or spec.namespace_rules), opts=child)
-        waits: list[pulumi.Resource] = [account]
-        if spec.cluster_rules:
-            role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata={"name": object_name, "labels": meta(object_name)["labels"]}, rules=list(spec.cluster_rules), opts=child)
-            waits.append(k8s.rbac.v1.ClusterRoleBinding(
-                f"{name}-clusterrolebinding",
-                metadata={"name": object_name, "labels": meta(object_name)["labels"]},
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata["name"]},
-                subjects=[{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}],
-                opts=child,
-            ))
-        if spec.namespace_rules:
-            role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta(object_name), rules=list(spec.namespace_rules), opts=child)
-            waits.append(k8s.rbac.v1.RoleBinding(
-                f"{name}-rolebinding",
-                metadata=meta(object_name),
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
-                subjects=[{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}],
-                opts=child,
-            ))
+        # CRDs first: a workload whose image reads or writes its custom resources starts only
+        # after the API knows them.
+        crds = [
+            k8s.apiextensions.v1.CustomResourceDefinition(
+                f"{name}-crd-{crd['name'].split('.')[0]}",
+                metadata={"name": crd["name"], "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+                spec=crd["spec"],
+                opts=self._child,
+            )
+            for crd in spec.crds
+        ]
+        waits = [*crds, *self._identity(name, object_name, spec.operand, spec.cluster_rules, spec.namespace_rules)]
         configmap_names = {}
         for suffix, data in spec.config_maps.items():
             cm_name = f"{object_name}-{suffix}"
-            waits.append(k8s.core.v1.ConfigMap(f"{name}-{suffix}", metadata=meta(cm_name), data=data, opts=child))
+            waits.append(k8s.core.v1.ConfigMap(f"{name}-{suffix}", metadata=self._meta(cm_name, spec.operand), data=data, opts=self._child))
             configmap_names[suffix] = cm_name
+        after_waits = pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=waits))
+        for part in spec.deployments:
+            part_name = f"{object_name}-{part.suffix}"
+            identity = self._identity(f"{name}-{part.suffix}", part_name, spec.operand, part.cluster_rules, part.namespace_rules)
+            manifest = deployment_manifest(spec, part, args, part_name)
+            manifest["metadata"]["namespace"] = args.namespace
+            k8s.apps.v1.Deployment(
+                f"{name}-{part.suffix}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[*waits, *identity])),
+            )
         manifest = daemonset_manifest(spec, args, object_name, configmap_names)
         manifest["metadata"]["namespace"] = args.namespace
-        self.daemonset = k8s.apps.v1.DaemonSet(
-            f"{name}-ds",
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=waits)),
-        )
+        self.daemonset = k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits)
+        selector = manifest["spec"]["selector"]["matchLabels"]
+        for service in spec.services:
+            k8s.core.v1.Service(
+                f"{name}-{service.port_name}-svc",
+                metadata=self._meta(object_name, spec.operand),
+                spec={
+                    "selector": selector,
+                    "ports": [{"name": service.port_name, "port": service.port, "targetPort": service.port_name}],
+                },
+                opts=self._child,
+            )
+        for resource in spec.custom_resources:
+            # A CRD object cannot be schema-checked offline; its CRD comes from outside this stack
+            # (e.g. the Prometheus operator), which the stack option asserts.
+            k8s.apiextensions.CustomResource(
+                f"{name}-{resource['suffix']}",
+                api_version=resource["apiVersion"],
+                kind=resource["kind"],
+                metadata=self._meta(f"{object_name}-{resource['suffix']}", spec.operand),
+                spec=resource["spec"],
+                opts=self._child,
+            )
         self.register_outputs({"daemonset": self.daemonset.metadata["name"]})
+
+    def _meta(self, object_name: str, operand: str) -> dict:
+        return {"name": object_name, "namespace": self._args.namespace,
+                "labels": {"app.kubernetes.io/name": operand, "app.kubernetes.io/part-of": "gpu-platform"}}
+
+    def _identity(self, name: str, object_name: str, operand: str, cluster_rules: tuple[dict, ...],
+                  namespace_rules: tuple[dict, ...]) -> list[pulumi.Resource]:
+        """A service account with exactly the given rights; no API token in pods that use none."""
+        args, child = self._args, self._child
+        meta = self._meta(object_name, operand)
+        cluster_meta = {"name": object_name, "labels": meta["labels"]}
+        subjects = [{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}]
+        made: list[pulumi.Resource] = [k8s.core.v1.ServiceAccount(
+            f"{name}-sa", metadata=meta, automount_service_account_token=bool(cluster_rules or namespace_rules), opts=child)]
+        if cluster_rules:
+            role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata=cluster_meta, rules=list(cluster_rules), opts=child)
+            made.append(k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-clusterrolebinding", metadata=cluster_meta,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata["name"]},
+                subjects=subjects, opts=child))
+        if namespace_rules:
+            role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=list(namespace_rules), opts=child)
+            made.append(k8s.rbac.v1.RoleBinding(
+                f"{name}-rolebinding", metadata=meta,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
+                subjects=subjects, opts=child))
+        return made

@@ -13,6 +13,7 @@ class MigPool:
     gpu: str  # matrix GPU key
     config: str  # named MIG configuration
     profiles: dict[str, int]  # what the configuration carves per GPU
+    exists: bool = True  # the configuration is one of this GPU's (else it never reaches a node)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,17 @@ def plugin_config(sharing: PoolSharing | None) -> str:
     return yaml.safe_dump(document, sort_keys=False)
 
 
+def _cdi_env(ctx: OperandContext) -> tuple[tuple[str, str], ...]:
+    """With CDI (the release's default from v25.10.0) the plugin hands devices out as CDI names;
+    the GPU Operator's transformDevicePluginCtrForCDI (controllers/object_controls.go at v25.10.1,
+    gpu-operator-facts.yaml device_plugin_cdi_env). The hook path is the toolkit's install dir, so
+    only when the toolkit operand installs it."""
+    if not ctx.cdi:
+        return ()
+    env = (("CDI_ENABLED", "true"), ("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri"), ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"))
+    return env if ctx.toolkit_baked else env + (("NVIDIA_CDI_HOOK_PATH", "/usr/local/nvidia/toolkit/nvidia-cdi-hook"),)
+
+
 def spec(ctx: OperandContext) -> OperandSpec:
     image, sharing = ctx.images["device-plugin"], ctx.sharing
     configs = {DEFAULT_CONFIG: plugin_config(None)}
@@ -50,6 +61,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         reason=(
             "registers nvidia.com/gpu with the kubelet through its device-plugin socket directory "
             "(/var/lib/kubelet/device-plugins, read-write)"
+            + ("; writes the CDI specs of the devices it hands out to /var/run/cdi" if ctx.cdi else "")
             + ("; SYS_ADMIN to watch MIG devices' health" if mig else "")
         ),
         init_containers=(
@@ -66,8 +78,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
                     ("PASS_DEVICE_SPECS", "true"),
                     ("NVIDIA_MIG_MONITOR_DEVICES", "all" if mig else "none"),
+                    *_cdi_env(ctx),
                 ),
-                host_paths=("device-plugin",),
+                host_paths=("device-plugin", *(("cdi-root",) if ctx.cdi else ())),
                 mounts=(("config", _CONFIG_DIR, True),),
                 capabilities=("SYS_ADMIN",) if mig else (),
                 run_as_root=True,
@@ -80,7 +93,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ),
             Container(name="config-manager", **config_manager),
         ),
-        host_paths=(HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),),
+        host_paths=(
+            HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),
+            *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),) if ctx.cdi else ()),
+        ),
         empty_dirs=("config",),
         config_maps={"available-configs": {name: text for name, text in sorted(configs.items())}},
         # The config-manager reads its own node's labels, nothing else.

@@ -1,0 +1,85 @@
+"""DCGM exporter: GPU metrics on :9400 behind a Service, the metrics list as a config map, and a
+ServiceMonitor when the stack says the cluster has the Prometheus operator (`monitoring`).
+
+Env and host paths: the GPU Operator's v25.10.1 DaemonSet (gpu-operator-facts.yaml,
+per_component.dcgm-exporter.v25.10.1): DCGM_EXPORTER_LISTEN, DCGM_EXPORTER_KUBERNETES,
+DCGM_EXPORTER_COLLECTORS, NODE_NAME; the kubelet's pod-resources socket directory, read-only (to map
+GPUs to pods). /run/nvidia is left out: the driver is on the host, not in a driver container.
+"""
+
+from __future__ import annotations
+
+from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, Service
+from components.kubernetes.operands.context import OperandContext
+
+PORT = 9400
+_METRICS_DIR = "/etc/dcgm-exporter/gpu-platform"
+
+# Counters worth alerting on; the profiling (DCP) fields are what need SYS_ADMIN.
+METRICS = """\
+# DCGM field, Prometheus type, help
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
+DCGM_FI_DEV_MEM_CLOCK, gauge, Memory clock frequency (in MHz).
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (in W).
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_MEM_COPY_UTIL, gauge, Memory utilization (in %).
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (in MiB).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active.
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor (HMMA) pipe is active.
+DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is active.
+"""
+
+
+def spec(ctx: OperandContext) -> OperandSpec:
+    health = {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 10}
+    exporter = Container(
+        name="nvidia-dcgm-exporter",
+        image=ctx.images["dcgm-exporter"],
+        env=(
+            ("DCGM_EXPORTER_LISTEN", f":{PORT}"),
+            ("DCGM_EXPORTER_KUBERNETES", "true"),
+            ("DCGM_EXPORTER_COLLECTORS", f"{_METRICS_DIR}/metrics.csv"),
+            ("NVIDIA_VISIBLE_DEVICES", "all"),
+        ),
+        field_env=(("NODE_NAME", "spec.nodeName"),),
+        host_paths=("pod-gpu-resources",),
+        mounts=(("metrics", _METRICS_DIR, True), ("tmp", "/tmp", False)),
+        capabilities=("SYS_ADMIN",),
+        run_as_root=True,
+        requests=("100m", "128Mi"),
+        memory_limit="512Mi",
+        ports=(("metrics", PORT),),
+        readiness=health,
+        liveness=health,
+    )
+    monitors = ({
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "suffix": "servicemonitor",
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
+            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s", "honorLabels": True}],
+        },
+    },) if ctx.service_monitor else ()
+    return OperandSpec(
+        operand="dcgm-exporter",
+        reason=(
+            "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter "
+            "README); reads the kubelet pod-resources socket (read-only) to attribute GPUs to pods"
+        ),
+        containers=(exporter,),
+        host_paths=(HostPath("pod-gpu-resources", "/var/lib/kubelet/pod-resources", "/var/lib/kubelet/pod-resources", True, "Directory"),),
+        empty_dirs=("tmp",),
+        config_maps={"metrics": {"metrics.csv": METRICS}},
+        services=(Service("metrics", PORT),),
+        custom_resources=monitors,
+        runtime_class="nvidia",
+    )
+
+
+class DcgmExporter(Operand):
+    """`gpu-platform:operands:DcgmExporter`."""

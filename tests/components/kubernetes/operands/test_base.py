@@ -1,0 +1,113 @@
+"""Privilege only where the job needs it, and audit annotations that tell the truth about it."""
+
+from __future__ import annotations
+
+from gpu_platform import contract
+from tests.components.kubernetes.conftest import DEPLOYMENT, daemonsets, pod_spec
+
+# Operand -> the privileges its pods may keep (the issue's list; everything else runs unprivileged).
+PRIVILEGED = {"container-toolkit", "mig-manager", "validator"}
+HOST_PID = {"container-toolkit", "mig-manager"}
+CAPABILITIES = {"device-plugin": {"SYS_ADMIN"}, "gpu-feature-discovery": {"SYS_ADMIN"}, "dcgm-exporter": {"SYS_ADMIN"}}
+
+
+def operand_of(ds) -> str:
+    return ds.inputs["metadata"]["labels"][contract.OPERAND_KEY]
+
+
+def containers(spec: dict) -> list[dict]:
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def test_only_the_toolkit_mig_manager_and_validator_run_privileged(stack):
+    for ds in daemonsets(stack):
+        spec = pod_spec(ds)
+        privileged = any(c["securityContext"].get("privileged") for c in containers(spec))
+        assert privileged == (operand_of(ds) in PRIVILEGED) or not privileged, ds.name
+        assert not privileged or operand_of(ds) in PRIVILEGED, ds.name
+        assert bool(spec.get("hostPID")) <= (operand_of(ds) in HOST_PID), ds.name
+        assert not spec.get("hostNetwork"), ds.name
+
+
+def test_unprivileged_containers_drop_everything_and_add_only_what_is_listed(stack):
+    for ds in daemonsets(stack):
+        for c in containers(pod_spec(ds)):
+            context = c["securityContext"]
+            if context.get("privileged"):
+                continue
+            assert context["allowPrivilegeEscalation"] is False
+            assert context["capabilities"]["drop"] == ["ALL"]
+            assert set(context["capabilities"].get("add", [])) <= CAPABILITIES.get(operand_of(ds), set()), (ds.name, c["name"])
+            assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_every_container_has_requests_and_a_memory_limit(stack):
+    for workload in [*daemonsets(stack), *stack.of_type(DEPLOYMENT)]:
+        for c in containers(pod_spec(workload)):
+            assert c["resources"]["requests"]["cpu"] and c["resources"]["limits"]["memory"], (workload.name, c["name"])
+
+
+# The MIG manager has no health endpoint, and a probe on the MIG state would hold the rollout for
+# as long as a GPU reset takes: it is ready when it runs.
+WITHOUT_PROBE = {"gpu-mig-manager-ds"}
+
+
+def test_every_workloads_main_container_has_a_probe(stack):
+    for workload in [*daemonsets(stack), *stack.of_type(DEPLOYMENT)]:
+        if workload.name in WITHOUT_PROBE:
+            continue
+        main = pod_spec(workload)["containers"][0]
+        assert main.get("readinessProbe") or main.get("livenessProbe"), workload.name
+
+
+def test_deployments_keep_no_privilege(stack):
+    for deployment in stack.of_type(DEPLOYMENT):
+        spec = pod_spec(deployment)
+        assert not spec.get("volumes") or all("hostPath" not in v for v in spec["volumes"])
+        for c in spec["containers"]:
+            assert c["securityContext"]["runAsNonRoot"] is True
+            assert "add" not in c["securityContext"]["capabilities"]
+
+
+def real_host_paths(spec: dict) -> dict[str, str]:
+    """Host path -> rw/ro, from the volumes and mounts as Kubernetes will apply them."""
+    by_volume = {v["name"]: v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v}
+    modes: dict[str, str] = {}
+    for c in containers(spec):
+        for mount in c.get("volumeMounts", []):
+            if mount["name"] in by_volume:
+                path = by_volume[mount["name"]]
+                mode = "ro" if mount.get("readOnly") else "rw"
+                if modes.get(path) != "rw":
+                    modes[path] = mode
+    return modes
+
+
+def test_audit_host_paths_are_the_real_host_path_mounts(stack):
+    for ds in daemonsets(stack):
+        spec = pod_spec(ds)
+        annotations = ds.inputs["spec"]["template"]["metadata"]["annotations"]
+        declared = dict(item.rsplit(":", 1) for item in annotations.get(contract.AUDIT_HOST_PATHS, "").split(",") if item)
+        assert declared == real_host_paths(spec), ds.name
+        # Every mounted host path volume is declared; no host path volume goes unmounted.
+        assert {v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v} == set(declared), ds.name
+
+
+def test_every_workload_that_keeps_a_privilege_carries_all_audit_annotations(stack):
+    for ds in daemonsets(stack):
+        spec = pod_spec(ds)
+        keeps = (real_host_paths(spec) or spec.get("hostPID") or any(
+            c["securityContext"].get("privileged") or c["securityContext"].get("capabilities", {}).get("add")
+            for c in containers(spec)))
+        for annotations in (ds.inputs["metadata"]["annotations"], ds.inputs["spec"]["template"]["metadata"]["annotations"]):
+            if keeps:
+                assert all(annotations.get(key) for key in contract.AUDIT_ANNOTATIONS), ds.name
+            else:
+                assert not any(key in annotations for key in contract.AUDIT_ANNOTATIONS), ds.name
+
+
+def test_added_capabilities_are_named_in_the_audit_reason(stack):
+    for ds in daemonsets(stack):
+        added = {cap for c in containers(pod_spec(ds)) for cap in c["securityContext"].get("capabilities", {}).get("add", [])}
+        for cap in added:
+            assert cap in ds.inputs["metadata"]["annotations"][contract.AUDIT_REASON], ds.name

@@ -1,0 +1,58 @@
+"""Each pool's sharing reaches its nodes: time-slicing and MIG strategy per pool in the plugin's
+and GFD's config maps, and each MIG pool's named configuration in the MIG manager's."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.kubernetes.operands.context import MigPool
+from components.kubernetes.operands.mig_manager import mig_parted_config
+from gpu_platform import contract, matrix
+from tests.components.kubernetes.conftest import gpu_node_groups
+
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def config_map(rec, name: str) -> dict:
+    return next(r.inputs["data"] for r in rec.of_type(CONFIG_MAP) if r.inputs["metadata"]["name"] == name)
+
+
+def test_every_pool_has_its_plugin_config_named_by_its_node_label(stack):
+    for operand in ("device-plugin", "gpu-feature-discovery"):
+        configs = config_map(stack, f"nvidia-{operand}-available-configs")
+        for ng in gpu_node_groups(stack):
+            assert ng.inputs["labels"][contract.DEVICE_PLUGIN_CONFIG_LABEL] in configs
+
+
+def test_the_time_sliced_pool_shares_each_gpu_by_its_replicas(dev):
+    configs = config_map(dev, "nvidia-device-plugin-available-configs")
+    document = yaml.safe_load(configs["l4"])
+    assert document["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    assert document["flags"]["migStrategy"] == "none"
+
+
+def test_the_mig_pool_uses_the_mixed_strategy_and_the_others_none(prod):
+    configs = config_map(prod, "nvidia-device-plugin-available-configs")
+    assert yaml.safe_load(configs["h100-mig"])["flags"]["migStrategy"] == "mixed"
+    assert yaml.safe_load(configs["l40s"])["flags"]["migStrategy"] == "none"
+    assert "sharing" not in yaml.safe_load(configs["l40s"])
+
+
+def test_the_mig_manager_carves_each_mig_pools_configuration(prod):
+    parted = yaml.safe_load(config_map(prod, "nvidia-mig-manager-mig-parted-config")["config.yaml"])
+    h100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
+    assert parted["mig-configs"]["all-balanced"] == [{"devices": "all", "mig-enabled": True, "mig-devices": h100}]
+    assert parted["mig-configs"]["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
+    for ng in gpu_node_groups(prod):
+        label = ng.inputs["labels"].get(contract.MIG_CONFIG_LABEL)
+        assert label is None or label in parted["mig-configs"]
+
+
+def test_a_configuration_the_gpu_cannot_carve_never_reaches_the_map():
+    unknown = MigPool("h100", "H100-80GB", "all-1g.18gb", {}, exists=False)
+    parted = yaml.safe_load(mig_parted_config((unknown,)))
+    assert set(parted["mig-configs"]) == {"all-disabled"}
+
+
+def test_no_mig_manager_without_a_mig_pool(dev):
+    assert not any(r.name.startswith("gpu-mig-manager") for r in dev.resources)

@@ -1,0 +1,95 @@
+"""The declared order holds at creation (depends_on) and per node (gates, tolerations, markers)."""
+
+from __future__ import annotations
+
+from components.kubernetes.operands import stages
+from gpu_platform import contract
+from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, operands, pod_spec
+
+
+def active_stages(rec):
+    baked = rec.config["gpu-platform:nodeImage"].get("toolkitBaked", False)
+    any_mig = any(p.get("mig") for p in rec.config["gpu-platform:nodePools"])
+    return stages.active(baked, any_mig)
+
+
+def test_every_active_stage_has_its_operand_and_daemonset(stack):
+    for stage in active_stages(stack):
+        assert daemonset_of(stack, stage.operand) is not None, stage.operand
+    assert len(operands(stack)) == len(active_stages(stack))
+
+
+def test_the_first_stage_waits_for_every_gpu_node_group(stack):
+    first = daemonset_of(stack, active_stages(stack)[0].operand)
+    assert {ng.urn for ng in gpu_node_groups(stack)} <= stack.waits_for(first.urn)
+
+
+def test_each_stage_waits_for_the_previous_stages_daemonset(stack):
+    ordered = active_stages(stack)
+    for previous, current in zip(ordered, ordered[1:]):
+        waits = stack.waits_for(daemonset_of(stack, current.operand).urn)
+        assert daemonset_of(stack, previous.operand).urn in waits, f"{current.operand} after {previous.operand}"
+
+
+def test_the_seed_order_is_declared_once():
+    assert [s.operand for s in stages.STAGES] == [
+        "node-feature-discovery", "container-toolkit", "validator", "device-plugin",
+        "gpu-feature-discovery", "dcgm-exporter", "mig-manager",
+    ]
+
+
+def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
+    # Pulumi waits for each rollout: a wait on a later stage's marker would never complete.
+    written_by = {"driver-ready": {"container-toolkit", "validator"}, "toolkit-ready": {"validator"},
+                  "cuda-ready": {"validator"}, "plugin-ready": {"validator"}}
+    for baked in (False, True):
+        seen: set[str] = set()
+        for stage in stages.active(baked, any_mig=True):
+            if stage.waits_for:
+                assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for}"
+            seen.add(stage.operand)
+
+
+def test_no_daemonset_skips_the_rollout_wait(stack):
+    for ds in daemonsets(stack):
+        assert "pulumi.com/skipAwait" not in ds.inputs["metadata"].get("annotations", {})
+
+
+def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
+    pools = {ng.name: ng.inputs.get("labels", {}) for ng in gpu_node_groups(stack)}
+    for stage in active_stages(stack):
+        spec = pod_spec(daemonset_of(stack, stage.operand))
+        if stage.gate is None:
+            assert not spec.get("nodeSelector"), stage.operand
+            continue
+        selector = spec["nodeSelector"]
+        assert selector == {contract.gate_label(stage.gate): "true"}
+        carrying = [name for name, labels in pools.items() if all(labels.get(k) == v for k, v in selector.items())]
+        assert carrying, f"no pool carries {selector}"
+        if stage.mig_only:
+            assert carrying == [f"gpu-pool-{p['name']}-ng" for p in stack.config["gpu-platform:nodePools"] if p.get("mig")]
+
+
+def test_every_operand_tolerates_every_pools_taints(stack):
+    for ng in gpu_node_groups(stack):
+        taints = ng.inputs.get("taints", [])
+        assert any(t["key"] == contract.GPU_TAINT_KEY for t in taints)
+        for ds in daemonsets(stack):
+            for taint in taints:
+                taint = {**taint, "effect": {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
+                                             "PREFER_NO_SCHEDULE": "PreferNoSchedule"}.get(taint["effect"], taint["effect"])}
+                assert contract.tolerates(pod_spec(ds).get("tolerations", []), taint), (ds.name, taint)
+
+
+def test_toolkit_baked_leaves_out_the_toolkit_but_keeps_the_runtime_class(variant):
+    rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=True), stack="prod")
+    assert daemonset_of(rec, "container-toolkit") is None
+    assert [r.inputs["metadata"]["name"] for r in rec.of_type("kubernetes:node.k8s.io/v1:RuntimeClass")] == ["nvidia"]
+    toolkit_gate = contract.gate_label("container-toolkit")
+    for ng in gpu_node_groups(rec):
+        assert toolkit_gate not in ng.inputs.get("labels", {})
+    # The order still starts at the node pools and the validator writes driver-ready itself.
+    first = daemonset_of(rec, active_stages(rec)[0].operand)
+    assert {ng.urn for ng in gpu_node_groups(rec)} <= rec.waits_for(first.urn)
+    validator = pod_spec(daemonset_of(rec, "validator"))
+    assert validator["initContainers"][0]["name"] == "driver-validation"
