@@ -1,0 +1,63 @@
+"""Privileged-software audit. The program always audits what it creates, so the failing inputs here
+are resource inputs built directly (no valid stack file produces them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_platform import contract
+from policy.audit import privileged_software_tagged, privileged_workloads_audited
+from tests.policy.resources import hardened_launch_template, node_group, node_image, resource, workload
+from tests.policy.verdict import violations
+
+UNPRIVILEGED = {"containers": [{"name": "app", "image": "busybox"}], "volumes": []}
+
+
+def test_a_privileged_workload_with_truthful_annotations_passes():
+    assert violations(privileged_workloads_audited, [workload(), workload(kind="Deployment", name="nfd-master")]) == []
+
+
+def test_an_unprivileged_workload_needs_no_annotations():
+    plain = resource("kubernetes:apps/v1:Deployment", "app", {"kind": "Deployment", "metadata": {"name": "app"}, "spec": {"template": {"spec": UNPRIVILEGED}}})
+    assert violations(privileged_workloads_audited, [plain]) == []
+
+
+@pytest.mark.parametrize("kind, pod, privilege", [
+    ("Pod", {"hostPID": True}, "hostPID"),
+    ("Job", {"hostNetwork": True}, "hostNetwork"),
+    ("CronJob", {"hostIPC": True}, "hostIPC"),
+    ("StatefulSet", {}, "capabilities SYS_ADMIN"),
+])
+def test_a_privileged_workload_of_any_kind_without_annotations_fails(kind, pod, privilege):
+    found = violations(privileged_workloads_audited, [workload(kind=kind, name="rogue", annotations={}, pod=pod)])
+    assert len(found) == 1
+    message, _ = found[0]
+    assert kind in message and "rogue" in message and privilege in message and contract.AUDIT_APPROVAL in message
+
+
+def test_a_privileged_container_with_an_empty_owner_fails():
+    notes = {contract.AUDIT_REASON: "x", contract.AUDIT_HOST_PATHS: "/run/nvidia/validations:ro,/var/lib/kubelet/device-plugins:rw", contract.AUDIT_OWNER: " ", contract.AUDIT_APPROVAL: "SEC-1"}
+    found = violations(privileged_workloads_audited, [workload(annotations=notes, main_container={"securityContext": {"privileged": True}})])
+    assert len(found) == 1 and contract.AUDIT_OWNER in found[0][0] and "privileged" in found[0][0]
+
+
+@pytest.mark.parametrize("declared", [
+    "/run/nvidia/validations:ro,/var/lib/kubelet/device-plugins:ro",  # claims read-only, mounts read-write
+    "/var/lib/kubelet/device-plugins:rw",  # leaves a host path out
+])
+def test_declared_host_paths_that_differ_from_the_mounts_fail_naming_both(declared):
+    notes = {contract.AUDIT_REASON: "x", contract.AUDIT_HOST_PATHS: declared, contract.AUDIT_OWNER: "o", contract.AUDIT_APPROVAL: "SEC-1"}
+    found = violations(privileged_workloads_audited, [workload(annotations=notes)])
+    assert len(found) == 1
+    assert declared in found[0][0] and "/run/nvidia/validations:ro,/var/lib/kubelet/device-plugins:rw" in found[0][0]
+
+
+def test_aws_resources_running_the_driver_with_audit_tags_pass():
+    system = resource("aws:eks/nodeGroup:NodeGroup", "gpu-cluster-system", {"tags": {"gpu-platform.io/owner": "ml-platform"}})
+    assert violations(privileged_software_tagged, [node_group(), hardened_launch_template(), node_image(), system]) == []
+
+
+@pytest.mark.parametrize("build", [lambda: node_group(audit=False), lambda: node_image(audit=False)])
+def test_aws_resources_running_the_driver_without_audit_tags_fail(build):
+    found = violations(privileged_software_tagged, [build()])
+    assert len(found) == 1 and contract.AUDIT_TAG_APPROVAL in found[0][0] and "580.105.08" in found[0][0]

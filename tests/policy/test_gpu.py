@@ -1,0 +1,49 @@
+"""GPU-model policies: minimum driver per GPU, MIG configurations per GPU (matrix rows)."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.gpu import driver_supports_gpu, mig_config_fits_gpu
+from tests.policy.resources import namespace, node_group
+from tests.policy.verdict import violations
+
+
+@pytest.mark.parametrize("gpu, driver", [("B200", "570.133.20"), ("H200-141GB", "550.54.14"), ("L4", "535.309.01")])
+def test_driver_at_the_gpu_minimum_passes(gpu, driver):
+    assert violations(driver_supports_gpu, [node_group(pool="p", gpu_model=gpu, driver=driver)]) == []
+
+
+@pytest.mark.parametrize("gpu, driver, minimum", [
+    ("B200", "570.26", "570.133.20"),  # numerically older although "570.26" > "570.133.20" as strings
+    ("B200", "550.163.01", "570.133.20"),
+    ("H200-141GB", "535.309.01", "550.54.14"),
+])
+def test_driver_below_the_gpu_minimum_fails_naming_both(gpu, driver, minimum):
+    found = violations(driver_supports_gpu, [namespace("v25.10.1"), node_group(pool="p", gpu_model=gpu, driver=driver)])
+    assert len(found) == 1
+    message, urn = found[0]
+    assert gpu in message and minimum in message and driver in message and urn == node_group(pool="p").urn
+
+
+@pytest.mark.parametrize("gpu, config", [("H100-80GB", "all-balanced"), ("H200-141GB", "all-1g.18gb"), ("A100-40GB", "all-1g.5gb.me")])
+def test_mig_configuration_of_the_pools_gpu_passes(gpu, config):
+    assert violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config=config)]) == []
+
+
+def test_pool_without_mig_passes_on_any_gpu():
+    assert violations(mig_config_fits_gpu, [node_group(gpu_model="L4"), node_group(pool="h", gpu_model="H100-80GB")]) == []
+
+
+@pytest.mark.parametrize("gpu, config", [("H200-141GB", "all-1g.10gb"), ("B200", "all-1g.18gb"), ("A100-40GB", "all-7g.80gb")])
+def test_mig_configuration_of_another_gpu_fails_naming_both(gpu, config):
+    found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config=config)])
+    assert len(found) == 1
+    message, _ = found[0]
+    assert config in message and gpu in message and "all-balanced" in message
+
+
+@pytest.mark.parametrize("gpu", ["L40S", "A10G"])
+def test_mig_on_a_gpu_without_mig_fails(gpu):
+    found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config="all-balanced")])
+    assert len(found) == 1 and "not MIG-capable" in found[0][0] and gpu in found[0][0]

@@ -1,0 +1,138 @@
+"""The policy pack end to end through the offline preview: every stack in tests/fixtures/violating
+fails with the policy its header names and a message naming both sides; the shipped stacks pass."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_platform import contract
+from policy.pack import POLICIES
+from preview.__main__ import main
+from preview.analyze import analyze
+from tests.conftest import FIXTURES, SHIPPED_STACKS, stack_config, write_stack
+
+VIOLATING = sorted((FIXTURES / "violating").glob("*.yaml"))
+
+# The two facts that disagree, as each violation message must name them.
+BOTH_SIDES = {
+    "driver-branch-not-in-release.yaml": ("560.35.03", "v25.10.1"),
+    "driver-too-old-for-cuda.yaml": ("570.211.01", "CUDA 13.0"),
+    "driver-too-old-for-gpu.yaml": ("550.163.01", "B200"),
+    "mig-on-gpu-without-mig.yaml": ("all-balanced", "L40S"),
+    "mig-profile-not-of-gpu.yaml": ("all-1g.10gb", "H200-141GB"),
+    "override-not-a-patch-bump.yaml": ("v0.19.0", "v0.18.1"),
+    "release-too-old-for-kubernetes.yaml": ("v24.3.0", "1.33"),
+}
+
+
+def header(path: Path) -> tuple[str, str]:
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("# ") and lines[1].startswith("# violates: "), f"{path.name}: header lines"
+    return lines[0][2:], lines[1].removeprefix("# violates: ").strip()
+
+
+def run(tmp_path: Path, stack: Path, *extra: str) -> tuple[int, dict]:
+    report = tmp_path / "report.json"
+    code = main(["--config", str(stack), "--json", str(report), *extra])
+    return code, json.loads(report.read_text())
+
+
+def test_every_violating_fixture_is_named_for_both_sides():
+    assert sorted(p.name for p in VIOLATING) == sorted(BOTH_SIDES)
+
+
+@pytest.mark.parametrize("stack", VIOLATING, ids=lambda p: p.stem)
+def test_violating_stack_exits_1_with_its_violation_naming_both_sides(stack, tmp_path):
+    _, policy = header(stack)
+    code, report = run(tmp_path, stack)
+    assert code == 1
+    mandatory = [v for v in report["violations"] if v["enforcementLevel"] == "mandatory"]
+    assert {v["policy"] for v in mandatory} == {policy}
+    for fact in BOTH_SIDES[stack.name]:
+        assert all(fact in v["message"] for v in mandatory), (fact, mandatory)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS, ids=lambda p: p.stem)
+def test_shipped_stacks_pass_with_no_mandatory_violation(stack, tmp_path):
+    code, report = run(tmp_path, stack)
+    assert code == 0
+    assert [v for v in report["violations"] if v["enforcementLevel"] == "mandatory"] == []
+
+
+def test_policy_config_lowers_a_violation_to_advisory(tmp_path):
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"driver-supports-gpu": {"enforcementLevel": "advisory"}}))
+    code, report = run(tmp_path, FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", "--policy-config", str(levels))
+    assert code == 0
+    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("driver-supports-gpu", "advisory")]
+
+
+def test_policy_config_can_disable_a_policy(tmp_path):
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"mig-config-fits-gpu": "disabled"}))
+    code, report = run(tmp_path, FIXTURES / "violating" / "mig-profile-not-of-gpu.yaml", "--policy-config", str(levels))
+    assert code == 0 and report["violations"] == []
+
+
+def test_a_public_cluster_endpoint_is_advisory(tmp_path):
+    config = stack_config("dev")
+    config["gpu-platform:cluster"]["endpointPublicAccess"] = True
+    code, report = run(tmp_path, write_stack(tmp_path, config))
+    assert code == 0
+    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("cluster-endpoint-private", "advisory")]
+
+
+def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):
+    config = stack_config("dev")
+    config["gpu-platform:nodeImage"]["driverVersion"] = "580.65.06"
+    code, report = run(tmp_path, write_stack(tmp_path, config))
+    assert code == 0
+    assert [v["policy"] for v in report["violations"]] == ["driver-version-tested-by-release"]
+    assert "580.65.06" in report["violations"][0]["message"]
+
+
+def test_violating_fixtures_are_valid_stack_files():
+    for stack in VIOLATING:
+        assert set(yaml.safe_load(stack.read_text())["config"]) >= {"gpu-platform:cluster", "gpu-platform:nodePools"}
+
+
+# No valid stack file makes the program skip its audit or its own images, so these run the preview's
+# analyzer over a real recording with the inputs tampered after the fact.
+def _tampered(recording, type_: str, name: str, change):
+    resources = []
+    for r in recording.resources:
+        if r.type == type_ and r.name == name:
+            inputs = copy.deepcopy(r.inputs)
+            change(inputs)
+            r = dataclasses.replace(r, inputs=inputs)
+        resources.append(r)
+    return dataclasses.replace(recording, resources=resources)
+
+
+def _mandatory(recording) -> list:
+    return [v for v in analyze(recording, POLICIES) if v.enforcement_level == "mandatory"]
+
+
+def test_an_unaudited_privileged_daemonset_in_a_real_recording_fails(prod):
+    def strip(inputs):
+        for meta in (inputs["metadata"], inputs["spec"]["template"]["metadata"]):
+            meta["annotations"] = {k: v for k, v in meta["annotations"].items() if not k.startswith(contract.AUDIT_PREFIX)}
+
+    found = _mandatory(_tampered(prod, "kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", strip))
+    assert [v.policy for v in found] == ["privileged-workloads-audited"]
+    assert "gpu-device-plugin-ds" in found[0].message and "SYS_ADMIN" in found[0].message
+
+
+def test_a_foreign_image_in_a_real_recording_fails(prod):
+    def swap(inputs):
+        inputs["spec"]["template"]["spec"]["containers"][0]["image"] = "docker.io/someone/k8s-device-plugin:v0.18.1"
+
+    found = _mandatory(_tampered(prod, "kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", swap))
+    assert [v.policy for v in found] == ["operand-images-match-release"]
+    assert "docker.io/someone" in found[0].message and "nvcr.io/nvidia/k8s-device-plugin:v0.18.1" in found[0].message
