@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv preview preview-all test golden lint clean
+.PHONY: venv preview preview-all test golden lint bench clean
 
 venv: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ golden: venv
 
 lint: venv
 	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
+
+# Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
+bench: venv
+	$(PY) bench/run.py
 
 clean:
 	rm -rf out .pytest_cache
