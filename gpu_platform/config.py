@@ -29,6 +29,13 @@ def _valid(options) -> str:
     return ", ".join(sorted(options))
 
 
+def _quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:
+    # YAML reads 1.30 unquoted as the number 1.3, so a version must arrive as text.
+    if not isinstance(value, str) or not re.fullmatch(pattern, value):
+        raise ValueError(f"{value!r} is not {what}; write it quoted, e.g. \"{example}\"")
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
 
@@ -43,11 +50,7 @@ class Cluster(_Model):
     @field_validator("kubernetes_version", mode="before")
     @classmethod
     def _minor(cls, value: Any) -> Any:
-        if not isinstance(value, str) or not re.fullmatch(r"1\.\d{2}", value):
-            raise ValueError(
-                f"{value!r} is not a Kubernetes minor version; write it quoted, e.g. \"1.33\""
-            )
-        return value
+        return _quoted_version(value, r"1\.\d{2}", "a Kubernetes minor version", "1.33")
 
     @field_validator("subnet_ids")
     @classmethod
@@ -100,11 +103,7 @@ class NodeImage(_Model):
     @field_validator("driver_version", mode="before")
     @classmethod
     def _driver(cls, value: Any) -> Any:
-        if not isinstance(value, str) or not re.fullmatch(r"\d{3}\.\d{1,3}(\.\d{1,3})?", value):
-            raise ValueError(
-                f"{value!r} is not an NVIDIA driver version; write it quoted, e.g. \"580.105.08\""
-            )
-        return value
+        return _quoted_version(value, r"\d{3}\.\d{1,3}(\.\d{1,3})?", "an NVIDIA driver version", "580.105.08")
 
     @model_validator(mode="after")
     def _ami_with_source(self) -> "NodeImage":

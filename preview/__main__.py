@@ -35,23 +35,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stack_path(args: argparse.Namespace) -> tuple[Path, str]:
-    """The stack file to read, and how to name it in output (relative, so reports do not depend
-    on where the clone lives)."""
-    from preview import engine
-
-    if args.config is not None:
-        if not args.config.is_file():
-            raise FileNotFoundError(f"--config {args.config}: no such stack file")
-        return args.config, str(args.config)
-    name = args.stack or "dev"
-    path = engine.stack_file(name)
-    if not path.is_file():
-        known = sorted(p.name.split(".")[1] for p in engine.STACKS.glob("Pulumi.*.yaml"))
-        raise FileNotFoundError(f"--stack {name}: no stacks/Pulumi.{name}.yaml (stacks: {', '.join(known)})")
-    return path, f"stacks/{path.name}"
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-ami"]:
@@ -67,7 +50,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
-        path, shown = _stack_path(args)
+        path, shown = engine.resolve_stack(args.stack, args.config)
         levels = analyze.load_policy_config(args.policy_config)
         recording = engine.run(path)
     except ConfigError as exc:

@@ -135,6 +135,21 @@ def read_stack_file(path: Path) -> dict[str, Any]:
     return dict(document.get("config") or {})
 
 
+def resolve_stack(stack: Optional[str], config: Optional[Path]) -> tuple[Path, str]:
+    """The stack file a command reads (`--config FILE`, else `--stack NAME`, default dev), and how
+    to name it in output: relative, so reports do not depend on where the clone lives."""
+    if config is not None:
+        if not config.is_file():
+            raise FileNotFoundError(f"--config {config}: no such stack file")
+        return config, str(config)
+    name = stack or "dev"
+    path = stack_file(name)
+    if not path.is_file():
+        known = sorted(p.name.split(".")[1] for p in STACKS.glob("Pulumi.*.yaml"))
+        raise FileNotFoundError(f"--stack {name}: no stacks/Pulumi.{name}.yaml (stacks: {', '.join(known)})")
+    return path, f"stacks/{path.name}"
+
+
 def stack_name(path: Path) -> str:
     name = path.name
     if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):

@@ -90,16 +90,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from preview import engine
 
     try:
-        if args.config is not None:
-            path, shown = args.config, str(args.config)
-            if not path.is_file():
-                raise FileNotFoundError(f"--config {path}: no such stack file")
-        else:
-            path = engine.stack_file(args.stack or "dev")
-            shown = f"stacks/{path.name}"
-            if not path.is_file():
-                known = sorted(p.name.split(".")[1] for p in engine.STACKS.glob("Pulumi.*.yaml"))
-                raise FileNotFoundError(f"--stack {args.stack}: no {shown} (stacks: {', '.join(known)})")
+        path, shown = engine.resolve_stack(args.stack, args.config)
         config = parse(engine.read_stack_file(path))
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
