@@ -24,7 +24,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-FLOOR = "import pulumi, pulumi_aws, pulumi_kubernetes, pulumi_policy, pydantic, yaml"
+# The SDK modules the program uses, loaded for real: pulumi_aws and pulumi_kubernetes import their
+# submodules lazily, so `import pulumi_aws` alone costs nothing and would make a false floor. Each
+# attribute below forces its package (e.g. all of pulumi_aws.ec2) as the program does.
+FLOOR = "; ".join((
+    "import pulumi, pulumi_policy, pydantic, yaml, pulumi_aws as aws, pulumi_kubernetes as k8s",
+    "aws.eks.Cluster, aws.ec2.LaunchTemplate, aws.iam.Role, aws.imagebuilder.Image, aws.kms.Key, aws.ssm.get_parameter",
+    "k8s.core.v1.Namespace, k8s.apps.v1.DaemonSet, k8s.rbac.v1.Role, k8s.node.v1.RuntimeClass",
+    "k8s.apiextensions.CustomResource, k8s.apiextensions.v1.CustomResourceDefinition",
+))
 # GPU instance types cycled through generated pools, so large stacks are not one pool copied.
 _POOL_TYPES = ("g6.2xlarge", "g6e.12xlarge", "g5.8xlarge", "p5.48xlarge", "p4de.24xlarge")
 

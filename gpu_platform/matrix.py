@@ -171,7 +171,8 @@ def _release(name: str, row: dict) -> Release:
 
 @functools.lru_cache(maxsize=None)
 def load(path: Path = MATRIX_FILE) -> Matrix:
-    raw = yaml.safe_load(path.read_text())
+    # libyaml's loader: the matrix is the largest file the program reads (10x faster than pure Python).
+    raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     cuda = raw["cuda"]
     compat = cuda["minor_version_compatibility"]
     gpus = {key: _gpu(key, row) for key, row in raw["gpus"].items()}

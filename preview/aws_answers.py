@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import gzip
-import importlib.resources
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -26,14 +26,17 @@ class InvokeError(Exception):
 
 @functools.lru_cache(maxsize=None)
 def _fixtures() -> dict[str, Any]:
-    return yaml.safe_load(FIXTURES.read_text())
+    return yaml.load(FIXTURES.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 @functools.lru_cache(maxsize=None)
 def instance_catalogue() -> dict[str, Any]:
-    data = importlib.resources.files("moto") / "ec2" / "resources" / "instance_types.json.gz"
-    with data.open("rb") as raw:
-        return json.loads(gzip.decompress(raw.read()))
+    # Located, not imported: importing moto pulls in boto3 and its server machinery for nothing.
+    spec = importlib.util.find_spec("moto")
+    if spec is None or not spec.submodule_search_locations:
+        raise InvokeError("moto is not installed; the offline preview reads its copy of the instance catalogue")
+    data = Path(spec.submodule_search_locations[0]) / "ec2" / "resources" / "instance_types.json.gz"
+    return json.loads(gzip.decompress(data.read_bytes()))
 
 
 def _instance_type(args: dict, config: dict) -> dict:

@@ -129,7 +129,7 @@ def stack_file(stack: str) -> Path:
 
 def read_stack_file(path: Path) -> dict[str, Any]:
     """The `config:` map of a stack file, as Pulumi reads it."""
-    document = yaml.safe_load(path.read_text()) or {}
+    document = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
     if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
         raise ValueError(f"{path}: a stack file is a mapping with a 'config:' mapping")
     return dict(document.get("config") or {})
