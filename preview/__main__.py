@@ -2,7 +2,8 @@
 credentials and no network.
 
     python -m preview [--stack NAME | --config FILE] [--json FILE] [--manifests DIR]
-                      [--policy-config FILE]
+                      [--policy-config FILE] [--audit FILE [--audit-against OLD]]
+                      [--graph FILE] [--against OLD.json]
 
 Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuration (the error names
 the key path and what would be valid; nothing is registered).
@@ -15,6 +16,7 @@ The pre-flight check of a pinned AMI (`nodeImage.source: ami`) against AWS: `pre
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -32,7 +34,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=Path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=Path, help="policy-pack config JSON: enforcement level per policy")
+    parser.add_argument("--audit", type=Path, help="write the Markdown audit report of every privilege here")
+    parser.add_argument("--audit-against", type=Path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
+    parser.add_argument("--graph", type=Path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
+    parser.add_argument("--against", type=Path, metavar="OLD.json", help="list what changes against an older --json report")
     return parser
+
+
+def _outputs(args: argparse.Namespace, recording, violations):
+    """(path, text producer) for the optional reports; modules are imported only when asked for."""
+    if args.audit:
+        from preview import audit
+
+        old = args.audit_against.read_text() if args.audit_against else None
+        yield args.audit, lambda: audit.report(recording, against=old)
+    if args.graph:
+        from preview import graph
+
+        as_dot = args.graph.suffix in (".dot", ".gv")
+        yield args.graph, lambda: graph.dot(recording) if as_dot else graph.mermaid(recording)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -43,6 +63,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         return verify_ami.main(argv[1:])
     args = _parser().parse_args(argv)
+    if args.audit_against and not args.audit:
+        _parser().error("--audit-against goes with --audit")
     # Imported here so `--help` stays instant.
     from gpu_platform.config import ConfigError
     from policy.pack import POLICIES
@@ -51,6 +73,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
         path, shown = engine.resolve_stack(args.stack, args.config)
+        for flag, old in (("--audit-against", args.audit_against), ("--against", args.against)):
+            if old is not None and not old.is_file():
+                raise FileNotFoundError(f"{flag} {old}: no such file")
         levels = analyze.load_policy_config(args.policy_config)
         recording = engine.run(path)
     except ConfigError as exc:
@@ -66,6 +91,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         args.json.write_text(report.as_json(recording, violations))
     if args.manifests:
         manifests.write(recording, args.manifests)
+    for path, write in _outputs(args, recording, violations):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(write())
+    if args.against:
+        from preview import changes
+
+        sys.stdout.write(changes.describe(changes.compare(json.loads(args.against.read_text()), json.loads(report.as_json(recording, violations)))))
     mandatory = any(v.enforcement_level == "mandatory" for v in violations)
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
 
