@@ -63,8 +63,23 @@ def test_node_image_does_not_wait_for_the_cluster(stack):
         assert not (stack.waits_for(r.urn) & cluster_side), r.name
 
 
-def test_launch_templates_use_the_baked_image(stack):
+def test_gpu_launch_templates_use_the_baked_image(stack):
     image = stack.one("aws:imagebuilder/image:Image", "gpu-node-image-image")
-    for lt in stack.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
+    for lt in stack.descendants(stack.one("gpu-platform:index:GpuPlatform", "gpu").urn):
+        if lt.type != "aws:ec2/launchTemplate:LaunchTemplate" or not lt.name.startswith("gpu-pool-"):
+            continue
         assert image.urn in lt.dependencies
         assert lt.inputs["imageId"].startswith("ami-")
+
+
+def test_system_nodes_are_hardened_like_gpu_nodes(stack):
+    """IMDSv2 with hop limit 1, encrypted root, no public IP; and no custom image (EKS AMI type)."""
+    system = stack.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-cluster-system")
+    assert system.inputs["metadataOptions"]["httpTokens"] == "required"
+    assert system.inputs["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert system.inputs["blockDeviceMappings"][0]["ebs"]["encrypted"] == "true"
+    assert system.inputs["networkInterfaces"][0]["associatePublicIpAddress"] == "false"
+    assert "imageId" not in system.inputs
+    group = stack.one(NODE_GROUP, "gpu-cluster-system")
+    assert group.inputs["amiType"] == "AL2023_x86_64_STANDARD"
+    assert system.urn in group.dependencies

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.aws import launch_settings
 from components.aws.discovery import AdoptedCluster
 from components.aws.node_role import NodeRole
 from gpu_platform.config import Cluster as ClusterConfig
@@ -18,6 +19,7 @@ from gpu_platform.config import Cluster as ClusterConfig
 _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 # Cluster add-ons (CoreDNS, the NFD master, the GC) need somewhere to run that is not a GPU.
 _SYSTEM_INSTANCE_TYPE = "m6i.large"
+_SYSTEM_ROOT_GIB = 50
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,16 @@ class EksCluster(pulumi.ComponentResource):
         self.certificate_authority = cluster.certificate_authority.data
         self.service_cidr = cluster.kubernetes_network_config.service_ipv4_cidr
         self.security_group_id = cluster.vpc_config.cluster_security_group_id
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-system",
+            name_prefix=f"{cfg.name}-system-",
+            update_default_version=True,
+            metadata_options=launch_settings.metadata_options(),
+            block_device_mappings=launch_settings.encrypted_root(_SYSTEM_ROOT_GIB),
+            network_interfaces=launch_settings.private_interface(self.security_group_id),
+            tags=args.tags,
+            opts=child,
+        )
         aws.eks.NodeGroup(
             f"{name}-system",
             cluster_name=cluster.name,
@@ -138,6 +150,8 @@ class EksCluster(pulumi.ComponentResource):
             capacity_type="ON_DEMAND",
             scaling_config={"min_size": 2, "desired_size": 2, "max_size": 4},
             update_config={"max_unavailable": 1},
+            # The EKS AMI type stays (managed AMI); the template only hardens IMDS, disk and network.
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             labels={"gpu-platform.io/role": "system"},
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.node_role]),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.aws import user_data
+from components.aws import launch_settings, user_data
 from components.aws.discovery import PoolGpu
 from components.aws.node_role import NodeRole
 from gpu_platform import contract
@@ -70,30 +70,9 @@ class GpuNodePool(pulumi.ComponentResource):
             image_id=args.ami_id,
             user_data=encoded_user_data,
             update_default_version=True,
-            metadata_options={
-                "http_endpoint": "enabled",
-                "http_tokens": "required",
-                # Hop limit 1: pods cannot reach the node's instance credentials.
-                "http_put_response_hop_limit": 1,
-            },
-            block_device_mappings=[
-                {
-                    "device_name": "/dev/xvda",
-                    "ebs": {
-                        "volume_size": pool.root_volume_gib,
-                        "volume_type": "gp3",
-                        "encrypted": "true",
-                        "delete_on_termination": "true",
-                    },
-                }
-            ],
-            network_interfaces=[
-                {
-                    "associate_public_ip_address": "false",
-                    "delete_on_termination": "true",
-                    "security_groups": [cluster.security_group_id],
-                }
-            ],
+            metadata_options=launch_settings.metadata_options(),
+            block_device_mappings=launch_settings.encrypted_root(pool.root_volume_gib),
+            network_interfaces=launch_settings.private_interface(cluster.security_group_id),
             tag_specifications=[
                 {"resource_type": "instance", "tags": tags},
                 {"resource_type": "volume", "tags": tags},

@@ -71,8 +71,8 @@ def test_a_driver_change_rebuilds_the_image_and_rolls_every_gpu_node_group(dev, 
         "aws:imagebuilder/component:Component",
         "aws:imagebuilder/imageRecipe:ImageRecipe",
         "aws:imagebuilder/image:Image",
-        "aws:ec2/launchTemplate:LaunchTemplate",
-    ) or (r.type == "aws:eks/nodeGroup:NodeGroup" and r.name.endswith("-ng"))]
+    ) or (r.type == "aws:ec2/launchTemplate:LaunchTemplate" and r.name.endswith("-lt"))
+      or (r.type == "aws:eks/nodeGroup:NodeGroup" and r.name.endswith("-ng"))]
     assert must and all(r.urn in changed for r in must), [r.name for r in must if r.urn not in changed]
 
 
@@ -80,6 +80,7 @@ def test_the_system_pool_cluster_and_roles_stay_untouched(dev, upgraded):
     changed = _changed(dev, upgraded)
     for type_, name in (
         ("aws:eks/nodeGroup:NodeGroup", "gpu-cluster-system"),
+        ("aws:ec2/launchTemplate:LaunchTemplate", "gpu-cluster-system"),
         ("aws:eks/cluster:Cluster", "gpu-cluster"),
         ("aws:iam/role:Role", "gpu-node-role"),
         ("aws:iam/role:Role", "gpu-node-image-builder"),
