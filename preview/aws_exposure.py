@@ -1,0 +1,136 @@
+"""The AWS half of the audit report: what the instances that run the privileged node software may do
+and how exposed they are. IAM roles and their policies, instance metadata (IMDS) settings, volume
+encryption, public addresses and endpoints, and the audit tags, all read from resource inputs.
+
+Values are printed as recorded, not judged (the policy pack judges); an unset value says so, since
+an unset IMDS or encryption setting means the AMI's or the account's default.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpu_platform import contract
+from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
+from preview.engine import Recording, Registration
+from preview.report import clean
+
+ROLE = "aws:iam/role:Role"
+IMAGE_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
+INFRASTRUCTURE = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
+UNSET = "(not set)"
+
+
+def _of(recording: Recording, *types: str) -> list[tuple[Registration, dict[str, Any]]]:
+    found = [r for r in recording.resources if r.type in types]
+    return [(r, clean(r.inputs)) for r in sorted(found, key=lambda r: (types.index(r.type), r.name))]
+
+
+def _what(r: Registration) -> str:
+    return f"{r.type.rsplit(':', 1)[-1]} `{r.name}`"
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "":
+        return UNSET
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value).replace("|", "\\|")
+
+
+def _row(*cells: Any) -> str:
+    return "| " + " | ".join(_shown(c) for c in cells) + " |"
+
+
+def _trusted(policy: Any) -> str:
+    """Who may assume the role: the trust policy's principals."""
+    try:
+        document = json.loads(policy) if isinstance(policy, str) else policy
+        statements = document.get("Statement") or []
+    except (ValueError, AttributeError):
+        return UNSET
+    names = set()
+    for s in statements if isinstance(statements, list) else [statements]:
+        for kind, who in sorted((s.get("Principal") or {}).items()) if isinstance(s.get("Principal"), dict) else ():
+            names.update(f"{kind} {w}" for w in (who if isinstance(who, list) else [who]))
+    return ", ".join(sorted(names)) or UNSET
+
+
+def _roles(recording: Recording) -> list[str]:
+    lines = ["### IAM roles", ""]
+    for r, props in _of(recording, ROLE):
+        lines.append(f"- {_what(r)}, assumed by {_trusted(props.get('assumeRolePolicy'))}")
+        policies = props.get("managedPolicyArns") or []
+        lines += [f"  - managed policy `{arn}`" for arn in policies] or ["  - no managed policies"]
+        lines += [f"  - inline policy `{p.get('name', '?')}`" for p in props.get("inlinePolicies") or () if isinstance(p, dict)]
+    return lines + [""]
+
+
+def _imds(recording: Recording) -> list[str]:
+    lines = ["### Instance metadata (IMDS)", "", "| resource | httpTokens | hop limit | endpoint |", "| --- | --- | --- | --- |"]
+    for r, props in _of(recording, LAUNCH_TEMPLATE, INFRASTRUCTURE):
+        options = props.get("metadataOptions" if r.type == LAUNCH_TEMPLATE else "instanceMetadataOptions") or {}
+        lines.append(_row(_what(r), options.get("httpTokens"), options.get("httpPutResponseHopLimit"), options.get("httpEndpoint")))
+    return lines + [""]
+
+
+def _volumes(recording: Recording) -> list[str]:
+    lines = ["### Volume encryption", "", "| resource | device | encrypted | KMS key | type | GiB |", "| --- | --- | --- | --- | --- | --- |"]
+    for r, props in _of(recording, LAUNCH_TEMPLATE, IMAGE_RECIPE):
+        disks = [m for m in props.get("blockDeviceMappings") or () if isinstance(m, dict)]
+        if not disks:
+            lines.append(_row(_what(r), "no block device mappings: the AMI's defaults", "-", "-", "-", "-"))
+        for m in disks:
+            ebs = m.get("ebs") or {}
+            lines.append(_row(_what(r), m.get("deviceName"), ebs.get("encrypted"), ebs.get("kmsKeyId"), ebs.get("volumeType"), ebs.get("volumeSize")))
+    return lines + [""]
+
+
+def _exposure(recording: Recording) -> list[str]:
+    lines = ["### Public exposure", ""]
+    for r, props in _of(recording, LAUNCH_TEMPLATE):
+        nics = props.get("networkInterfaces") or []
+        public = ", ".join(f"interface {i}: {_shown((n or {}).get('associatePublicIpAddress'))}" for i, n in enumerate(nics))
+        lines.append(f"- {_what(r)}: associatePublicIpAddress {public or UNSET + ' (the subnet decides)'}")
+    clusters = _of(recording, EKS_CLUSTER)
+    for r, props in clusters:
+        vpc = props.get("vpcConfig") or {}
+        lines.append(
+            f"- {_what(r)}: endpointPublicAccess {_shown(vpc.get('endpointPublicAccess'))}, "
+            f"endpointPrivateAccess {_shown(vpc.get('endpointPrivateAccess'))}, "
+            f"publicAccessCidrs {', '.join(vpc.get('publicAccessCidrs') or []) or UNSET}"
+        )
+    if not clusters:
+        lines.append("- no EKS cluster in this stack (an adopted cluster: its endpoint is not recorded here)")
+    return lines + [""]
+
+
+def _tags(recording: Recording) -> list[str]:
+    keys = (contract.AUDIT_TAG_SOFTWARE, contract.AUDIT_TAG_OWNER, contract.AUDIT_TAG_APPROVAL)
+    lines = [
+        "### Audit tags (node images, GPU launch templates, GPU node groups)",
+        "",
+        "| resource | " + " | ".join(k.removeprefix(contract.AUDIT_PREFIX) for k in keys) + " |",
+        "| --- | --- | --- | --- |",
+    ]
+    for r, props in _of(recording, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP):
+        if not is_gpu_resource(r.type, props):
+            continue
+        tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
+        lines.append(_row(_what(r), *(tags.get(k) for k in keys)))
+    return lines + [""]
+
+
+def section(recording: Recording) -> list[str]:
+    return ["## AWS", "", *_roles(recording), *_imds(recording), *_volumes(recording), *_exposure(recording), *_tags(recording)]
+
+
+def audit_tag_values(recording: Recording, key: str) -> list[str]:
+    """The values of one audit tag over the node images, launch templates and node groups."""
+    found = []
+    for r, props in _of(recording, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP):
+        tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
+        if is_gpu_resource(r.type, props) and tags.get(key):
+            found.append(str(tags[key]))
+    return found

@@ -1,0 +1,66 @@
+"""The privilege ledger: the part of the audit report that a later report reads back.
+
+One privilege per row of a Markdown table, between two HTML comment markers that render as nothing:
+
+    <!-- privilege-ledger v1 -->
+    | workload | container | privilege |
+    | --- | --- | --- |
+    | DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |
+    | DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |
+    <!-- /privilege-ledger -->
+
+A privilege is `privileged`, `capability NAME`, `hostPath PATH rw|ro` or a host namespace
+(`hostPID`, `hostNetwork`, `hostIPC`, on the container `(pod)`). Rows are sorted and cells carry no
+Markdown decoration, so reading the table back is a split on `|` (a `|` inside a cell is written
+`\\|`). The same rows render visibly, so what the diff compares is what the approver signed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Optional
+
+BEGIN = "<!-- privilege-ledger v1 -->"
+END = "<!-- /privilege-ledger -->"
+HEADER = ("workload", "container", "privilege")
+
+Row = tuple[str, str, str]
+
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table(rows: Iterable[Row]) -> list[str]:
+    lines = ["| " + " | ".join(HEADER) + " |", "| --- | --- | --- |"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def write(rows: Iterable[Row]) -> list[str]:
+    return [BEGIN, *table(sorted(set(rows))), END]
+
+
+def parse(text: str) -> Optional[set[Row]]:
+    """The rows of the ledger in a report, or None when the report has none (an older format, or
+    not an audit report at all)."""
+    lines = text.splitlines()
+    try:
+        start = lines.index(BEGIN) + 1
+        end = lines.index(END, start)
+    except ValueError:
+        return None
+    found: set[Row] = set()
+    for line in lines[start:end]:
+        cells = [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(line.strip())[1:-1]]
+        if len(cells) != 3 or tuple(cells) == HEADER or set(cells) == {"---"}:
+            continue
+        found.add((cells[0], cells[1], cells[2]))
+    return found
+
+
+def diff(old: set[Row], new: set[Row]) -> tuple[list[Row], list[Row]]:
+    """(added, removed), each sorted."""
+    return sorted(new - old), sorted(old - new)

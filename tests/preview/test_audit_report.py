@@ -1,0 +1,143 @@
+"""The audit report (`python -m preview --audit`): what the approval record says about every
+privilege, and how it changes between two reports."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import re
+
+import pytest
+
+from gpu_platform import contract
+from preview import audit, engine, ledger
+from preview.__main__ import main
+from tests.golden import assert_golden
+
+
+def _section(report: str, heading: str) -> str:
+    start = report.index(f"\n### {heading}\n")
+    end = report.find("\n### ", start + 1)
+    return report[start:end]
+
+
+def _changes(report: str) -> str:
+    return report[report.index("## Changes since the previous report"):report.index("## Kubernetes workloads")]
+
+
+def test_prod_report_matches_its_golden_file(prod):
+    assert_golden("audit/prod.md", audit.report(prod))
+
+
+def test_dev_report_matches_its_golden_file(dev):
+    assert_golden("audit/dev.md", audit.report(dev))
+
+
+def test_prod_report_lists_every_recorded_host_path_of_every_daemonset_with_its_mode(prod):
+    report = audit.report(prod)
+    daemonsets = prod.of_type("kubernetes:apps/v1:DaemonSet")
+    assert daemonsets
+    for ds in daemonsets:
+        meta, spec = ds.inputs["metadata"], ds.inputs["spec"]["template"]["spec"]
+        volumes = {v["name"]: v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v}
+        if not volumes:
+            continue
+        section = _section(report, f"DaemonSet {meta['namespace']}/{meta['name']}")
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            for mount in container.get("volumeMounts", []):
+                if mount["name"] in volumes:
+                    mode = "read-only" if mount.get("readOnly") is True else "read-write"
+                    assert f"`{volumes[mount['name']]}` {mode} at `{mount['mountPath']}`" in section
+
+
+def test_prod_report_names_reason_owner_and_approval_of_each_privileged_workload(prod):
+    report = audit.report(prod)
+    for heading in re.findall(r"^### (DaemonSet \S+)$", report, flags=re.M):
+        section = _section(report, heading)
+        assert "- Owner: ml-platform" in section and "- Approval: SEC-1187" in section
+        assert "(not stated)" not in section
+        assert "agree with the mounts" in section
+
+
+def test_unprivileged_workloads_are_counted_but_not_listed(prod):
+    report = audit.report(prod)
+    assert "| 1 | node-feature-discovery | 3 | 3 | 0 | 0 | 0 | 7 | 0 |" in report
+    assert "### Deployment" not in report
+
+
+def test_a_host_paths_annotation_that_disagrees_with_the_mounts_is_flagged(prod):
+    def lie(r: engine.Registration) -> engine.Registration:
+        if r.name != "gpu-mig-manager-ds":
+            return r
+        inputs = copy.deepcopy(r.inputs)
+        for meta in (inputs["metadata"], inputs["spec"]["template"]["metadata"]):
+            meta["annotations"][contract.AUDIT_HOST_PATHS] = "/:ro,/sys:ro,/var/run/cdi:rw,/etc:rw"
+        return dataclasses.replace(r, inputs=inputs)
+
+    doctored = dataclasses.replace(prod, resources=[lie(r) for r in prod.resources])
+    section = _section(audit.report(doctored), "DaemonSet gpu-operator/nvidia-mig-manager")
+    assert "**disagree with the mounts**" in section
+    assert "declared only: `/etc:rw`" in section
+    assert "mounted only: `/run/nvidia/validations:rw`" in section
+    assert "`/sys` declared ro, mounted rw" in section
+
+
+def test_the_ledger_reads_back_one_row_per_privilege(prod):
+    rows = ledger.parse(audit.report(prod))
+    assert ("DaemonSet gpu-operator/nvidia-mig-manager", "(pod)", "hostPID") in rows
+    assert ("DaemonSet gpu-operator/nvidia-container-toolkit", "nvidia-container-toolkit-ctr", "hostPath /etc/containerd rw") in rows
+    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "capability SYS_ADMIN") in rows
+
+
+def test_against_itself_nothing_changes(prod):
+    assert "No privilege added or removed" in _changes(audit.report(prod, against=audit.report(prod)))
+
+
+def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
+    changes = _changes(audit.report(prod, against=audit.report(dev)))
+    added = changes[changes.index("### Added"):changes.index("### Removed")]
+    assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | privileged |" in added
+    assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
+    assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |" in added
+    assert "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | capability SYS_ADMIN |" in added
+    assert "### Removed (0)" in changes
+
+
+def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
+    baked = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=True), stack="prod")
+    changes = _changes(audit.report(baked, against=audit.report(prod)))
+    removed = changes[changes.index("### Removed"):]
+    assert "### Added (0)" in changes
+    assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | privileged |" in removed
+    assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | hostPath /etc/containerd rw |" in removed
+    assert "nvidia-mig-manager" not in changes
+
+
+def test_a_previous_report_without_a_ledger_is_said_so(dev):
+    assert "has no privilege ledger" in _changes(audit.report(dev, against="# some older report\n"))
+
+
+def test_the_report_is_byte_identical_across_two_runs():
+    path = engine.stack_file("prod")
+    assert audit.report(engine.run(path)) == audit.report(engine.run(path))
+
+
+def test_the_cli_writes_the_report_and_the_diff(tmp_path):
+    old, new = tmp_path / "dev.md", tmp_path / "audit" / "prod.md"
+    assert main(["--stack", "dev", "--audit", str(old)]) == 0
+    assert old.read_text().startswith("# Privileged software audit: stack dev\n")
+    assert main(["--stack", "prod", "--audit", str(new), "--audit-against", str(old)]) == 0
+    assert "nvidia-mig-manager | (pod) | hostPID |" in _changes(new.read_text())
+
+
+def test_audit_against_a_missing_file_exits_2(tmp_path, capsys):
+    report = tmp_path / "new.md"
+    assert main(["--stack", "dev", "--audit", str(report), "--audit-against", str(tmp_path / "missing.md")]) == 2
+    assert "--audit-against" in capsys.readouterr().err
+    assert not report.exists()
+
+
+def test_audit_against_needs_audit(tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        main(["--stack", "dev", "--audit-against", str(tmp_path / "old.md")])
+    assert exited.value.code == 2
