@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv preview preview-all test golden lint bench clean
+.PHONY: venv preview preview-all test golden rollout-docs lint bench clean
 
 venv: $(VENV)/.installed
 
@@ -26,7 +26,11 @@ preview-all: venv
 test: venv
 	$(PY) -m pytest
 
-# Rewrites every golden file (user data, manifests) from the current code; review the diff.
+# Rewrites the prod rollout picture in README.md and docs/rollout-prod.md from the recorded graph.
+rollout-docs: venv
+	$(PY) -m preview.graph --write-docs
+
+# Rewrites every golden file (user data, manifests, audit reports) from the current code; review the diff.
 golden: venv
 	UPDATE_GOLDEN=1 $(PY) -m pytest
 

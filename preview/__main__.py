@@ -77,6 +77,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if old is not None and not old.is_file():
                 raise FileNotFoundError(f"{flag} {old}: no such file")
         levels = analyze.load_policy_config(args.policy_config)
+        old_report = None
+        if args.against:
+            from preview import changes
+
+            old_report = changes.load(args.against)  # a ValueError names the file: exit 2
         recording = engine.run(path)
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
@@ -94,10 +99,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for path, write in _outputs(args, recording, violations):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(write())
-    if args.against:
+    if old_report is not None:
         from preview import changes
 
-        sys.stdout.write(changes.describe(changes.compare(json.loads(args.against.read_text()), json.loads(report.as_json(recording, violations)))))
+        sys.stdout.write(changes.describe(changes.compare(old_report, json.loads(report.as_json(recording, violations)))))
     mandatory = any(v.enforcement_level == "mandatory" for v in violations)
     return EXIT_VIOLATIONS if mandatory else EXIT_OK
 

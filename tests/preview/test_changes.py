@@ -1,0 +1,121 @@
+"""What changes between two preview reports: the blast radius of a PR."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from preview import changes, engine
+from preview.__main__ import main
+from preview.engine import Recording
+from preview.report import as_json
+from tests.conftest import stack_config, write_stack
+
+IMAGE_BUILDER = "aws:imagebuilder/"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def report(rec: Recording) -> dict:
+    return json.loads(as_json(rec, []))
+
+
+def names(resources) -> set[str]:
+    return {r.name for r in resources}
+
+
+@pytest.fixture(scope="module")
+def driver_bump(dev, tmp_path_factory) -> changes.Changes:
+    """dev, and dev with only `nodeImage.driverVersion` moved to another tested driver."""
+    config = stack_config("dev")
+    config["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    bumped = engine.run(write_stack(tmp_path_factory.mktemp("bump"), config, name="dev"))
+    return changes.compare(report(dev), report(bumped))
+
+
+def test_identical_reports_have_no_changes(prod):
+    result = changes.compare(report(prod), report(prod))
+    assert result.empty and result.unchanged == len(prod.resources)
+    assert "no changes" in changes.describe(result)
+
+
+def test_dev_to_prod_adds_the_mig_manager_and_the_prod_pools_and_removes_the_l4_pool(dev, prod):
+    result = changes.compare(report(dev), report(prod))
+    added, removed = names(result.added), names(result.removed)
+    assert {"gpu-mig-manager", "gpu-mig-manager-ds", "gpu-pool-h100-mig", "gpu-pool-h100-mig-ng",
+            "gpu-pool-l40s", "gpu-pool-l40s-ng", "gpu-dcgm-exporter-servicemonitor"} <= added
+    assert removed == {"gpu-pool-l4", "gpu-pool-l4-lt", "gpu-pool-l4-ng"}
+    changed = {c.resource.name: c.keys for c in result.changed}
+    assert "name" in changed["gpu-cluster"]  # gpu-dev -> gpu-prod
+    assert "vpcConfig.subnetIds" in changed["gpu-cluster"]  # two subnets -> three
+    assert not any(r.name.startswith("gpu-node-image") for r in result.added + result.removed)
+
+
+def test_a_driver_bump_touches_only_the_image_launch_templates_and_node_groups(driver_bump):
+    assert not driver_bump.added and not driver_bump.removed
+    types = {c.resource.type for c in driver_bump.changed}
+    assert {t for t in types if not t.startswith(IMAGE_BUILDER)} == {LAUNCH_TEMPLATE, NODE_GROUP}
+    assert {"aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe",
+            "aws:imagebuilder/image:Image"} <= types
+    changed = {c.resource.name: c.keys for c in driver_bump.changed}
+    assert {"data", "name"} <= set(changed["gpu-node-image-driver"])  # the install script, a new component
+    assert "tags.gpu-platform.io/driver-version" in changed["gpu-pool-l4-lt"]
+    assert "tags.gpu-platform.io/driver-version" in changed["gpu-pool-l4-ng"]
+
+
+def test_under_mocks_a_driver_bump_keeps_the_ami_and_launch_template_ids(driver_bump):
+    """Offline, an image's AMI id and a launch template's id are placeholders derived from the
+    resource name, so the new AMI never reaches `imageId` and the node group's `launchTemplate`
+    stays put: only the tags show the bump. For real, the new image gives a new AMI id, a new
+    launch template version, and a rolling replacement of the node group."""
+    changed = {c.resource.name: c.keys for c in driver_bump.changed}
+    assert "imageId" not in changed["gpu-pool-l4-lt"]
+    assert all(key.startswith("tags.") for key in changed["gpu-pool-l4-ng"])
+
+
+def test_changed_keys_are_dotted_paths_with_list_indexes():
+    old = {"tags": {"gpu-platform.io/driver-version": "580.95.05", "owner": "a"},
+           "mappings": [{"size": 100}], "subnets": ["a"], "gone": 1}
+    new = {"tags": {"gpu-platform.io/driver-version": "580.105.08", "owner": "a"},
+           "mappings": [{"size": 200}], "subnets": ["a", "b"], "imageId": "ami-1"}
+    assert changes.changed_keys(old, new) == [
+        "gone", "imageId", "mappings[0].size", "subnets", "tags.gpu-platform.io/driver-version"]
+
+
+def test_describe_lists_counts_and_each_resources_keys(driver_bump):
+    text = changes.describe(driver_bump)
+    assert f"0 added, 0 removed, {len(driver_bump.changed)} changed" in text
+    assert f"  ~ {NODE_GROUP} gpu-pool-l4-ng\n      tags.audit.gpu-platform.io/privileged-software\n" in text
+
+
+def test_cli_against_prints_what_changes(tmp_path, capsys):
+    old = tmp_path / "dev.json"
+    assert main(["--stack", "dev", "--json", str(old)]) == 0
+    capsys.readouterr()
+    assert main(["--stack", "prod", "--against", str(old)]) == 0
+    out = capsys.readouterr().out
+    assert "Changes against the old report (dev -> prod):" in out
+    assert "  + gpu-platform:operands:MigManager gpu-mig-manager\n" in out
+    assert "  - aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng\n" in out
+
+
+def test_cli_against_a_missing_report_exits_2(tmp_path, capsys):
+    assert main(["--stack", "dev", "--against", str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"stack": "dev"}'])
+def test_cli_against_an_invalid_report_exits_2(tmp_path, capsys, content):
+    old = tmp_path / "old.json"
+    old.write_text(content)
+    assert main(["--stack", "dev", "--against", str(old)]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"stack": "dev"}', '{"resources": [{"urn": 1}]}'])
+def test_load_names_the_file_of_an_invalid_report(tmp_path, content):
+    old = tmp_path / "old.json"
+    old.write_text(content)
+    with pytest.raises(ValueError, match="old.json"):
+        changes.load(old)
