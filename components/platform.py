@@ -11,10 +11,12 @@ from components.aws.discovery import Discovered
 from components.aws.node_image import NodeImage, NodeImageArgs, image_tags
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
+from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
 from components.kubernetes.operands import sharing, stages
 from components.kubernetes.operands.base import Operand, OperandArgs
 from components.kubernetes.operands.context import MigPool, OperandContext
+from components.kubernetes.operands.dcgm_exporter import DcgmExporter
 from gpu_platform import contract
 from gpu_platform.config import StackConfig
 
@@ -129,4 +131,8 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             self.operands.append(operand)
             previous = [operand]
+        if config.monitoring.dashboard:
+            # After the exporter: the dashboard only reads the series the exporter's metrics list makes.
+            exporter = [op for op in self.operands if isinstance(op, DcgmExporter)]
+            GpuDashboard(f"{name}-gpu-dashboard", DashboardArgs(namespace.name, provider, exporter), opts=child)
         self.register_outputs({"cluster": self.cluster.name, "ami_id": self.image.ami_id})

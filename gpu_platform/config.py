@@ -189,6 +189,9 @@ class Audit(_Model):
 class Monitoring(_Model):
     # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it.
     service_monitor: bool = Field(default=False, alias="serviceMonitor")
+    # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
+    # without one, but useful only with Prometheus scraping the exporter.
+    dashboard: bool = False
 
 
 class StackConfig(_Model):

@@ -1,0 +1,51 @@
+"""The GPU dashboard: a Grafana dashboard of the DCGM exporter's metrics, shipped as a ConfigMap that
+kube-prometheus-stack's Grafana sidecar loads. The sidecar watches ConfigMaps labelled
+`grafana_dashboard: "1"`, and the chart's default (`grafana.sidecar.dashboards.searchNamespace:
+ALL`) looks in every namespace, so the dashboard stays beside the exporter in the operands'
+namespace. The dashboard itself is data (`gpu-dashboard.json` beside this module): edit it in
+Grafana, export it, and every query must keep to the metrics the exporter's metrics list collects
+(tests/components/kubernetes/test_dashboard.py checks that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+DASHBOARD_FILE = Path(__file__).resolve().with_name("gpu-dashboard.json")
+CONFIG_MAP_NAME = "gpu-platform-dashboard"
+# The sidecar writes every data key as a file into one folder shared by all dashboards: a
+# distinctive key keeps another team's `gpus.json` from overwriting this one.
+DATA_KEY = "gpu-platform-gpus.json"
+SIDECAR_LABEL = {"grafana_dashboard": "1"}
+
+
+@dataclass(frozen=True)
+class DashboardArgs:
+    namespace: pulumi.Input[str]
+    provider: k8s.Provider
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)  # the DCGM exporter
+
+
+class GpuDashboard(pulumi.ComponentResource):
+    """`gpu-platform:kubernetes:GpuDashboard`."""
+
+    config_map: k8s.core.v1.ConfigMap
+
+    def __init__(self, name: str, args: DashboardArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:kubernetes:GpuDashboard", name, None, opts)
+        self.config_map = k8s.core.v1.ConfigMap(
+            f"{name}-configmap",
+            metadata={
+                "name": CONFIG_MAP_NAME,
+                "namespace": args.namespace,
+                "labels": {**SIDECAR_LABEL, "app.kubernetes.io/name": "gpu-dashboard", "app.kubernetes.io/part-of": "gpu-platform"},
+            },
+            data={DATA_KEY: DASHBOARD_FILE.read_text()},
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),
+        )
+        self.register_outputs({"name": self.config_map.metadata["name"]})
