@@ -5,23 +5,31 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv preview preview-all test golden rollout-docs lint bench clean
+.PHONY: venv constraints preview preview-all test golden rollout-docs lint bench clean
 
 venv: $(VENV)/.installed
 
 # One virtualenv for the program, the policy pack (PulumiPolicy.yaml points at it) and the checks.
-$(VENV)/.installed: requirements.txt requirements-dev.txt policy/requirements.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt policy/requirements.txt constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	touch $@
+
+# Re-pins every transitive package to what .venv holds now (after a requirement changed).
+constraints: venv
+	{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --exclude-editable; } > constraints.tmp && mv constraints.tmp constraints.txt
 
 preview: venv
 	$(PY) -m preview --stack $(STACK)
 
+# Every stack with all its reports under out/<stack>/; runs them all, then fails if any failed.
 preview-all: venv
-	@set -e; for stack in $(STACKS); do \
-	  echo "== $$stack"; $(PY) -m preview --stack $$stack --json out/$$stack.json --manifests out/$$stack/manifests; \
-	done
+	@failed=""; for stack in $(STACKS); do \
+	  echo "== $$stack"; \
+	  $(PY) -m preview --stack $$stack --json out/$$stack/report.json --manifests out/$$stack/manifests \
+	    --audit out/$$stack/audit.md --graph out/$$stack/rollout.md || failed="$$failed $$stack"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
 
 test: venv
 	$(PY) -m pytest

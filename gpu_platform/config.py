@@ -163,6 +163,11 @@ class NodePool(_Model):
     time_slicing: Optional[TimeSlicing] = Field(default=None, alias="timeSlicing")
     mig: Optional[MigConfig] = None
     root_volume_gib: int = Field(default=200, alias="rootVolumeGiB", ge=100, le=16384)
+    # A capacity block is a reservation bought ahead for a fixed window: EKS launches its nodes only
+    # through a launch template that targets it by id.
+    capacity_reservation_id: Optional[str] = Field(
+        default=None, alias="capacityReservationId", pattern=r"^cr-[0-9a-f]{17}$"
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> "NodePool":
@@ -171,6 +176,14 @@ class NodePool(_Model):
                 f"sizes must satisfy minSize <= desiredSize <= maxSize "
                 f"(got {self.min_size}, {self.desired_size}, {self.max_size})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _reservation_with_capacity_block(self) -> "NodePool":
+        if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
+            raise ValueError("capacityReservationId (cr-...) is required with capacityType: CAPACITY_BLOCK")
+        if self.capacity_type != "CAPACITY_BLOCK" and self.capacity_reservation_id:
+            raise ValueError(f"capacityReservationId is only for capacityType: CAPACITY_BLOCK (this pool is {self.capacity_type})")
         return self
 
 

@@ -42,6 +42,18 @@ class NodePoolArgs:
     tags: dict[str, str]  # stack, image facts and audit tags
 
 
+def _capacity_block(pool: NodePoolConfig) -> dict:
+    """Launch template settings that put a pool on its capacity block (EKS requires both)."""
+    if pool.capacity_type != "CAPACITY_BLOCK":
+        return {}
+    return {
+        "instance_market_options": {"market_type": "capacity-block"},
+        "capacity_reservation_specification": {
+            "capacity_reservation_target": {"capacity_reservation_id": pool.capacity_reservation_id}
+        },
+    }
+
+
 class GpuNodePool(pulumi.ComponentResource):
     node_group_name: pulumi.Output[str]
     launch_template_id: pulumi.Output[str]
@@ -73,6 +85,7 @@ class GpuNodePool(pulumi.ComponentResource):
             metadata_options=launch_settings.metadata_options(),
             block_device_mappings=launch_settings.encrypted_root(pool.root_volume_gib),
             network_interfaces=launch_settings.private_interface(cluster.security_group_id),
+            **_capacity_block(pool),
             tag_specifications=[
                 {"resource_type": "instance", "tags": tags},
                 {"resource_type": "volume", "tags": tags},

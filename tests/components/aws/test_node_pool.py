@@ -148,3 +148,23 @@ def test_launch_templates_and_node_groups_carry_the_driver_and_audit_tags(shippe
             assert tags[contract.AUDIT_TAG_APPROVAL] == audit["approval"]
             assert f"nvidia-driver {node_image['driverVersion']}" in tags[AUDIT_SOFTWARE]
             assert tags["gpu-platform.io/stack"] == shipped.stack
+
+
+def test_a_capacity_block_pool_launches_into_its_reservation(variant):
+    def capacity_block(config):
+        pool = config["gpu-platform:nodePools"][0]
+        pool.update({"instanceType": "p5.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0a1b2c3d4e5f60718"})
+        pool.pop("timeSlicing", None)
+
+    recording = variant(capacity_block)
+    template = recording.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt")
+    assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}
+    assert recording.one("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng").inputs["capacityType"] == "CAPACITY_BLOCK"
+
+
+def test_an_on_demand_pool_has_no_market_options(dev):
+    template = dev.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt")
+    assert "instanceMarketOptions" not in template.inputs
+    assert "capacityReservationSpecification" not in template.inputs
