@@ -34,13 +34,18 @@ def files(recording: Recording) -> dict[str, str]:
     """File name -> YAML text, for every Kubernetes object."""
     index = recording.by_urn()
     stage_of = {op.urn: number for number, op in enumerate(operand_order(recording), 1)}
-    out: dict[str, str] = {}
-    for r in sorted(filter(is_kubernetes_object, recording.resources), key=lambda r: r.urn):
-        node, stage = r, 0
+
+    def operand_stage(urn: str) -> int:
+        node = index.get(urn)
         while node is not None and node.urn not in stage_of:
             node = index.get(node.parent)
-        if node is not None:
-            stage = stage_of[node.urn]
+        return stage_of[node.urn] if node is not None else 0
+
+    out: dict[str, str] = {}
+    for r in sorted(filter(is_kubernetes_object, recording.resources), key=lambda r: r.urn):
+        # An operand's own objects take its number; anything else (the dashboard) the number of
+        # the last stage it waits for, so files sort in the order they are created.
+        stage = operand_stage(r.urn) or max((operand_stage(u) for u in recording.waits_for(r.urn)), default=0)
         doc = manifest(r)
         meta = doc.get("metadata", {})
         name = "-".join(filter(None, [meta.get("namespace"), meta.get("name", r.name)]))
