@@ -111,6 +111,12 @@ def component_document(args: NodeImageArgs) -> str:
     return yaml.safe_dump(document, sort_keys=False, width=1000)
 
 
+def _resource_name(text: str) -> str:
+    """Image Builder names allow letters, digits, '-', '_' and spaces, no dots (botocore's
+    ResourceName pattern), so version numbers are written with dashes: 580-105-08."""
+    return text.replace(".", "-")
+
+
 class NodeImage(pulumi.ComponentResource):
     ami_id: pulumi.Output[str]
 
@@ -137,7 +143,7 @@ class NodeImage(pulumi.ComponentResource):
         document = component_document(args)
         component = aws.imagebuilder.Component(
             f"{name}-driver",
-            name=f"{name}-nvidia-driver-{driver}-{_digest(document)}",
+            name=_resource_name(f"{name}-nvidia-driver-{driver}-{_digest(document)}"),
             platform="Linux",
             version=version,
             data=document,
@@ -147,7 +153,7 @@ class NodeImage(pulumi.ComponentResource):
         )
         recipe = aws.imagebuilder.ImageRecipe(
             f"{name}-recipe",
-            name=f"{name}-k8s{args.kubernetes_version}-driver{driver}-{_digest(document, args.base_ami, ROOT_VOLUME_GIB)}",
+            name=_resource_name(f"{name}-k8s{args.kubernetes_version}-driver{driver}-{_digest(document, args.base_ami, ROOT_VOLUME_GIB)}"),
             parent_image=args.base_ami,
             version=version,
             components=[{"component_arn": component.arn}],

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the pinned NVIDIA driver (open kernel modules, built by DKMS for the running kernel) on
+# Installs the pinned NVIDIA driver (open kernel modules, built for the image's kernel) on
 # the EKS-optimized Amazon Linux 2023 image, and optionally the NVIDIA container toolkit and the
 # fabric manager. Runs once, in the EC2 Image Builder build phase: the node image carries the
 # driver, so no node ever compiles a kernel module at boot.
@@ -23,8 +23,10 @@ log() { printf '[install-nvidia-driver] %s\n' "$*"; }
 install_build_dependencies() {
   local kernel
   kernel="$(uname -r)"
-  log "kernel ${kernel}: installing headers and DKMS"
-  dnf install -y "kernel-devel-${kernel}" "kernel-headers-${kernel}" kernel-modules-extra dkms gcc make tar xz
+  log "kernel ${kernel}: installing its headers and a compiler"
+  # The virtual provide names the headers of exactly the running kernel, whatever the package is
+  # called (kernel-devel on 6.1 images, kernel6.12-devel on 6.12 images).
+  dnf install -y "kernel-devel-uname-r == ${kernel}" gcc make tar xz
 }
 
 install_driver() {
@@ -39,7 +41,9 @@ install_driver() {
   if (( ${DRIVER_VERSION%%.*} < 560 )); then
     module_flag="--kernel-module-build-directory=kernel-open"
   fi
-  sh "${workdir}/${installer}" --silent --dkms "${module_flag}" --no-questions --ui=none
+  # No DKMS: the image is never updated in place. A new kernel comes with a new image, which
+  # builds the modules again here.
+  sh "${workdir}/${installer}" --silent "${module_flag}" --no-questions --ui=none
   rm -rf "${workdir}"
   # Persistence keeps the driver initialised between jobs (slow first CUDA call otherwise).
   systemctl enable nvidia-persistenced.service || log "nvidia-persistenced unit not shipped; skipping"

@@ -16,6 +16,11 @@ from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.namespace import RUNTIME_CLASS
 
 PID_FILE = "/run/nvidia/toolkit/toolkit.pid"
+# Not the operator's default /etc/containerd/conf.d: on EKS AL2023 nodeadm rewrites config.toml at
+# every boot with `imports = ["/etc/containerd/config.d/*.toml"]` (its containerd template), so a
+# drop-in there survives reboots without the toolkit editing config.toml. The baked image
+# (scripts/install-nvidia-driver.sh) writes the same file.
+DROP_IN_DIR = "/etc/containerd/config.d"
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
@@ -26,7 +31,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ("RUNTIME_CONFIG", "/runtime/config-dir/config.toml"),
         ("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
         ("RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml"),
-        ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", "/etc/containerd/conf.d/99-nvidia.toml"),
+        ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f"{DROP_IN_DIR}/99-nvidia.toml"),
         ("RUNTIME_SOCKET", "/runtime/sock-dir/containerd.sock"),
         ("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
     )
@@ -44,6 +49,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
             ("NVIDIA_VISIBLE_DEVICES", "void"),
             ("TOOLKIT_PID_FILE", PID_FILE),
+            # The driver is the host's (baked into the image), not a driver container's under
+            # /run/nvidia/driver: the operator sets the same pair when its driver is disabled.
+            ("NVIDIA_DRIVER_ROOT", "/"),
+            ("DRIVER_ROOT_CTR_PATH", "/host"),
             *containerd,
             *cdi,
         ),
@@ -59,14 +68,14 @@ def spec(ctx: OperandContext) -> OperandSpec:
         operand="container-toolkit",
         reason=(
             "installs the NVIDIA runtime under /usr/local/nvidia, writes the containerd drop-in "
-            "/etc/containerd/conf.d/99-nvidia.toml and restarts containerd (privileged, hostPID); "
+            f"{DROP_IN_DIR}/99-nvidia.toml and restarts containerd (privileged, hostPID); "
             "generates CDI specs in /var/run/cdi and /dev/char links; its driver check chroots into /"
         ),
         init_containers=(validator.driver_check(ctx.images["validator"]),),
         containers=(toolkit,),
         host_paths=(
             HostPath("containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"),
-            HostPath("containerd-drop-in-config", "/etc/containerd/conf.d", "/runtime/config-dir.d/", False, "DirectoryOrCreate"),
+            HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),
             HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False),
             HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),
             HostPath("toolkit-install-dir", "/usr/local/nvidia", "/usr/local/nvidia", False),

@@ -3,6 +3,9 @@ pinned AMI; either way its facts are tags a policy can read."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 import yaml
 
 from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
@@ -123,3 +126,15 @@ def test_a_pinned_ami_has_no_image_builder_and_is_used_by_id(record_variant):
         assert lt.inputs["tags"][contract.KUBERNETES_VERSION_TAG] == "1.33"
         assert lt.inputs["tags"][ARCHITECTURE_TAG] == "x86_64"
     assert rec.of_type(LAUNCH_TEMPLATE)
+
+
+IMAGE_BUILDER_NAME = re.compile(r"^[-_A-Za-z0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z0-9]$")  # botocore ResourceName
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_image_builder_names_are_names_image_builder_accepts(stack, dev, prod):
+    recording = {"dev": dev, "prod": prod}[stack]
+    named = [r for r in recording.resources if r.type.startswith("aws:imagebuilder/") and "name" in r.inputs]
+    assert len(named) == 4  # component, recipe, infrastructure and distribution configurations
+    for r in named:
+        assert IMAGE_BUILDER_NAME.match(r.inputs["name"]), (r.type, r.inputs["name"])
