@@ -13,7 +13,7 @@ import re
 from typing import Any, Literal, Mapping, Optional
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
 from gpu_platform import matrix, versions
 
@@ -43,9 +43,9 @@ class _Model(BaseModel):
 class Cluster(_Model):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
     kubernetes_version: str = Field(alias="kubernetesVersion")
-    create: bool = True
+    create: StrictBool = True
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
-    endpoint_public_access: bool = Field(default=False, alias="endpointPublicAccess")
+    endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -98,7 +98,7 @@ class NodeImage(_Model):
     source: Literal["bake", "ami"]
     driver_version: str = Field(alias="driverVersion")
     ami_id: Optional[str] = Field(default=None, alias="amiId", pattern=r"^ami-[0-9a-f]{8,17}$")
-    toolkit_baked: bool = Field(default=False, alias="toolkitBaked")
+    toolkit_baked: StrictBool = Field(default=False, alias="toolkitBaked")
 
     @field_validator("driver_version", mode="before")
     @classmethod
@@ -133,7 +133,7 @@ class Workloads(_Model):
 
 
 class TimeSlicing(_Model):
-    replicas: int = Field(ge=2, le=64)
+    replicas: StrictInt = Field(ge=2, le=64)
 
 
 class MigConfig(_Model):
@@ -154,15 +154,15 @@ class MigConfig(_Model):
 class NodePool(_Model):
     name: str = Field(pattern=r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
     instance_type: str = Field(alias="instanceType", pattern=r"^[a-z][a-z0-9-]*\.[a-z0-9]+$")
-    min_size: int = Field(alias="minSize", ge=0)
-    desired_size: int = Field(alias="desiredSize", ge=0)
-    max_size: int = Field(alias="maxSize", ge=1)
+    min_size: StrictInt = Field(alias="minSize", ge=0)
+    desired_size: StrictInt = Field(alias="desiredSize", ge=0)
+    max_size: StrictInt = Field(alias="maxSize", ge=1)
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = Field(
         default="ON_DEMAND", alias="capacityType"
     )
     time_slicing: Optional[TimeSlicing] = Field(default=None, alias="timeSlicing")
     mig: Optional[MigConfig] = None
-    root_volume_gib: int = Field(default=200, alias="rootVolumeGiB", ge=100, le=16384)
+    root_volume_gib: StrictInt = Field(default=200, alias="rootVolumeGiB", ge=100, le=16384)
     # A capacity block is a reservation bought ahead for a fixed window: EKS launches its nodes only
     # through a launch template that targets it by id.
     capacity_reservation_id: Optional[str] = Field(
@@ -201,10 +201,10 @@ class Audit(_Model):
 
 class Monitoring(_Model):
     # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it.
-    service_monitor: bool = Field(default=False, alias="serviceMonitor")
+    service_monitor: StrictBool = Field(default=False, alias="serviceMonitor")
     # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
     # without one, but useful only with Prometheus scraping the exporter.
-    dashboard: bool = False
+    dashboard: StrictBool = False
 
 
 class StackConfig(_Model):
@@ -261,6 +261,12 @@ def _message(error: dict) -> str:
         return msg.removeprefix("Value error, ")
     if kind == "string_pattern_mismatch":
         return f"{error['input']!r} does not match {error['ctx']['pattern']}"
+    if kind == "too_short":
+        return f"needs at least {error['ctx']['min_length']} item(s) (got {error['input']!r})"
+    if kind in ("tuple_type", "list_type"):
+        return f"expected a list (got {error['input']!r})"
+    if kind in ("model_type", "model_attributes_type"):
+        return f"expected a mapping (got {error['input']!r})"
     return f"{msg} (got {error['input']!r})" if "input" in error and kind != "model_type" else msg
 
 
@@ -285,13 +291,24 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
         if not problems:
             return StackConfig.model_validate(values)
     except ValidationError as exc:
-        for error in exc.errors():
+        errors = exc.errors()
+        locs = [_alias_loc(e["loc"]) for e in errors]
+        # A list whose items failed also reports itself "too short" (no valid item left): noise.
+        errors = [
+            e for e, loc in zip(errors, locs)
+            if not (e["type"] == "too_short" and any(other[: len(loc)] == loc and other != loc for other in locs))
+        ]
+        for error in errors:
             loc = _alias_loc(error["loc"])
             fields = _field_names(loc)
             path = _key_path(loc)
             message = _message(error)
             if message == "unknown key" and fields:
                 message += f" (valid: {', '.join(fields)})"
+            if error["type"] in ("model_type", "model_attributes_type"):
+                keys = _field_names(loc + ("",))
+                if keys:
+                    message = f"expected a mapping with keys {', '.join(keys)} (got {error['input']!r})"
             problems.append(f"{path}: {message}" if path else message)
     raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(problems))
 

@@ -41,6 +41,25 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unwritable output paths before the run, so a typo never costs a half-written set of
+    reports (and never reads as exit 1, which means policy violations)."""
+    for flag, path in (("--json", args.json), ("--audit", args.audit), ("--graph", args.graph)):
+        if path is None:
+            continue
+        if path.is_dir():
+            raise ValueError(f"{flag} {path}: is a directory; give a file name")
+        if any(parent.exists() and not parent.is_dir() for parent in path.parents):
+            raise ValueError(f"{flag} {path}: a parent of it is a file")
+    if args.graph is not None and args.graph.suffix not in _GRAPH_SUFFIXES:
+        raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(_GRAPH_SUFFIXES)})")
+    if args.manifests is not None and args.manifests.exists() and not args.manifests.is_dir():
+        raise ValueError(f"--manifests {args.manifests}: is a file; give a directory")
+
+
 def _outputs(args: argparse.Namespace, recording, violations):
     """(path, text producer) for the optional reports; modules are imported only when asked for."""
     if args.audit:
@@ -76,7 +95,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for flag, old in (("--audit-against", args.audit_against), ("--against", args.against)):
             if old is not None and not old.is_file():
                 raise FileNotFoundError(f"{flag} {old}: no such file")
-        levels = analyze.load_policy_config(args.policy_config)
+        levels = analyze.load_policy_config(args.policy_config, POLICIES)
+        _check_outputs(args)
         old_report = None
         if args.against:
             from preview import changes

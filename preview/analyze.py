@@ -64,15 +64,30 @@ def policy_resources(recording: Recording) -> list[PolicyResource]:
     ]
 
 
-def load_policy_config(path: Optional[Path]) -> dict[str, str]:
+def load_policy_config(path: Optional[Path], policies: list) -> dict[str, str]:
+    """Policy name -> enforcement level from a policy-pack config file. Every mistake (not a file,
+    not JSON, an unknown policy, an unknown level) is a ValueError naming the file and the key."""
     if path is None:
         return {}
-    raw = json.loads(path.read_text())
+    flag = f"--policy-config {path}"
+    if not path.is_file():
+        raise ValueError(f"{flag}: no such file")
+    try:
+        raw = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{flag}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}')
+    known = sorted(p.name for p in policies)
+    valid_levels = [level.value for level in EnforcementLevel]
     levels = {}
     for name, value in raw.items():
+        if name not in known:
+            raise ValueError(f"{flag}: {name!r} is not a policy of the pack (valid: {', '.join(known)})")
         level = value.get("enforcementLevel") if isinstance(value, dict) else value
-        if level:
-            levels[name] = EnforcementLevel(level).value
+        if level not in valid_levels:
+            raise ValueError(f"{flag}: {name}: {level!r} is not an enforcement level (valid: {', '.join(valid_levels)})")
+        levels[name] = level
     return levels
 
 

@@ -56,6 +56,10 @@ def files(recording: Recording) -> dict[str, str]:
 
 def write(recording: Recording, directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
+    # Files of an earlier run (another stack, a removed operand) would read as part of this one;
+    # only our own numbered files go, nothing else a user keeps there.
+    for stale in directory.glob("[0-9][0-9]-*.yaml"):
+        stale.unlink()
     written = []
     for filename, text in files(recording).items():
         path = directory / filename

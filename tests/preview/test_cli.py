@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from preview.__main__ import main
@@ -99,3 +100,52 @@ def test_same_stack_gives_byte_identical_output(tmp_path):
         )
         runs.append((result.stdout, report.read_bytes(), {p.name: p.read_bytes() for p in manifests.iterdir()}))
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("[1, 2]", "must be a JSON object of policy -> level"),
+        ("{not json", "not JSON"),
+        ('{"release-supports-kubernetse": "advisory"}', "'release-supports-kubernetse' is not a policy of the pack (valid: "),
+        ('{"release-supports-kubernetes": "loud"}', "release-supports-kubernetes: 'loud' is not an enforcement level (valid: advisory, mandatory"),
+    ],
+)
+def test_a_bad_policy_config_exits_2_naming_the_file(tmp_path, capsys, content, message):
+    levels = tmp_path / "levels.json"
+    levels.write_text(content)
+    assert main(["--stack", "dev", "--policy-config", str(levels)]) == 2
+    err = capsys.readouterr().err
+    assert str(levels) in err and message in err
+
+
+@pytest.mark.parametrize(
+    "flag, target, message",
+    [
+        ("--json", "dir", "is a directory"),
+        ("--audit", "dir", "is a directory"),
+        ("--graph", "dir", "is a directory"),
+        ("--graph", "file/rollout.md", "a parent of it is a file"),
+        ("--graph", "rollout.txt", "unknown format (valid endings: .md, .mmd, .dot, .gv)"),
+        ("--manifests", "file", "is a file; give a directory"),
+    ],
+)
+def test_an_unwritable_output_exits_2_before_anything_is_written(tmp_path, capsys, flag, target, message):
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").write_text("")
+    report = tmp_path / "report.json"
+    assert main(["--stack", "dev", "--json" if flag != "--json" else "--audit", str(report if flag != "--json" else tmp_path / "a.md"), flag, str(tmp_path / target)]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and captured.out == ""
+    assert not report.exists() and not (tmp_path / "a.md").exists()
+
+
+def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
+    out = tmp_path / "manifests"
+    main(["--stack", "prod", "--manifests", str(out)])
+    keep = out / "notes.txt"
+    keep.write_text("mine")
+    main(["--stack", "dev", "--manifests", str(out)])
+    names = {p.name for p in out.iterdir()}
+    assert not any("mig-manager" in n for n in names)  # prod only
+    assert "notes.txt" in names
