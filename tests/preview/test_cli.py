@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -94,11 +95,16 @@ def test_same_stack_gives_byte_identical_output(tmp_path):
     runs = []
     for n in range(2):
         report, manifests = tmp_path / f"r{n}.json", tmp_path / f"m{n}"
+        audit, graph = tmp_path / f"a{n}.md", tmp_path / f"g{n}.dot"
         result = subprocess.run(
-            [sys.executable, "-m", "preview", "--stack", "prod", "--json", str(report), "--manifests", str(manifests)],
+            [sys.executable, "-m", "preview", "--stack", "prod", "--json", str(report), "--manifests", str(manifests),
+             "--audit", str(audit), "--graph", str(graph)],
             cwd=ROOT, capture_output=True, text=True, check=True,
+            # Different hash seeds: set and dict order must never leak into the output.
+            env={**os.environ, "PYTHONHASHSEED": str(n + 1)},
         )
-        runs.append((result.stdout, report.read_bytes(), {p.name: p.read_bytes() for p in manifests.iterdir()}))
+        runs.append((result.stdout, report.read_bytes(), audit.read_bytes(), graph.read_bytes(),
+                     {p.name: p.read_bytes() for p in manifests.iterdir()}))
     assert runs[0] == runs[1]
 
 
