@@ -59,6 +59,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 fabric_manager=fabric_manager,
                 tags=privileged_tags,
                 region=config.region,
+                build_network=found.build_network,
             ),
             opts=child,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import importlib.util
 import json
 from pathlib import Path
@@ -98,6 +99,17 @@ def _cluster(args: dict, config: dict) -> dict:
     }
 
 
+def _subnet(args: dict, config: dict) -> dict:
+    """Any well-formed subnet id exists offline, in a VPC named after the stack's first subnet (so
+    every subnet of a stack shares one VPC); the fixtures' `missingSubnets` do not exist."""
+    subnet = args.get("id", "")
+    if not subnet.startswith("subnet-") or subnet in _fixtures().get("missingSubnets", []):
+        raise InvokeError(f"InvalidSubnetID.NotFound: the subnet ID '{subnet}' does not exist")
+    first = ((config.get("gpu-platform:cluster") or {}).get("subnetIds") or [subnet])[0]
+    vpc = "vpc-" + hashlib.sha256(first.encode()).hexdigest()[:17]
+    return {"id": subnet, "vpcId": vpc, "availabilityZone": "us-west-2a", "mapPublicIpOnLaunch": False, "state": "available"}
+
+
 def _caller_identity(args: dict, config: dict) -> dict:
     account = _fixtures()["account"]
     return {"id": account, "accountId": account, "arn": f"arn:aws:iam::{account}:user/preview", "userId": "AIDAPREVIEW"}
@@ -116,6 +128,7 @@ _ANSWERS: dict[str, Callable[[dict, dict], dict]] = {
     "aws:ec2/getInstanceType:getInstanceType": _instance_type,
     "aws:ssm/getParameter:getParameter": _ssm_parameter,
     "aws:eks/getCluster:getCluster": _cluster,
+    "aws:ec2/getSubnet:getSubnet": _subnet,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller_identity,
     "aws:index/getPartition:getPartition": _partition,
     "aws:index/getRegion:getRegion": _region,

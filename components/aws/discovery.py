@@ -33,10 +33,20 @@ class AdoptedCluster:
 
 
 @dataclass(frozen=True)
+class BuildNetwork:
+    """Where the image build runs: the cluster's first (private) subnet, whose route to the internet
+    the nodes already need, instead of a default VPC the account may not have."""
+
+    subnet_id: str
+    vpc_id: str
+
+
+@dataclass(frozen=True)
 class Discovered:
     gpus: dict[str, PoolGpu]  # by pool name
     base_ami: Optional[str]
     adopted: Optional[AdoptedCluster]
+    build_network: Optional[BuildNetwork] = None  # with source: bake
 
 
 def eks_ami_parameter(kubernetes_version: str) -> str:
@@ -96,9 +106,19 @@ def _base_ami(config: StackConfig) -> str:
         ) from None
 
 
+def _build_network(config: StackConfig) -> BuildNetwork:
+    subnet = config.cluster.subnet_ids[0]
+    try:
+        found = aws.ec2.get_subnet(id=subnet)
+    except Exception as exc:
+        raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({exc}); the node image builds there") from None
+    return BuildNetwork(subnet_id=subnet, vpc_id=found.vpc_id)
+
+
 def discover(config: StackConfig) -> Discovered:
     return Discovered(
         gpus={pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)},
         base_ami=_base_ami(config) if config.node_image.source == "bake" else None,
+        build_network=_build_network(config) if config.node_image.source == "bake" else None,
         adopted=None if config.cluster.create else _adopt(config),
     )

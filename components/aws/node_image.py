@@ -14,6 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
+from components.aws.discovery import BuildNetwork
 from gpu_platform import contract
 from gpu_platform.config import NodeImage as NodeImageConfig
 
@@ -47,6 +48,7 @@ class NodeImageArgs:
     fabric_manager: bool  # some pool is an NVSwitch family
     tags: dict[str, str]  # stack tags plus audit tags
     region: str
+    build_network: Optional[BuildNetwork] = None  # with source: bake
 
 
 def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: Optional[str] = None) -> dict[str, str]:
@@ -179,6 +181,20 @@ class NodeImage(pulumi.ComponentResource):
             opts=child,
         )
         profile = aws.iam.InstanceProfile(f"{name}-builder", role=role.name, tags=helper_tags, opts=child)
+        network = args.build_network
+        # Egress only (HTTPS for NVIDIA's downloads, the package repositories and SSM; HTTP for
+        # repositories that still serve it); nothing may connect to a build instance.
+        build_group = aws.ec2.SecurityGroup(
+            f"{name}-build",
+            description="GPU node image build: egress only",
+            vpc_id=network.vpc_id,
+            egress=[
+                {"protocol": "tcp", "from_port": port, "to_port": port, "cidr_blocks": ["0.0.0.0/0"], "description": what}
+                for port, what in ((443, "https downloads, repositories, SSM"), (80, "http repositories"))
+            ],
+            tags=helper_tags,
+            opts=child,
+        )
         infrastructure = aws.imagebuilder.InfrastructureConfiguration(
             f"{name}-infrastructure",
             name=f"{name}-gpu-build",
@@ -187,6 +203,8 @@ class NodeImage(pulumi.ComponentResource):
             # IMDSv2 only, one hop: the build runs downloaded installers, which must not reach the
             # instance credentials through a container or a proxy.
             instance_metadata_options={"http_tokens": "required", "http_put_response_hop_limit": 1},
+            subnet_id=network.subnet_id,
+            security_group_ids=[build_group.id],
             terminate_instance_on_failure=True,
             tags=args.tags,
             opts=child,

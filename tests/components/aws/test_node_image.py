@@ -138,3 +138,13 @@ def test_image_builder_names_are_names_image_builder_accepts(stack, dev, prod):
     assert len(named) == 4  # component, recipe, infrastructure and distribution configurations
     for r in named:
         assert IMAGE_BUILDER_NAME.match(r.inputs["name"]), (r.type, r.inputs["name"])
+
+
+def test_the_image_builds_in_the_clusters_first_subnet_behind_an_egress_only_group(dev):
+    infrastructure = dev.one("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure")
+    group = dev.one("aws:ec2/securityGroup:SecurityGroup", "gpu-node-image-build")
+    assert infrastructure.inputs["subnetId"] == dev.config["gpu-platform:cluster"]["subnetIds"][0]
+    assert group.urn in infrastructure.dependencies
+    assert not group.inputs.get("ingress")
+    assert sorted(rule["fromPort"] for rule in group.inputs["egress"]) == [80, 443]
+    assert group.inputs["vpcId"].startswith("vpc-")
