@@ -50,7 +50,11 @@ class Cluster(_Model):
     @field_validator("kubernetes_version", mode="before")
     @classmethod
     def _minor(cls, value: Any) -> Any:
-        return _quoted_version(value, r"1\.\d{2}", "a Kubernetes minor version", "1.33")
+        value = _quoted_version(value, r"1\.\d{2}", "a Kubernetes minor version", "1.33")
+        # EKS runs nothing older, and NFD before 0.18 needs gRPC probes (on by default from 1.24).
+        if int(value.split(".")[1]) < 25:
+            raise ValueError(f"{value!r} is older than any Kubernetes EKS runs (1.25 or later)")
+        return value
 
     @field_validator("subnet_ids")
     @classmethod
@@ -86,9 +90,10 @@ class Operator(_Model):
                 raise ValueError(
                     f"{operand!r} is not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"
                 )
-            if not isinstance(tag, str) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", tag):
+            # A version first: operands choose flags and paths by the image's version.
+            if not isinstance(tag, str) or not re.fullmatch(r"v?\d+(\.\d+)+[A-Za-z0-9_.-]{0,100}", tag):
                 raise ValueError(
-                    f"{operand}: {tag!r} is not an image tag (a tag only, e.g. v0.18.2; "
+                    f"{operand}: {tag!r} is not an image tag (a version tag only, e.g. v0.18.2; "
                     "the repository stays the release's)"
                 )
         return dict(sorted(value.items()))

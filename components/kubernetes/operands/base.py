@@ -11,18 +11,54 @@ DaemonSet's pods, CRDs the operand's image needs, and custom resources (a Servic
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence, TypeVar
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import contract
+from gpu_platform import contract, versions
 from gpu_platform.config import Audit
 
 # Readiness markers live on the host, so a node that joins later replays the same order.
 VALIDATIONS_DIR = "/run/nvidia/validations"
 PRIORITY_CLASS = "system-node-critical"
+
+
+class VersionRow(Protocol):
+    since: str  # the first image version this row describes; it holds until the next row's
+
+
+Row = TypeVar("Row", bound=VersionRow)
+_LEADING_VERSION = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+
+def image_version(image: str) -> str:
+    """The version in an image reference's tag: `...:v1.17.8-ubuntu20.04` -> `1.17.8`,
+    `...:v0.18.2-minimal` -> `0.18.2` (flavour suffixes after the numbers are ignored). A tag that
+    carries two versions gives the first: DCGM exporter's `3.2.6-3.1.9-ubuntu20.04` -> `3.2.6`."""
+    name = image.rsplit("/", 1)[-1]
+    if ":" not in name:
+        raise ValueError(f"image {image!r} has no tag; operand traits are chosen by the tag's version")
+    found = _LEADING_VERSION.match(versions.image_tag_version(name.rsplit(":", 1)[1]))
+    if not found:
+        raise ValueError(f"image {image!r}: tag is not a version; operand traits are chosen by it")
+    return found.group(1)
+
+
+def row_for(version: str, rows: Sequence[Row], what: str) -> Row:
+    """The row of a version table (oldest first) that describes `version`. Older than the first row
+    is an error: nothing here says what such an image expects."""
+    chosen = [r for r in rows if versions.at_least(version, r.since)]
+    if not chosen:
+        raise ValueError(f"{what}: version {version} is older than any known ({rows[0].since} and later)")
+    return chosen[-1]
+
+
+def for_version(image: str, rows: Sequence[Row]) -> Row:
+    """The row of a version table that describes `image`, by its tag's version."""
+    return row_for(image_version(image), rows, f"image {image!r}")
 
 
 @dataclass(frozen=True)
@@ -55,6 +91,7 @@ class Container:
     ports: tuple[tuple[str, int], ...] = ()
     readiness: Optional[dict] = None
     liveness: Optional[dict] = None
+    startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
 
 
 @dataclass(frozen=True)
@@ -195,6 +232,7 @@ def _container(c: Container, spec: OperandSpec) -> dict:
         "ports": [{"name": n, "containerPort": p} for n, p in c.ports],
         "readinessProbe": c.readiness,
         "livenessProbe": c.liveness,
+        "startupProbe": c.startup,
     }
     body.update({k: v for k, v in optional.items() if v})
     return body

@@ -1,46 +1,94 @@
-"""The NVIDIA container toolkit: registers the `nvidia` runtime handler in the host's containerd
-through a config drop-in and restarts containerd through its socket. Its first init step is the
-validator's driver check, which proves the baked driver is loaded and writes `driver-ready`.
+"""The NVIDIA container toolkit: registers the `nvidia` runtime handler in the host's containerd and
+restarts containerd through its socket. Its first init step is the validator's driver check, which
+proves the baked driver is loaded and writes `driver-ready`.
 
-Env and host paths are the GPU Operator's for v25.10.x (gpu-operator-facts.yaml, operand_manifests
-container_toolkit_containerd and per_component.container-toolkit.v25.10.1, from
-assets/state-container-toolkit/0500_daemonset.yaml and controllers/object_controls.go), except the
-CRI-O hooks directory: these nodes run containerd only.
+Env and host paths are the GPU Operator's (gpu-operator-facts.yaml, operand_manifests
+container_toolkit_containerd and per_component.container-toolkit at v23.9.2, v24.9.2, v25.10.1 and
+v26.7.0, from assets/state-container-toolkit/0500_daemonset.yaml and controllers/object_controls.go
+TransformToolkit), except the CRI-O hooks directory: these nodes run containerd only. What the
+toolkit image itself understands changes with its version; that is the `TRAITS` table below,
+chosen by the image tag's version (github.com/NVIDIA/nvidia-container-toolkit, the env names of
+tools/container/** up to v1.17.8 and of cmd/nvidia-ctk-installer/** from v1.18.0).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from components.kubernetes.operands import validator
-from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec
+from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec, for_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.namespace import RUNTIME_CLASS
 
-PID_FILE = "/run/nvidia/toolkit/toolkit.pid"
 # Not the operator's default /etc/containerd/conf.d: on EKS AL2023 nodeadm rewrites config.toml at
 # every boot with `imports = ["/etc/containerd/config.d/*.toml"]` (its containerd template), so a
 # drop-in there survives reboots without the toolkit editing config.toml. The baked image
 # (scripts/install-nvidia-driver.sh) writes the same file.
 DROP_IN_DIR = "/etc/containerd/config.d"
+CONFIG_TOML = "/etc/containerd/config.toml"
+
+
+@dataclass(frozen=True)
+class Traits:
+    since: str
+    # Where the installer writes its pid file (the readiness probe). It is written when the
+    # installer starts, before it installs anything or touches containerd (initialize() in Run, at
+    # every version from v1.14.3 to v1.20.0), so ready means "installer running"; the proof that
+    # containerd has the handler is the validator's toolkit check, the next stage. Up to 1.15 the
+    # path is the constant /run/nvidia/toolkit.pid
+    # (tools/container/nvidia-toolkit/run.go v1.14.3, v1.15.0), written inside the container;
+    # TOOLKIT_PID_FILE exists from v1.16.0 (run.go v1.16.1) and puts it on the host.
+    pid_file: str
+    pid_file_env: bool
+    # RUNTIME_DROP_IN_CONFIG(_HOST_PATH) exist from v1.18.0 (cmd/nvidia-ctk-installer); older images
+    # edit the file named by RUNTIME_CONFIG/CONTAINERD_CONFIG in place (and restore it on exit).
+    drop_in: bool
+    # The env the operator sets with CDI enabled, for this toolkit line: up to v25.3.x
+    # (object_controls.go at v24.9.2, v25.3.4: the annotation prefix, runtime mode `cdi` only with
+    # cdi.default) and from v25.10.0 (transformToolkitCtrForCDI: CDI as the runtime mode, the
+    # nvidia runtime not the default). Every name exists in every image from v1.14.3.
+    cdi_env: tuple[tuple[str, str], ...]
+
+
+_CDI_ANNOTATIONS = (
+    ("CDI_ENABLED", "true"),
+    ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES", "nvidia.cdi.k8s.io/"),
+    ("CRIO_CONFIG_MODE", "config"),
+)
+_CDI_MODE = (
+    ("CDI_ENABLED", "true"),
+    ("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
+    ("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
+    ("CRIO_CONFIG_MODE", "config"),
+)
+
+TRAITS: tuple[Traits, ...] = (
+    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, drop_in=True, cdi_env=_CDI_MODE),
+)
+
+
+def traits(image: str) -> Traits:
+    return for_version(image, TRAITS)
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["container-toolkit"]
+    t = traits(image)
     containerd = (
         ("RUNTIME", "containerd"),
         ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
         ("RUNTIME_CONFIG", "/runtime/config-dir/config.toml"),
         ("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
-        ("RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml"),
-        ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f"{DROP_IN_DIR}/99-nvidia.toml"),
+        *((("RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml"),
+           ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f"{DROP_IN_DIR}/99-nvidia.toml")) if t.drop_in else ()),
         ("RUNTIME_SOCKET", "/runtime/sock-dir/containerd.sock"),
         ("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
     )
-    cdi = (
-        ("CDI_ENABLED", "true"),
-        ("NVIDIA_RUNTIME_SET_AS_DEFAULT", "false"),
-        ("NVIDIA_CONTAINER_RUNTIME_MODE", "cdi"),
-        ("CRIO_CONFIG_MODE", "config"),
-    ) if ctx.cdi else ()
+    # The toolkit-root host directory only holds the pid file, so it is mounted only where the
+    # image can be told to write it there.
+    toolkit_root = ("toolkit-root",) if t.pid_file_env else ()
     toolkit = Container(
         name="nvidia-container-toolkit-ctr",
         image=image,
@@ -48,36 +96,39 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("ROOT", "/usr/local/nvidia"),
             ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
             ("NVIDIA_VISIBLE_DEVICES", "void"),
-            ("TOOLKIT_PID_FILE", PID_FILE),
+            *((("TOOLKIT_PID_FILE", t.pid_file),) if t.pid_file_env else ()),
             # The driver is the host's (baked into the image), not a driver container's under
-            # /run/nvidia/driver: the operator sets the same pair when its driver is disabled.
+            # /run/nvidia/driver: the operator sets the same pair when its driver is disabled
+            # (both names read since v1.14.3, tools/container/toolkit/toolkit.go).
             ("NVIDIA_DRIVER_ROOT", "/"),
             ("DRIVER_ROOT_CTR_PATH", "/host"),
             *containerd,
-            *cdi,
+            *(t.cdi_env if ctx.cdi else ()),
         ),
-        host_paths=("containerd-config", "containerd-drop-in-config", "containerd-socket", "toolkit-root",
-                    "toolkit-install-dir", "host-root", "cdi-root", "host-dev-char", "run-nvidia-validations"),
+        host_paths=("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket",
+                    *toolkit_root, "toolkit-install-dir", "host-root", "cdi-root", "host-dev-char", "run-nvidia-validations"),
         privileged=True,
         read_only_root=False,
         requests=("50m", "64Mi"),
-        # The installer writes its pid file once the runtime is configured and containerd restarted.
-        readiness={"exec": {"command": ["test", "-f", PID_FILE]}, "periodSeconds": 10},
+        readiness={"exec": {"command": ["test", "-f", t.pid_file]}, "periodSeconds": 10},
     )
+    writes = (f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml" if t.drop_in
+              else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit)")
     return OperandSpec(
         operand="container-toolkit",
         reason=(
-            "installs the NVIDIA runtime under /usr/local/nvidia, writes the containerd drop-in "
-            f"{DROP_IN_DIR}/99-nvidia.toml and restarts containerd (privileged, hostPID); "
-            "generates CDI specs in /var/run/cdi and /dev/char links; its driver check chroots into /"
+            f"installs the NVIDIA runtime under /usr/local/nvidia, {writes} and restarts containerd "
+            "(privileged, hostPID); generates CDI specs in /var/run/cdi and /dev/char links; its driver check chroots into /"
         ),
         init_containers=(validator.driver_check(ctx.images["validator"]),),
         containers=(toolkit,),
         host_paths=(
             HostPath("containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"),
-            HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),
+            *((HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),)
+              if t.drop_in else ()),
             HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False),
-            HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),
+            *((HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),)
+              if t.pid_file_env else ()),
             HostPath("toolkit-install-dir", "/usr/local/nvidia", "/usr/local/nvidia", False),
             validator.HOST_ROOT,
             HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),

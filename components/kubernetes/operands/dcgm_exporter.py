@@ -5,12 +5,25 @@ Env and host paths: the GPU Operator's v25.10.1 DaemonSet (gpu-operator-facts.ya
 per_component.dcgm-exporter.v25.10.1): DCGM_EXPORTER_LISTEN, DCGM_EXPORTER_KUBERNETES,
 DCGM_EXPORTER_COLLECTORS, NODE_NAME; the kubelet's pod-resources socket directory, read-only (to map
 GPUs to pods). /run/nvidia is left out: the driver is on the host, not in a driver container.
+
+Across the exporters the matrix ships (3.1.9 .. 4.8.3) the env names, the :9400 listener, `/health`
+and the three-column metrics CSV with `#` comments are the same (dcgm-exporter
+pkg/dcgmexporter/{server,parser}.go at 3.2.5-3.1.7 and 3.3.9-3.6.1,
+internal/pkg/{server/server.go,counters/counter_config.go} at 4.1.1-4.0.4 .. 4.5.3-4.8.2). What
+changes is the entrypoint, in `IMAGES`, chosen by the exporter version in the tag (the second of the
+two, `4.4.2-4.7.0-distroless` -> 4.7.0). The `-distroless` images (operator 25.10.0 on) have no
+general shell, so nothing here runs one in the exporter's image: the probes are HTTP, and the wait
+for the readiness marker is an init container of the validator's image (base.with_wait), as the
+operator's own toolkit-validation init container is at every release.
 """
 
 from __future__ import annotations
 
-from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, Service
+from dataclasses import dataclass
+
+from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, Service, row_for
 from components.kubernetes.operands.context import OperandContext
+from gpu_platform import versions
 
 PORT = 9400
 _METRICS_DIR = "/etc/dcgm-exporter/gpu-platform"
@@ -34,7 +47,42 @@ DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is 
 """
 
 
+
+
+@dataclass(frozen=True)
+class ExporterImage:
+    since: str  # first exporter version this row describes
+    # The entrypoint script setcaps the binary unless NO_SETCAP is set; on our read-only root it
+    # can only fail and warn. The container runs as root with SYS_ADMIN added, which is what the
+    # profiling metrics need, so the file capability adds nothing.
+    setcap_entrypoint: bool
+    source: str
+
+
+IMAGES: tuple[ExporterImage, ...] = (
+    ExporterImage("3.0.0", True, "NVIDIA/dcgm-exporter docker/dcgm-exporter-entrypoint.sh and Dockerfile.* "
+                  "(ENV NO_SETCAP=) at 3.3.0-3.2.0 .. 4.4.1-4.6.0"),
+    ExporterImage("4.7.0", False, "NVIDIA/dcgm-exporter docker/dcgm-exporter-entrypoint.sh at 4.4.2-4.7.0 "
+                  "(exec only; capabilities checked in internal/pkg/capabilities)"),
+)
+
+
+def exporter_version(image: str) -> str:
+    """`nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless` -> `4.7.0` (the tag is DCGM, then
+    the exporter)."""
+    tag = image.rsplit(":", 1)[-1]
+    version = versions.image_tag_version(tag).split("-")[-1]
+    if not versions.is_version(version):
+        raise ValueError(f"operator.overrides.dcgm-exporter: {tag!r} carries no exporter version (valid: a tag such as 4.4.2-4.7.0-distroless)")
+    return version
+
+
+def image_traits(image: str) -> ExporterImage:
+    return row_for(exporter_version(image), IMAGES, f"dcgm-exporter image {image!r}")
+
+
 def spec(ctx: OperandContext) -> OperandSpec:
+    traits = image_traits(ctx.images["dcgm-exporter"])
     health = {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 10}
     exporter = Container(
         name="nvidia-dcgm-exporter",
@@ -44,6 +92,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("DCGM_EXPORTER_KUBERNETES", "true"),
             ("DCGM_EXPORTER_COLLECTORS", f"{_METRICS_DIR}/metrics.csv"),
             ("NVIDIA_VISIBLE_DEVICES", "all"),
+            *((("NO_SETCAP", "1"),) if traits.setcap_entrypoint else ()),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"),),
         host_paths=("pod-gpu-resources",),

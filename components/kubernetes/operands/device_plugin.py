@@ -27,7 +27,10 @@ def _cdi_env(ctx: OperandContext) -> tuple[tuple[str, str], ...]:
     """With CDI (the release's default from v25.10.0) the plugin hands devices out as CDI names;
     the GPU Operator's transformDevicePluginCtrForCDI (controllers/object_controls.go at v25.10.1,
     gpu-operator-facts.yaml device_plugin_cdi_env). The hook path is the toolkit's install dir, so
-    only when the toolkit operand installs it."""
+    only when the toolkit operand installs it. `ctx.cdi` is the release's matrix `cdi`, true only
+    from v25.10.0 (plugin v0.18+): NVIDIA_CDI_HOOK_PATH exists from plugin v0.16.0 (before it,
+    NVIDIA_CTK_PATH naming nvidia-ctk; cmd/nvidia-device-plugin/main.go at v0.14.2 and v0.16.1), and
+    no release with an older plugin turns CDI on."""
     if not ctx.cdi:
         return ()
     env = (("CDI_ENABLED", "true"), ("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri"), ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"))
@@ -85,6 +88,8 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 capabilities=("SYS_ADMIN",) if mig else (),
                 run_as_root=True,
                 requests=("50m", "64Mi"),
+                # Every plugin image has a shell: the ubi8/ubi9 CUDA base up to v0.17.x, busybox
+                # linked to /bin/sh from v0.18.0 (deployments/container/Dockerfile at v0.18.0, v0.20.0).
                 liveness={
                     "exec": {"command": ["sh", "-c", "ls /var/lib/kubelet/device-plugins/nvidia-*.sock"]},
                     "initialDelaySeconds": 30,

@@ -3,9 +3,10 @@ the node `feature.node.kubernetes.io/pci-10de.present=true` for NVIDIA GPUs, so 
 discovered, not assumed; the master turns the workers' NodeFeature objects into node labels; the
 garbage collector removes NodeFeature objects of nodes that are gone.
 
-Checked against kubernetes-sigs/node-feature-discovery at tag v0.18.2 (the image of release
-v25.10.1): the flags in cmd/nfd-{master,worker,gc}/main.go, what pkg/nfd-{master,worker,gc}/*.go
-really call, and the Helm chart in deployment/helm/node-feature-discovery/ (templates/master.yaml,
+Written against kubernetes-sigs/node-feature-discovery at the tags the matrix ships (v0.14.2,
+v0.15.4, v0.16.3, v0.16.6, v0.17.2, v0.17.3, v0.18.2, v0.18.3, v0.19.0): the flags in
+cmd/nfd-{master,worker,gc}/main.go, what pkg/nfd-{master,worker,gc}/*.go and pkg/apihelper really
+call, and the Helm chart in deployment/helm/node-feature-discovery/ (templates/master.yaml,
 worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api-crds.yaml).
 
 - Workers publish `nfd.k8s-sigs.io/v1alpha1` NodeFeature objects (the default since 0.14; the gRPC
@@ -13,34 +14,29 @@ worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api
   carry an open schema (`x-kubernetes-preserve-unknown-fields`) rather than NFD's generated one:
   enough for the API to store the objects; the release's full schemas can replace them without any
   other change.
-- Since 0.18 each daemon serves /healthz and /metrics over plain HTTP on the one port `-port`
-  (default 8080). Older images in the matrix differ, see VERSION NOTES below.
-- Host paths follow the chart's worker.yaml (/boot, /etc/os-release, /sys, /usr/lib, /lib,
-  /proc/swaps, features.d, all read-only); worker config follows the GPU Operator's NFD values
-  (pci deviceClassWhitelist, deviceLabelFields: [vendor]).
-
-VERSION NOTES for the older rows of gpu_platform/matrix.yaml (the shipped stacks use v0.18.x; these
-manifests are written for it):
-- 0.17.x: no `-port`; metrics on `-metrics` (8081) and a gRPC health service on `-grpc-health`
-  (8082), probed with `grpc:` probes; nfd-gc has no health endpoint at all.
-- 0.14.x-0.16.x: nfd-master's `-port` (8080) is the deprecated gRPC server, metrics on 8081, the
-  gRPC health port (8082) only from 0.16.6; workers still accept `-server` and the unused source.d
-  hooks directory (hooks off by default, removed in 0.17).
-- /proc/swaps is read by the memory source since 0.16.
+- What differs between image lines (listeners, health checks, owner references, host paths, CRDs)
+  is the `TRAITS` table below, chosen by the image tag's version; the rest is the same at every tag.
+- Worker config follows the GPU Operator's NFD values (pci deviceClassWhitelist,
+  deviceLabelFields: [vendor]); both keys exist unchanged since before 0.14.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import yaml
 
-from components.kubernetes.operands.base import Container, Deployment, HostPath, Operand, OperandSpec
+from components.kubernetes.operands.base import Container, Deployment, HostPath, Operand, OperandSpec, for_version
 from components.kubernetes.operands.context import OperandContext
 
 GROUP = "nfd.k8s-sigs.io"
-PORT = 8080
-# The lease nfd-master's leader election takes in its own namespace (pkg/nfd-master/nfd-master.go).
+# The lease nfd-master's leader election takes in its own namespace (pkg/nfd-master/nfd-master.go,
+# the same name at every tag from v0.14.2 to v0.19.0).
 LEADER_LEASE = "nfd-master.nfd.kubernetes.io"
 _CONFIG_DIR = "/etc/nfd-config"
+# The one HTTP port of 0.18+ (-port): /healthz and /metrics.
+PORT = 8080
 
 WORKER_CONFIG = yaml.safe_dump({
     "sources": {"pci": {
@@ -50,6 +46,73 @@ WORKER_CONFIG = yaml.safe_dump({
         "deviceLabelFields": ["vendor"],
     }},
 }, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Listener:
+    """How one NFD daemon of an image line listens: the flags that name its ports (each passed
+    although it is the default, so flag, container port and probe come from the same row), its
+    container ports, and its health check: `http` is GET /healthz on the port named http, `grpc`
+    the standard gRPC health service on `health_port` (a grpc probe takes a number, not a name);
+    None when the daemon serves no health check at all, which then gets no probe."""
+
+    args: tuple[str, ...] = ()
+    ports: tuple[tuple[str, int], ...] = ()
+    health: Optional[str] = None  # None | "http" | "grpc"
+    health_port: int = 0
+
+
+@dataclass(frozen=True)
+class Traits:
+    since: str
+    worker: Listener
+    master: Listener
+    gc: Listener
+    # The worker sets ownerReferences on its NodeFeature (POD_NAME, POD_UID): since 0.15
+    # (pkg/nfd-worker/nfd-worker.go v0.15.4). Changing ownerReferences needs delete on the object
+    # under the OwnerReferencesPermissionEnforcement admission plugin (upstream commit b5b503c6a).
+    owner_refs: bool
+    # ... and GETs its own pod to add the DaemonSet as owner: since 0.16 (v0.16.3 nfd-worker.go).
+    reads_own_pod: bool
+    # The memory source reads /proc/swaps: since 0.16 (chart templates/worker.yaml v0.16.3).
+    swaps: bool
+    # The NodeFeatureGroup CRD ships since 0.16 (chart crds/nfd-api-crds.yaml v0.16.3).
+    feature_groups: bool
+
+
+_METRICS = Listener(args=("-metrics=8081",), ports=(("metrics", 8081),))
+# 0.16.x-0.17.x: metrics on -metrics (8081), the gRPC health service on 8082. 0.16.0-0.16.5 have no
+# -grpc-health flag (the port is a constant in cmd/nfd-{master,worker}/main.go v0.16.3; the flag
+# appears in v0.16.6), so it is never passed: an unknown flag stops the daemon.
+_GRPC_HEALTH = Listener(args=("-metrics=8081",), ports=(("metrics", 8081), ("health", 8082)), health="grpc", health_port=8082)
+# 0.18+: one plain HTTP port, -port (8080), for /healthz and /metrics (cmd/nfd-*/main.go v0.18.2,
+# v0.19.0); -metrics and -grpc-health are gone.
+_HTTP = Listener(args=(f"-port={PORT}",), ports=(("http", PORT),), health="http")
+
+TRAITS: tuple[Traits, ...] = (
+    # v0.14.2: nfd-master always runs its (deprecated) gRPC server on -port (8080) with the gRPC
+    # health service registered on it (pkg/nfd-master/nfd-master.go runGrpcServer), plain text
+    # without the -ca/-cert/-key flags; the worker serves metrics only; nfd-gc has no listener.
+    Traits("0.14", worker=_METRICS, gc=Listener(),
+           master=Listener(args=("-port=8080", "-metrics=8081"), ports=(("grpc", 8080), ("metrics", 8081)),
+                           health="grpc", health_port=8080),
+           owner_refs=False, reads_own_pod=False, swaps=False, feature_groups=False),
+    # v0.15.4: nfd-gc gains -metrics (cmd/nfd-gc/main.go); the worker sets owner references.
+    Traits("0.15", worker=_METRICS, gc=_METRICS,
+           master=Listener(args=("-port=8080", "-metrics=8081"), ports=(("grpc", 8080), ("metrics", 8081)),
+                           health="grpc", health_port=8080),
+           owner_refs=True, reads_own_pod=False, swaps=False, feature_groups=False),
+    # v0.16.3, v0.16.6, v0.17.x: with the NodeFeature API on (the default, locked on in 0.17) the
+    # master's gRPC server no longer starts, health moves to its own port; nfd-gc still has none.
+    Traits("0.16", worker=_GRPC_HEALTH, master=_GRPC_HEALTH, gc=_METRICS,
+           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
+    Traits("0.18", worker=_HTTP, master=_HTTP, gc=_HTTP,
+           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
+)
+
+
+def traits(image: str) -> Traits:
+    return for_version(image, TRAITS)
 
 
 def _crd(plural: str, kind: str, scope: str = "Namespaced", short: str = "", status: bool = False) -> dict:
@@ -66,55 +129,63 @@ def _crd(plural: str, kind: str, scope: str = "Namespaced", short: str = "", sta
     }}
 
 
-def _health(**timing: int) -> dict:
-    return {"httpGet": {"path": "/healthz", "port": "http"}, **timing}
+def _probe(listener: Listener, **timing: int) -> Optional[dict]:
+    if listener.health == "http":
+        return {"httpGet": {"path": "/healthz", "port": "http"}, **timing}
+    if listener.health == "grpc":
+        return {"grpc": {"port": listener.health_port}, **timing}
+    return None
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["node-feature-discovery"]
-    # `-port` is passed although 8080 is the default, so the listener, the container port and the
-    # probes come from one constant. Requests and limits are the chart's values.yaml defaults.
+    t = traits(image)
+    # Requests, limits and probe timings are the chart's values.yaml defaults.
     worker = Container(
         name="worker",
         image=image,
         command=("nfd-worker",),
-        args=(f"-config={_CONFIG_DIR}/nfd-worker.conf", f"-port={PORT}"),
-        # The worker names its pod (and through it the DaemonSet) as owner of its NodeFeature.
-        field_env=(("NODE_NAME", "spec.nodeName"), ("POD_NAME", "metadata.name"), ("POD_UID", "metadata.uid")),
-        host_paths=("host-boot", "host-os-release", "host-sys", "host-usr-lib", "host-lib", "host-proc-swaps", "features-d"),
+        args=(f"-config={_CONFIG_DIR}/nfd-worker.conf", *t.worker.args),
+        # With owner references the worker names its pod (and through it the DaemonSet) as owner
+        # of its NodeFeature, so the object goes when the DaemonSet does.
+        field_env=(("NODE_NAME", "spec.nodeName"),
+                   *((("POD_NAME", "metadata.name"), ("POD_UID", "metadata.uid")) if t.owner_refs else ())),
+        host_paths=("host-boot", "host-os-release", "host-sys", "host-usr-lib", "host-lib",
+                    *(("host-proc-swaps",) if t.swaps else ()), "features-d"),
         mounts=(("worker-config", _CONFIG_DIR, True),),
         requests=("5m", "64Mi"),
         memory_limit="512Mi",
-        ports=(("http", PORT),),
-        liveness=_health(initialDelaySeconds=10),
-        readiness=_health(initialDelaySeconds=5, failureThreshold=10),
+        ports=t.worker.ports,
+        liveness=_probe(t.worker, initialDelaySeconds=10),
+        readiness=_probe(t.worker, initialDelaySeconds=5, failureThreshold=10),
     )
     master = Container(
         name="master",
         image=image,
         command=("nfd-master",),
         # Leader election as in the chart: a rolling update runs two masters for a while.
-        args=("-enable-leader-election", f"-port={PORT}"),
+        args=("-enable-leader-election", *t.master.args),
         # Its node gets the master-version annotation; the lease holder identity starts with it.
         field_env=(("NODE_NAME", "spec.nodeName"),),
         requests=("100m", "128Mi"),
         memory_limit="4Gi",
-        ports=(("http", PORT),),
-        # /healthz answers only after the informer caches synced. The chart gives that a startup
-        # probe of 30 failures; the shared Container has no startup probe, so liveness allows it.
-        liveness=_health(initialDelaySeconds=10, failureThreshold=30),
-        readiness=_health(failureThreshold=10),
+        ports=t.master.ports,
+        # Health answers only once the informer caches have synced: the chart's startup probe
+        # (30 failures, since v0.17) holds the liveness probe off until then.
+        startup=_probe(t.master, failureThreshold=30),
+        liveness=_probe(t.master),
+        readiness=_probe(t.master, failureThreshold=10),
     )
     gc = Container(
         name="gc",
         image=image,
         command=("nfd-gc",),
-        args=("-gc-interval=1h", f"-port={PORT}"),
+        args=("-gc-interval=1h", *t.gc.args),
         requests=("10m", "128Mi"),
         memory_limit="1Gi",
-        ports=(("http", PORT),),
-        liveness=_health(initialDelaySeconds=10),
-        readiness=_health(initialDelaySeconds=5),
+        ports=t.gc.ports,
+        liveness=_probe(t.gc, initialDelaySeconds=10),
+        readiness=_probe(t.gc, initialDelaySeconds=5),
     )
 
     def host(volume: str, path: str, mount: str, type_: str = "") -> HostPath:
@@ -123,8 +194,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
     return OperandSpec(
         operand="node-feature-discovery",
         reason=(
-            "reads the host's PCI, kernel, memory and OS data (/sys, /boot, /lib, /usr/lib, /proc/swaps, "
-            "/etc/os-release) and GFD's feature files (features.d), all read-only, to label nodes"
+            "reads the host's PCI, kernel, memory and OS data (/sys, /boot, /lib, /usr/lib, "
+            f"{'/proc/swaps, ' if t.swaps else ''}/etc/os-release) and GFD's feature files (features.d), "
+            "all read-only, to label nodes"
         ),
         containers=(worker,),
         host_paths=(
@@ -133,34 +205,35 @@ def spec(ctx: OperandContext) -> OperandSpec:
             host("host-sys", "/sys", "/host-sys"),
             host("host-usr-lib", "/usr/lib", "/host-usr/lib"),
             host("host-lib", "/lib", "/host-lib"),
-            # The memory source's swap detection; without it every pass logs an error.
-            host("host-proc-swaps", "/proc/swaps", "/host-proc/swaps"),
+            # The memory source's swap detection (0.16+); without it every pass logs an error.
+            *((host("host-proc-swaps", "/proc/swaps", "/host-proc/swaps"),) if t.swaps else ()),
             # GFD writes its labels here; the worker publishes them. The path is fixed in the
             # image (source/local/local.go), so it is mounted where it is on the host.
             host("features-d", "/etc/kubernetes/node-feature-discovery/features.d",
                  "/etc/kubernetes/node-feature-discovery/features.d", "DirectoryOrCreate"),
         ),
         config_maps={"worker-config": {"nfd-worker.conf": WORKER_CONFIG}},
-        # The worker gets, creates and updates its own node's NodeFeature and reads its own pod for
-        # the owner references. Delete too: with the OwnerReferencesPermissionEnforcement admission
-        # plugin, changing an object's ownerReferences needs delete on it (upstream commit
-        # b5b503c6a, in the chart's role.yaml since v0.17).
+        # The worker gets, creates and updates its own node's NodeFeature; with owner references
+        # also delete (see Traits.owner_refs; the chart's role.yaml has it only since v0.17) and,
+        # from 0.16, get on its own pod.
         namespace_rules=(
-            {"apiGroups": [GROUP], "resources": ["nodefeatures"], "verbs": ["create", "get", "update", "delete"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            {"apiGroups": [GROUP], "resources": ["nodefeatures"],
+             "verbs": ["create", "get", "update", *(("delete",) if t.owner_refs else ())]},
+            *(({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},) if t.reads_own_pod else ()),
         ),
         tolerate_all=True,
         crds=(
             _crd("nodefeatures", "NodeFeature"),
             _crd("nodefeaturerules", "NodeFeatureRule", "Cluster", short="nfr"),
-            _crd("nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),
+            *((_crd("nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),) if t.feature_groups else ()),
         ),
         deployments=(
             Deployment(
                 "master",
                 (master,),
-                # Narrower than the chart's clusterrole.yaml, to what v0.18.2 calls with the flags
-                # above: node get/list/patch and a status patch for extended resources (update is
+                # Narrower than the chart's clusterrole.yaml, to what the master calls with the flags
+                # above, the same calls from v0.14.2 (through pkg/apihelper) to v0.19.0 (through
+                # the client directly): node get/list/patch and a status patch for extended resources (update is
                 # only for `-prune`; no node informer, so no watch); informers (list, watch) on
                 # NodeFeatures and NodeFeatureRules. NodeFeatureGroups only behind the
                 # NodeFeatureGroupAPI feature gate (off by default: pkg/features/features.go), and
@@ -180,7 +253,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             Deployment(
                 "gc",
                 (gc,),
-                # A metadata informer on nodes; paged lists and deletes of NodeFeatures in every
+                # An informer on nodes (typed up to 0.16, metadata-only from 0.17); paged lists and deletes of NodeFeatures in every
                 # namespace. nfd-gc also lists and deletes NodeResourceTopologies on every pass and
                 # node deletion whatever is installed; no topology updater runs here, so the right
                 # reaches no object, and without it each pass logs a Forbidden error and counts a

@@ -9,7 +9,8 @@ a node that joins next week.
 The marker chain (files in /run/nvidia/validations, written by the validator image's checks):
 
     NFD            no marker (every node, every taint)
-    toolkit        init: driver check -> driver-ready; ready once containerd has the nvidia handler
+    toolkit        init: driver check -> driver-ready; ready once its installer runs (the proof that
+                   containerd has the nvidia handler is the validator's toolkit check, next stage)
     validator      init: driver check, toolkit check -> toolkit-ready, CUDA workload -> cuda-ready;
                    its running container waits for the plugin and writes plugin-ready
     device plugin  waits for toolkit-ready

@@ -7,6 +7,17 @@ Operator's state-operator-validation asset (github.com/NVIDIA/gpu-operator
 assets/state-operator-validation/0500_daemonset.yaml). Unlike there, the plugin check is not an init
 container: the device plugin is a later stage, so a validator pod that waited for it in an init
 container would never become ready and `pulumi up` would wait for it forever (see `stages.py`).
+
+Checked at every image the matrix ships (gpu-operator-validator v23.9.0..v25.3.4 from validator/,
+the gpu-operator image v25.10.0..v26.7.0 from cmd/nvidia-validator/): the env names used here
+(COMPONENT, WITH_WAIT, WITH_WORKLOAD, MIG_STRATEGY, NODE_NAME, OPERATOR_NAMESPACE, VALIDATOR_IMAGE,
+VALIDATOR_RUNTIME_CLASS), the marker files, the host driver check (`/host/usr/bin/nvidia-smi`, then
+`chroot /host nvidia-smi`) and /host-dev-char are the same at all of them, so nothing here is
+chosen by version. Two things every image needs, as the operator's asset has them at every tag:
+the toolkit check runs `nvidia-smi` through the nvidia runtime, and every image sets
+`NVIDIA_VISIBLE_DEVICES=void` (validator/Dockerfile, docker/Dockerfile), so the check asks for
+`all` itself; and from v25.10.0 the image is distroless with busybox, where the asset stopped
+using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in finite steps.
 """
 
 from __future__ import annotations
@@ -59,7 +70,8 @@ def spec(ctx: OperandContext) -> OperandSpec:
     plugin = Container(
         **{**plugin.__dict__,
            "name": "plugin-validation",
-           "args": ("until nvidia-validator; do sleep 10; done; echo all validations are successful; sleep infinity",),
+           "args": ("until nvidia-validator; do sleep 10; done; echo all validations are successful; "
+                    "while true; do sleep 86400; done",),
            "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10}}
     )
     return OperandSpec(
@@ -70,7 +82,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         init_containers=(
             driver_check(image),
-            check(image, "toolkit"),
+            check(image, "toolkit", extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),)),
             check(image, "cuda", extra_env=_workload_env(image)),
         ),
         containers=(plugin,),
