@@ -22,7 +22,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from preview.engine import Recording, Registration
+from preview.engine import Recording
 
 
 @dataclass(frozen=True)

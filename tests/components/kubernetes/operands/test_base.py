@@ -99,11 +99,11 @@ def test_every_workload_that_keeps_a_privilege_carries_all_audit_annotations(sta
         keeps = (real_host_paths(spec) or spec.get("hostPID") or any(
             c["securityContext"].get("privileged") or c["securityContext"].get("capabilities", {}).get("add")
             for c in containers(spec)))
-        for annotations in (ds.inputs["metadata"]["annotations"], ds.inputs["spec"]["template"]["metadata"]["annotations"]):
+        for notes in (ds.inputs["metadata"]["annotations"], ds.inputs["spec"]["template"]["metadata"]["annotations"]):
             if keeps:
-                assert all(annotations.get(key) for key in contract.AUDIT_ANNOTATIONS), ds.name
+                assert all(notes.get(key) for key in contract.AUDIT_ANNOTATIONS), ds.name
             else:
-                assert not any(key in annotations for key in contract.AUDIT_ANNOTATIONS), ds.name
+                assert not any(key in notes for key in contract.AUDIT_ANNOTATIONS), ds.name
 
 
 def test_added_capabilities_are_named_in_the_audit_reason(stack):

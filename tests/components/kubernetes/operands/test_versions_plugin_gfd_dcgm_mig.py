@@ -5,7 +5,6 @@ DaemonSet that is strictly valid for the release's newest Kubernetes."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import kubernetes_validate
 import pytest
