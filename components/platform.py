@@ -14,11 +14,32 @@ from components.aws.node_role import NodeRole
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
 from components.kubernetes.operands import sharing, stages
-from components.kubernetes.operands.base import Operand, OperandArgs
+from components.kubernetes.operands.base import Operand, OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
 from gpu_platform import contract
 from gpu_platform.config import StackConfig
+
+
+def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]) -> list[tuple[stages.Stage, OperandSpec]]:
+    """Every active stage with its spec, in the declared order."""
+    mig_pools = []
+    for pool in config.node_pools:
+        model = found.gpus[pool.name].model
+        if pool.mig:
+            configs = model.mig.configs() if model.mig else {}
+            mig_pools.append(MigPool(pool.name, model.key, pool.mig.config, configs.get(pool.mig.config, {}),
+                                     exists=pool.mig.config in configs))
+    context = OperandContext(
+        images=images,
+        sharing=tuple(sharing.for_pool(p, found.gpus[p.name].model) for p in config.node_pools),
+        mig_pools=tuple(mig_pools),
+        toolkit_baked=config.node_image.toolkit_baked,
+        cdi=config.release.cdi,
+        service_monitor=config.monitoring.service_monitor,
+    )
+    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools))
+    return [(stage, stage.spec(context)) for stage in active]
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -29,6 +50,10 @@ class GpuPlatform(pulumi.ComponentResource):
 
     def __init__(self, name: str, config: StackConfig, found: Discovered, stack: str,
                  opts: pulumi.ResourceOptions | None = None):
+        # Operand specs are plain data: build them before registering anything, so an override
+        # the operands cannot render is a config error with nothing created.
+        images = config.release.images_with(config.operator.overrides)
+        planned = plan_operands(config, found, images)
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         release = config.release
@@ -95,34 +120,19 @@ class GpuPlatform(pulumi.ComponentResource):
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider),
             opts=child,
         )
-        mig_pools = tuple(
-            MigPool(p.name, found.gpus[p.name].model.key, p.mig.config,
-                    found.gpus[p.name].model.mig.configs().get(p.mig.config, {}) if found.gpus[p.name].model.mig else {},
-                    exists=bool(found.gpus[p.name].model.mig) and p.mig.config in found.gpus[p.name].model.mig.configs())
-            for p in config.node_pools if p.mig
-        )
-        context = OperandContext(
-            images=release.images_with(config.operator.overrides),
-            namespace=namespace.name,
-            sharing=tuple(sharing.for_pool(p, found.gpus[p.name].model) for p in config.node_pools),
-            mig_pools=mig_pools,
-            toolkit_baked=node_image.toolkit_baked,
-            cdi=release.cdi,
-            service_monitor=config.monitoring.service_monitor,
-        )
         # The first stage waits for the GPU nodes: a DaemonSet that matches no node is "ready" at
         # once, which would make every later wait meaningless.
         previous: list[pulumi.Resource] = [*self.pools.values(), namespace]
         self.operands = []
-        for stage in stages.active(node_image.toolkit_baked, any_mig=bool(mig_pools)):
+        for stage, spec in planned:
             operand = stage.component(
                 f"{name}-{stage.operand}",
                 OperandArgs(
-                    spec=stage.spec(context),
+                    spec=spec,
                     namespace=namespace.name,
                     gate=stage.gate,
                     waits_for=stage.waits_for,
-                    wait_image=context.images["validator"],
+                    wait_image=images["validator"],
                     audit=config.audit,
                     release=release.name,
                     provider=provider,

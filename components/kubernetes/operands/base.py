@@ -19,7 +19,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from gpu_platform import contract, versions
-from gpu_platform.config import Audit
+from gpu_platform.config import Audit, ConfigError
 
 # Readiness markers live on the host, so a node that joins later replays the same order.
 VALIDATIONS_DIR = "/run/nvidia/validations"
@@ -52,7 +52,12 @@ def row_for(version: str, rows: Sequence[Row], what: str) -> Row:
     is an error: nothing here says what such an image expects."""
     chosen = [r for r in rows if versions.at_least(version, r.since)]
     if not chosen:
-        raise ValueError(f"{what}: version {version} is older than any known ({rows[0].since} and later)")
+        # Every release's own images are covered (tests render all of them), so only an override
+        # can be older than a table.
+        raise ConfigError(
+            f"gpu-platform:operator.overrides: {what}: version {version} is older than any this "
+            f"platform renders ({rows[0].since} and later)"
+        )
     return chosen[-1]
 
 

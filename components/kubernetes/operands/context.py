@@ -19,7 +19,6 @@ class MigPool:
 @dataclass(frozen=True)
 class OperandContext:
     images: dict[str, str]  # operand -> image reference (release row, overrides applied)
-    namespace: str
     sharing: tuple[PoolSharing, ...]
     mig_pools: tuple[MigPool, ...]
     toolkit_baked: bool

@@ -28,6 +28,7 @@ import yaml
 
 from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec, for_version
 from components.kubernetes.operands.context import MigPool, OperandContext
+from gpu_platform.config import ConfigError
 
 HOST_ROOT = "/host"
 # Where the toolkit package puts the hook on a node image that bakes it; the toolkit operand
@@ -73,7 +74,12 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
             {"devices": "all", "mig-enabled": pool.config != "all-disabled"}]
         if configs.get(pool.config, entry) != entry:
             # One name, two carvings (two GPU models): mig-parted would need PCI device filters.
-            raise ValueError(f"nodePools: MIG configuration {pool.config!r} means different profiles on different GPUs")
+            first = next(p for p in pools if p.config == pool.config)
+            raise ConfigError(
+                f"gpu-platform:nodePools: MIG configuration {pool.config!r} carves {first.gpu} in pool "
+                f"{first.pool!r} and {pool.gpu} in pool {pool.pool!r} differently; give one of them a "
+                f"configuration that names its profiles (e.g. all-<profile>)"
+            )
         configs[pool.config] = entry
     return yaml.safe_dump({"version": "v1", "mig-configs": dict(sorted(configs.items()))}, sort_keys=False)
 

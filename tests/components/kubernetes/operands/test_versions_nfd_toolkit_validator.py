@@ -95,7 +95,7 @@ def _line(table: dict, version: str):
 
 def context(release: str) -> OperandContext:
     row = MATRIX.release(release)
-    return OperandContext(images=dict(row.images), namespace="gpu-operator", sharing=(), mig_pools=(),
+    return OperandContext(images=dict(row.images), sharing=(), mig_pools=(),
                           toolkit_baked=False, cdi=row.cdi)
 
 
@@ -287,7 +287,7 @@ def test_every_release_image_has_a_row_and_an_older_image_is_an_error():
         images = MATRIX.release(release).images
         node_feature_discovery.traits(images["node-feature-discovery"])
         container_toolkit.traits(images["container-toolkit"])
-    with pytest.raises(ValueError, match="older than any known"):
+    with pytest.raises(ValueError, match="older than any this platform renders"):
         node_feature_discovery.traits("registry.k8s.io/nfd/node-feature-discovery:v0.13.4")
     with pytest.raises(ValueError, match="no tag"):
         container_toolkit.traits("nvcr.io/nvidia/k8s/container-toolkit")

@@ -31,7 +31,6 @@ def context(release: matrix.Release, toolkit_baked: bool = False) -> OperandCont
     h100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
     return OperandContext(
         images=dict(release.images),
-        namespace="gpu-operator",
         sharing=(PoolSharing("h100-mig", None, "mixed", "all-balanced"), PoolSharing("l4", 4, "none", None)),
         mig_pools=(MigPool("h100-mig", "H100-80GB", "all-balanced", h100),),
         toolkit_baked=toolkit_baked,
