@@ -26,7 +26,7 @@ import yaml
 from components.kubernetes.operands import base, container_toolkit, node_feature_discovery, validator
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
-from gpu_platform.config import Audit
+from gpu_platform.config import Audit, ConfigError
 from preview import manifests
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT, pod_spec
 
@@ -287,7 +287,7 @@ def test_every_release_image_has_a_row_and_an_older_image_is_an_error():
         images = MATRIX.release(release).images
         node_feature_discovery.traits(images["node-feature-discovery"])
         container_toolkit.traits(images["container-toolkit"])
-    with pytest.raises(ValueError, match="older than any this platform renders"):
+    with pytest.raises(ConfigError, match="gpu-platform:operator.overrides: .* older than any this platform renders"):
         node_feature_discovery.traits("registry.k8s.io/nfd/node-feature-discovery:v0.13.4")
     with pytest.raises(ValueError, match="no tag"):
         container_toolkit.traits("nvcr.io/nvidia/k8s/container-toolkit")
