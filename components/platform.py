@@ -69,6 +69,8 @@ class GpuPlatform(pulumi.ComponentResource):
             ),
         }
 
+        declared = aws_tags.declared_facts(release.name, config.workloads.cuda_versions, node_image.source)
+
         node_role = NodeRole(f"{name}-node-role", base_tags, opts=child)
         self.cluster = EksCluster(
             f"{name}-cluster", ClusterArgs(config.cluster, node_role, base_tags, found.adopted), opts=child
@@ -83,6 +85,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 toolkit_version=release.toolkit_version,
                 fabric_manager=fabric_manager,
                 tags=privileged_tags,
+                declared=declared,
                 region=config.region,
                 build_network=found.build_network,
             ),
@@ -110,6 +113,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     subnet_ids=config.cluster.subnet_ids,
                     labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
                     tags={**privileged_tags, **image_tags(node_image, k8s_version, release.toolkit_version)},
+                    declared=declared,
                 ),
                 opts=child,
             )
@@ -136,6 +140,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     audit=config.audit,
                     release=release.name,
                     provider=provider,
+                    overrides=dict(config.operator.overrides),
                     depends_on=previous,
                 ),
                 opts=child,

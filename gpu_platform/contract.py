@@ -28,12 +28,16 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 POOL_LABEL = "gpu-platform.io/pool"
 GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"
 
-# Facts recorded on resources so that policies can read them from resource inputs alone.
+# Facts recorded on resources so that policies can read them from resource inputs alone. Each
+# resource declares the facts its own rules need (the node image: driver, release, CUDA versions;
+# a node group: also its GPU model), so a rule is checked before that resource is created.
 DRIVER_VERSION_TAG = "gpu-platform.io/driver-version"
 TOOLKIT_BAKED_TAG = "gpu-platform.io/toolkit-baked"
 KUBERNETES_VERSION_TAG = "gpu-platform.io/kubernetes-version"
 GPU_MODEL_TAG = GPU_MODEL_LABEL
 GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
+# bake (EC2 Image Builder in the stack) or ami (a pinned AMI the launch templates boot).
+IMAGE_SOURCE_TAG = "gpu-platform.io/image-source"
 OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"
 CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
 OVERRIDES_KEY = "gpu-platform.io/image-overrides"
@@ -51,6 +55,25 @@ AUDIT_TAG_SOFTWARE = AUDIT_PREFIX + "privileged-software"
 AUDIT_TAG_OWNER = AUDIT_OWNER
 AUDIT_TAG_APPROVAL = AUDIT_APPROVAL
 AUDIT_TAGS = (AUDIT_TAG_SOFTWARE, AUDIT_TAG_OWNER, AUDIT_TAG_APPROVAL)
+
+
+def join_values(values) -> str:
+    """A list as one tag or annotation value: separated by spaces (AWS tag values allow no comma)."""
+    return " ".join(values)
+
+
+def split_values(text: str) -> list[str]:
+    return text.split()
+
+
+def format_overrides(overrides) -> str:
+    """{operand: tag} -> `device-plugin=v0.18.2 validator=v25.10.2`, sorted."""
+    return join_values(f"{k}={v}" for k, v in sorted(overrides.items()))
+
+
+def parse_overrides(text: str) -> dict[str, str]:
+    pairs = (item.split("=", 1) for item in split_values(text) if "=" in item)
+    return {k: v for k, v in pairs}
 
 
 def gate_label(gate: str) -> str:

@@ -1,5 +1,6 @@
 """Entry point of `pulumi preview --policy-pack policy`: builds the PolicyPack (this starts the
-analyzer's gRPC server and blocks, so nothing else may import this file)."""
+analyzer's gRPC server and blocks, so nothing else may import this file; the offline preview runs
+it with the server's start intercepted, preview/analyze.py)."""
 
 import sys
 from pathlib import Path
@@ -8,12 +9,8 @@ from pathlib import Path
 # level up, so the rules and the program can never disagree.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulumi_policy import EnforcementLevel, PolicyPack  # noqa: E402
+from pulumi_policy import PolicyPack  # noqa: E402
 
-from policy.pack import POLICIES  # noqa: E402
+from policy import pack  # noqa: E402
 
-PolicyPack(
-    name="gpu-platform",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    policies=POLICIES,
-)
+PolicyPack(name=pack.NAME, enforcement_level=pack.ENFORCEMENT_LEVEL, policies=pack.POLICIES)

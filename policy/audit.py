@@ -4,23 +4,26 @@ node software (driver, fabric manager) carries the audit tags."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import EnforcementLevel
 
 from gpu_platform import contract
-from policy import workloads
-from policy.facts import is_gpu_resource
+from policy import facts, workloads
+from policy.declare import resource_policy, types
 
 
-def _privileged_workload_audited(args: ResourceValidationArgs, report_violation) -> None:
-    if workloads.kind(args.resource_type) is None:
-        return
+@resource_policy(
+    "privileged-workloads-audited", EnforcementLevel.MANDATORY,
+    "Every Kubernetes workload with a privilege carries non-empty audit annotations, and its declared host paths are its real ones.",
+    workloads.TARGETS,
+)
+def privileged_workloads_audited(args, report_violation) -> None:
     spec = workloads.pod_spec(args.resource_type, args.props)
     privileges = workloads.privileges(spec)
     if not privileges:
         return
-    what = f"{args.resource_type.rsplit(':', 1)[-1]} {args.name!r} ({args.urn})"
+    what = f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn})"
     notes = workloads.pod_annotations(args.resource_type, args.props)
-    missing = [key for key in contract.AUDIT_ANNOTATIONS if not str(notes.get(key) or "").strip()]
+    missing = [key for key in contract.AUDIT_ANNOTATIONS if not notes.get(key, "").strip()]
     if missing:
         report_violation(
             f"{what} keeps privileges ({'; '.join(privileges)}) but its audit annotations "
@@ -39,30 +42,27 @@ def _privileged_workload_audited(args: ResourceValidationArgs, report_violation)
         )
 
 
-def _privileged_software_tagged(args: ResourceValidationArgs, report_violation) -> None:
-    if not is_gpu_resource(args.resource_type, args.props):
+@resource_policy(
+    "privileged-software-tagged", EnforcementLevel.MANDATORY,
+    "GPU node groups, launch templates and node images (which run the NVIDIA driver) carry the audit tags, "
+    "and the version facts the other policies check on them.",
+    types(*facts.GPU_NODE_TYPES),
+)
+def privileged_software_tagged(args, report_violation) -> None:
+    if not facts.is_gpu_resource(args.resource_type, args.props):
         return
-    found = args.props.get("tags") if isinstance(args.props.get("tags"), dict) else {}
-    missing = [key for key in contract.AUDIT_TAGS if not str(found.get(key) or "").strip()]
+    found = facts.tags(args.props)
+    what = f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn})"
+    missing = [key for key in contract.AUDIT_TAGS if not found.get(key, "").strip()]
     if missing:
         report_violation(
-            f"{args.resource_type.rsplit(':', 1)[-1]} {args.name!r} ({args.urn}) runs the privileged GPU "
-            f"node software (driver {found.get(contract.DRIVER_VERSION_TAG, 'unknown')}), but its audit tags "
-            f"{', '.join(missing)} are missing or empty; tag it with what privileged software it installs, "
-            f"the owner and the approval record"
+            f"{what} runs the privileged GPU node software (driver {found.get(contract.DRIVER_VERSION_TAG) or 'unknown'}), "
+            f"but its audit tags {', '.join(missing)} are missing or empty; tag it with what privileged software it "
+            f"installs, the owner and the approval record"
         )
-
-
-privileged_workloads_audited = ResourceValidationPolicy(
-    name="privileged-workloads-audited",
-    description="Every Kubernetes workload with a privilege carries non-empty audit annotations, and its declared host paths are its real ones.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_privileged_workload_audited,
-)
-
-privileged_software_tagged = ResourceValidationPolicy(
-    name="privileged-software-tagged",
-    description="GPU node groups, launch templates and node images (which run the NVIDIA driver) carry the audit tags.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_privileged_software_tagged,
-)
+    undeclared = [key for key in facts.DECLARED_TAGS[args.resource_type] if not found.get(key, "").strip()]
+    if undeclared:
+        report_violation(
+            f"{what} declares no {', '.join(undeclared)}, so the version policies cannot check it; tag it with "
+            f"the facts it runs on (the program does: a resource built another way must too)"
+        )

@@ -1,75 +1,105 @@
 """Version-matrix policies: combinations of known versions that do not work together (operator
-release and Kubernetes, driver and release, driver and CUDA)."""
+release and Kubernetes, driver and release, driver and CUDA). Each is checked on the resource that
+declares both versions, before it is created: the namespace (release and Kubernetes, before any
+operand), the node image (driver, release and CUDA, before a 30-60 minute bake, or each launch
+template that boots a pinned AMI)."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel
 
-from gpu_platform import matrix, versions
-from policy.facts import gather
+from gpu_platform import contract, matrix, versions
+from policy import facts
+from policy.declare import resource_policy, types
 
 
-def _release_supports_kubernetes(args: StackValidationArgs, report_violation) -> None:
-    facts = gather(args.resources)
-    if facts.release is None or facts.kubernetes is None:
+def _fitting(releases, fits) -> list[str]:
+    return [r.name for r in releases if fits(r)][-3:]
+
+
+@resource_policy(
+    "release-supports-kubernetes", EnforcementLevel.MANDATORY,
+    "The GPU Operator release whose versions the operands follow supports the cluster's Kubernetes minor.",
+    types(facts.NAMESPACE),
+)
+def release_supports_kubernetes(args, report_violation) -> None:
+    notes = facts.annotations(args.props)
+    name, minor = notes.get(contract.OPERATOR_RELEASE_KEY, ""), notes.get(contract.KUBERNETES_VERSION_TAG, "")
+    if not name:
+        return  # not the operands' namespace
+    if not minor:
+        report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name} but no "
+                         f"{contract.KUBERNETES_VERSION_TAG} annotation, so the pair cannot be checked")
         return
     table = matrix.load()
-    release = table.releases.get(facts.release.value)
-    minor = facts.kubernetes.value
+    release = table.releases.get(name)
     if release is None:
-        report_violation(f"GPU Operator release {facts.release.value!r} is not in the version matrix", facts.release.urn)
+        report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name!r}, which is not in the version matrix")
         return
     if not versions.is_version(minor) or release.supports_kubernetes(minor):
         return
-    fitting = [r.name for r in table.releases.values() if r.supports_kubernetes(minor)]
-    fix = f"use a release that supports {minor} ({', '.join(fitting[-3:])})" if fitting else f"no release in the matrix supports {minor}"
+    fitting = _fitting(table.releases.values(), lambda r: r.supports_kubernetes(minor))
+    fix = f"use a release that supports {minor} ({', '.join(fitting)})" if fitting else f"no release in the matrix supports {minor}"
     report_violation(
-        f"GPU Operator {release.name} (declared by {facts.release.urn}) supports Kubernetes "
-        f"{release.kubernetes_range}, but the cluster ({facts.kubernetes.urn}) runs {minor}; {fix}, "
-        f"or run a Kubernetes version in {release.kubernetes_range}",
-        facts.release.urn,
+        f"GPU Operator {release.name} (declared by namespace {args.name!r}, {args.urn}) supports Kubernetes "
+        f"{release.kubernetes_range}, but the cluster runs {minor}; {fix}, or run a Kubernetes version in "
+        f"{release.kubernetes_range}"
     )
 
 
-def _release_and_drivers(args: StackValidationArgs):
-    facts = gather(args.resources)
-    release = matrix.load().releases.get(facts.release.value) if facts.release else None
-    if release is None:
-        return facts, None, []
-    drivers = [(d, who) for d, who in facts.drivers() if versions.is_version(d.value)]
-    return facts, release, drivers
+def _image_facts(args):
+    """(the resource, its release row, its driver) when it brings the node image and declares both."""
+    found = facts.of(args)
+    if not found.brings_node_image or not versions.is_version(found.driver):
+        return None
+    release = matrix.load().releases.get(found.release)
+    return (found, release, found.driver) if release is not None else None
 
 
-def _driver_branch_supported(args: StackValidationArgs, report_violation) -> None:
-    facts, release, drivers = _release_and_drivers(args)
-    for driver, who in drivers:
-        branch = versions.major(driver.value)
-        if branch in release.driver_branches:
-            continue
-        fitting = [r.name for r in matrix.load().releases.values() if branch in r.driver_branches]
-        other = f", or a release that supports branch {branch} ({', '.join(fitting[-3:])})" if fitting else ""
-        report_violation(
-            f"{who} runs NVIDIA driver {driver.value} (branch {branch}), but GPU Operator {release.name} "
-            f"(declared by {facts.release.urn}) supports driver branches "
-            f"{', '.join(map(str, release.driver_branches))}; bake a driver of a supported branch "
-            f"(the release's default is {release.driver_default}){other}",
-            driver.urn,
-        )
+_NODE_IMAGES = types(facts.IMAGE, facts.LAUNCH_TEMPLATE)
 
 
-def _driver_version_listed(args: StackValidationArgs, report_violation) -> None:
-    facts, release, drivers = _release_and_drivers(args)
-    for driver, who in drivers:
-        branch = versions.major(driver.value)
-        if branch not in release.driver_branches or driver.value in release.driver_versions:
-            continue
-        tested = [v for v in release.driver_versions if versions.major(v) == branch]
-        report_violation(
-            f"{who} runs NVIDIA driver {driver.value}, which is not among the versions GPU Operator "
-            f"{release.name} (declared by {facts.release.urn}) was tested with on branch {branch} "
-            f"({', '.join(tested) or 'none'}); bake a tested version (e.g. {tested[0] if tested else release.driver_default})",
-            driver.urn,
-        )
+@resource_policy(
+    "driver-branch-supported-by-release", EnforcementLevel.MANDATORY,
+    "The baked NVIDIA driver's branch (major) is one the GPU Operator release supports.",
+    _NODE_IMAGES,
+)
+def driver_branch_supported_by_release(args, report_violation) -> None:
+    found = _image_facts(args)
+    if found is None:
+        return
+    image, release, driver = found
+    branch = versions.major(driver)
+    if branch in release.driver_branches:
+        return
+    fitting = _fitting(matrix.load().releases.values(), lambda r: branch in r.driver_branches)
+    other = f", or a release that supports branch {branch} ({', '.join(fitting)})" if fitting else ""
+    report_violation(
+        f"{image.describe()} runs NVIDIA driver {driver} (branch {branch}), but GPU Operator {release.name} "
+        f"supports driver branches {', '.join(map(str, release.driver_branches))}; bake a driver of a "
+        f"supported branch (the release's default is {release.driver_default}){other}"
+    )
+
+
+@resource_policy(
+    "driver-version-tested-by-release", EnforcementLevel.ADVISORY,
+    "The baked NVIDIA driver is one of the exact versions the GPU Operator release was tested with.",
+    _NODE_IMAGES,
+)
+def driver_version_tested_by_release(args, report_violation) -> None:
+    found = _image_facts(args)
+    if found is None:
+        return
+    image, release, driver = found
+    branch = versions.major(driver)
+    if branch not in release.driver_branches or driver in release.driver_versions:
+        return
+    tested = [v for v in release.driver_versions if versions.major(v) == branch]
+    report_violation(
+        f"{image.describe()} runs NVIDIA driver {driver}, which is not among the versions GPU Operator "
+        f"{release.name} was tested with on branch {branch} ({', '.join(tested) or 'none'}); bake a tested "
+        f"version (e.g. {tested[0] if tested else release.driver_default})"
+    )
 
 
 def _cuda_served(driver: str) -> str:
@@ -78,78 +108,47 @@ def _cuda_served(driver: str) -> str:
     return max(served, key=versions.parse) if served else "none"
 
 
-def _cuda_pairs(args: StackValidationArgs):
-    facts = gather(args.resources)
+def _cuda_pairs(args):
+    found = facts.of(args)
+    if not found.brings_node_image or not versions.is_version(found.driver):
+        return
     cuda = matrix.load().cuda
-    for declared in facts.cuda_versions:
-        if declared.value not in cuda.toolkits:
-            continue
-        for driver, who in facts.drivers():
-            if versions.is_version(driver.value):
-                yield declared, driver, who, cuda
+    for declared in found.cuda_versions:
+        if declared in cuda.toolkits:
+            yield found, declared, cuda
 
 
-def _driver_serves_cuda_major(args: StackValidationArgs, report_violation) -> None:
-    for declared, driver, who, cuda in _cuda_pairs(args):
-        major = versions.major(declared.value)
+@resource_policy(
+    "driver-serves-cuda-major", EnforcementLevel.MANDATORY,
+    "The baked driver reaches the minor-version-compatibility floor of every workload CUDA major.",
+    _NODE_IMAGES,
+)
+def driver_serves_cuda_major(args, report_violation) -> None:
+    for image, declared, cuda in _cuda_pairs(args):
+        major = versions.major(declared)
         floor = cuda.major_minimum.get(major)
-        if floor is None or versions.at_least(driver.value, floor):
+        if floor is None or versions.at_least(image.driver, floor):
             continue
         report_violation(
-            f"workloads built with CUDA {declared.value} (declared by {declared.urn}) need an NVIDIA driver "
-            f">= {floor} (the CUDA {major} minor-version-compatibility floor), but {who} runs "
-            f"{driver.value}; bake a driver >= {cuda.minimum_driver(declared.value)}, or build the "
-            f"workloads with CUDA {_cuda_served(driver.value)} or older",
-            driver.urn,
+            f"workloads built with CUDA {declared} need an NVIDIA driver >= {floor} (the CUDA {major} "
+            f"minor-version-compatibility floor), but {image.describe()} runs {image.driver}; bake a driver "
+            f">= {cuda.minimum_driver(declared)}, or build the workloads with CUDA {_cuda_served(image.driver)} or older"
         )
 
 
-def _driver_serves_cuda_toolkit(args: StackValidationArgs, report_violation) -> None:
-    for declared, driver, who, cuda in _cuda_pairs(args):
-        need = cuda.minimum_driver(declared.value)
-        floor = cuda.major_minimum.get(versions.major(declared.value))
-        if versions.at_least(driver.value, need) or floor is None or not versions.at_least(driver.value, floor):
+@resource_policy(
+    "driver-serves-cuda-toolkit", EnforcementLevel.ADVISORY,
+    "The baked driver reaches the exact minimum of every workload CUDA toolkit (below it, only minor-version compatibility).",
+    _NODE_IMAGES,
+)
+def driver_serves_cuda_toolkit(args, report_violation) -> None:
+    for image, declared, cuda in _cuda_pairs(args):
+        need = cuda.minimum_driver(declared)
+        floor = cuda.major_minimum.get(versions.major(declared))
+        if versions.at_least(image.driver, need) or floor is None or not versions.at_least(image.driver, floor):
             continue
         report_violation(
-            f"workloads built with CUDA {declared.value} (declared by {declared.urn}) want an NVIDIA driver "
-            f">= {need}, but {who} runs {driver.value}: they run only through minor-version "
-            f"compatibility (no PTX JIT of newer code, no features of the newer driver); bake a driver "
-            f">= {need}, or build with CUDA {_cuda_served(driver.value)}",
-            driver.urn,
+            f"workloads built with CUDA {declared} want an NVIDIA driver >= {need}, but {image.describe()} runs "
+            f"{image.driver}: they run only through minor-version compatibility (no PTX JIT of newer code, no "
+            f"features of the newer driver); bake a driver >= {need}, or build with CUDA {_cuda_served(image.driver)}"
         )
-
-
-release_supports_kubernetes = StackValidationPolicy(
-    name="release-supports-kubernetes",
-    description="The GPU Operator release whose versions the operands follow supports the cluster's Kubernetes minor.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_release_supports_kubernetes,
-)
-
-driver_branch_supported_by_release = StackValidationPolicy(
-    name="driver-branch-supported-by-release",
-    description="The baked NVIDIA driver's branch (major) is one the GPU Operator release supports.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_driver_branch_supported,
-)
-
-driver_version_tested_by_release = StackValidationPolicy(
-    name="driver-version-tested-by-release",
-    description="The baked NVIDIA driver is one of the exact versions the GPU Operator release was tested with.",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=_driver_version_listed,
-)
-
-driver_serves_cuda_major = StackValidationPolicy(
-    name="driver-serves-cuda-major",
-    description="The baked driver reaches the minor-version-compatibility floor of every workload CUDA major.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_driver_serves_cuda_major,
-)
-
-driver_serves_cuda_toolkit = StackValidationPolicy(
-    name="driver-serves-cuda-toolkit",
-    description="The baked driver reaches the exact minimum of every workload CUDA toolkit (below it, only minor-version compatibility).",
-    enforcement_level=EnforcementLevel.ADVISORY,
-    validate=_driver_serves_cuda_toolkit,
-)

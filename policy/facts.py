@@ -1,49 +1,104 @@
-"""The stack as the policies see it: facts gathered from resource inputs alone (tags, labels,
-annotations the program records), never from the program's own objects."""
+"""What resources declare about themselves (tags, labels, annotations the program writes), read from
+their properties alone, never from the program's own objects."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
 
 from gpu_platform import contract
+from policy.props import dig, mapping, sequence, strings, text
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 IMAGE = "aws:imagebuilder/image:Image"
+GPU_NODE_TYPES = (IMAGE, LAUNCH_TEMPLATE, NODE_GROUP)
+BAKED = "bake"
+
+# The facts each GPU resource declares, so that the policies checked on it can decide (a missing
+# fact would make them skip it): policy/audit.py requires them with the audit tags.
+DECLARED_TAGS = {
+    IMAGE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
+            contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.TOOLKIT_BAKED_TAG),
+    LAUNCH_TEMPLATE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
+                      contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.GPU_MODEL_TAG, contract.POOL_LABEL),
+    NODE_GROUP: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
+                 contract.CUDA_VERSIONS_KEY, contract.GPU_MODEL_TAG, contract.POOL_LABEL, contract.TOOLKIT_BAKED_TAG),
+}
 
 # EKS spells taint effects in its API's enum; Kubernetes (and tolerations) in CamelCase.
 _EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
+def truthy(value: Any) -> bool:
+    """Booleans as providers hand them over: real booleans, or strings where the schema says string
+    (the EC2 launch template's `encrypted`, `associatePublicIpAddress`)."""
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def tags(props: Mapping[str, Any]) -> dict[str, str]:
+    return strings(props.get("tags"))
+
+
+def annotations(props: Mapping[str, Any]) -> dict[str, str]:
+    return strings(dig(props, "metadata").get("annotations"))
+
+
+def kind(resource_type: str) -> str:
+    """`aws:eks/nodeGroup:NodeGroup` -> `NodeGroup`."""
+    return resource_type.rsplit(":", 1)[-1]
+
+
+def is_gpu_resource(resource_type: str, props: Mapping[str, Any]) -> bool:
+    """A node group, launch template or image that carries the GPU driver (the program tags them)."""
+    if resource_type == IMAGE:
+        return True
+    if resource_type not in (NODE_GROUP, LAUNCH_TEMPLATE):
+        return False
+    found = mapping(props.get("tags"))
+    return contract.DRIVER_VERSION_TAG in found or contract.GPU_MODEL_TAG in found
+
+
 @dataclass(frozen=True)
-class Declared:
-    """A fact and the resource that declares it, so a violation can name both sides."""
+class GpuResource:
+    """A node image, GPU launch template or GPU node group, as its tags, labels and taints declare it."""
 
-    value: str
-    urn: str
-
-
-@dataclass(frozen=True)
-class Pool:
-    """A GPU node pool as its EKS node group declares it: tags (driver, GPU model, runtime owner),
-    kubelet labels (gates, MIG configuration) and taints in Kubernetes spelling."""
-
+    type: str
     name: str
     urn: str
     tags: dict[str, str]
     labels: dict[str, str]
-    taints: tuple[dict[str, str], ...]
+    taints: tuple[dict[str, str], ...]  # in Kubernetes spelling
 
     @property
-    def driver(self) -> Optional[str]:
-        return self.tags.get(contract.DRIVER_VERSION_TAG)
+    def driver(self) -> str:
+        return self.tags.get(contract.DRIVER_VERSION_TAG, "")
 
     @property
-    def gpu_model(self) -> Optional[str]:
-        return self.tags.get(contract.GPU_MODEL_TAG) or self.labels.get(contract.GPU_MODEL_LABEL)
+    def release(self) -> str:
+        return self.tags.get(contract.OPERATOR_RELEASE_KEY, "")
+
+    @property
+    def kubernetes(self) -> str:
+        return self.tags.get(contract.KUBERNETES_VERSION_TAG, "")
+
+    @property
+    def cuda_versions(self) -> list[str]:
+        return contract.split_values(self.tags.get(contract.CUDA_VERSIONS_KEY, ""))
+
+    @property
+    def image_source(self) -> str:
+        return self.tags.get(contract.IMAGE_SOURCE_TAG, "")
+
+    @property
+    def gpu_model(self) -> str:
+        return self.tags.get(contract.GPU_MODEL_TAG) or self.labels.get(contract.GPU_MODEL_LABEL, "")
+
+    @property
+    def pool(self) -> str:
+        return self.tags.get(contract.POOL_LABEL) or self.labels.get(contract.POOL_LABEL) or self.name
 
     @property
     def toolkit_baked(self) -> bool:
@@ -53,95 +108,34 @@ class Pool:
     def mig_config(self) -> Optional[str]:
         return self.labels.get(contract.MIG_CONFIG_LABEL)
 
+    @property
+    def brings_node_image(self) -> bool:
+        """The resource that puts the node image (and its driver) in the stack: the Image Builder
+        image when the stack bakes it, else each launch template booting a pinned AMI."""
+        return self.type == IMAGE or (self.type == LAUNCH_TEMPLATE and self.image_source not in ("", BAKED))
+
     def describe(self) -> str:
-        return f"GPU pool {self.name!r} ({self.urn})"
+        if self.type == NODE_GROUP:
+            return f"GPU pool {self.pool!r} ({self.urn})"
+        if self.type == IMAGE:
+            return f"node image {self.name!r} ({self.urn})"
+        return f"{kind(self.type)} {self.name!r} of GPU pool {self.pool!r} ({self.urn})"
 
 
-@dataclass
-class StackFacts:
-    kubernetes: Optional[Declared] = None
-    release: Optional[Declared] = None
-    cuda_versions: list[Declared] = field(default_factory=list)
-    overrides: dict[str, Declared] = field(default_factory=dict)
-    launch_templates: list[Any] = field(default_factory=list)
-    images: list[Any] = field(default_factory=list)
-    pools: list[Pool] = field(default_factory=list)
-
-    def drivers(self) -> list[tuple[Declared, str]]:
-        """(driver, who runs it) for every GPU pool; the baked image or launch templates stand in
-        when the stack declares no pool yet."""
-        found = [(Declared(p.driver, p.urn), p.describe()) for p in self.pools if p.driver]
-        if found:
-            return found
-        for r in (*self.images, *self.launch_templates):
-            driver = tags(r).get(contract.DRIVER_VERSION_TAG)
-            if driver:
-                found.append((Declared(driver, r.urn), f"{r.resource_type.rsplit(':', 1)[-1]} {r.name!r} ({r.urn})"))
-        return found
-
-
-def truthy(value: Any) -> bool:
-    """Booleans as providers hand them over: real booleans, or strings where the schema says string
-    (the EC2 launch template's `encrypted`, `associatePublicIpAddress`)."""
-    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
-
-
-def tags(resource: Any) -> dict[str, str]:
-    value = resource.props.get("tags")
-    return dict(value) if isinstance(value, dict) else {}
-
-
-def annotations(resource: Any) -> dict[str, str]:
-    return dict((resource.props.get("metadata") or {}).get("annotations") or {})
-
-
-def is_gpu_resource(resource_type: str, props: dict) -> bool:
-    """A node group, launch template or image that carries the GPU driver (the program tags them)."""
-    if resource_type == IMAGE:
-        return True
-    if resource_type not in (NODE_GROUP, LAUNCH_TEMPLATE):
-        return False
-    found = props.get("tags") if isinstance(props.get("tags"), dict) else {}
-    return contract.DRIVER_VERSION_TAG in found or contract.GPU_MODEL_TAG in found
-
-
-def _pool(r: Any) -> Pool:
-    found = tags(r)
-    labels = dict(r.props.get("labels") or {})
+def gpu_resource(resource_type: str, name: str, urn: str, props: Mapping[str, Any]) -> GpuResource:
     taints = tuple(
-        {"key": t.get("key", ""), "value": t.get("value", ""), "effect": _EKS_EFFECTS.get(t.get("effect", ""), t.get("effect", ""))}
-        for t in r.props.get("taints") or ()
+        {"key": text(t.get("key")), "value": text(t.get("value")),
+         "effect": _EKS_EFFECTS.get(text(t.get("effect")), text(t.get("effect")))}
+        for t in map(mapping, sequence(props.get("taints")))
     )
-    name = found.get(contract.POOL_LABEL) or labels.get(contract.POOL_LABEL) or r.name
-    return Pool(name, r.urn, found, labels, taints)
+    return GpuResource(resource_type, name, urn, tags(props), strings(props.get("labels")), taints)
 
 
-def parse_overrides(text: str) -> dict[str, str]:
-    """`device-plugin=v0.18.2,validator=v25.10.2` -> {operand: tag}."""
-    pairs = (item.split("=", 1) for item in text.split(",") if "=" in item)
-    return {k.strip(): v.strip() for k, v in pairs}
+def of(args) -> GpuResource:
+    """The GPU resource a resource policy's args (or a stack policy's resource) describe."""
+    return gpu_resource(args.resource_type, args.name, args.urn, args.props)
 
 
-def gather(resources: Sequence[Any]) -> StackFacts:
-    facts = StackFacts()
-    for r in resources:
-        if r.resource_type == EKS_CLUSTER and r.props.get("version"):
-            facts.kubernetes = Declared(str(r.props["version"]), r.urn)
-        elif r.resource_type == LAUNCH_TEMPLATE:
-            facts.launch_templates.append(r)
-            k8s_tag = tags(r).get(contract.KUBERNETES_VERSION_TAG)
-            if k8s_tag and facts.kubernetes is None:
-                facts.kubernetes = Declared(k8s_tag, r.urn)
-        elif r.resource_type == IMAGE:
-            facts.images.append(r)
-        elif r.resource_type == NODE_GROUP and is_gpu_resource(r.resource_type, r.props):
-            facts.pools.append(_pool(r))
-        elif r.resource_type == NAMESPACE:
-            notes = annotations(r)
-            if contract.OPERATOR_RELEASE_KEY in notes:
-                facts.release = Declared(notes[contract.OPERATOR_RELEASE_KEY], r.urn)
-            for cuda in filter(None, notes.get(contract.CUDA_VERSIONS_KEY, "").split(",")):
-                facts.cuda_versions.append(Declared(cuda.strip(), r.urn))
-            for operand, tag in parse_overrides(notes.get(contract.OVERRIDES_KEY, "")).items():
-                facts.overrides[operand] = Declared(tag, r.urn)
-    return facts
+def gpu_pools(resources) -> list[GpuResource]:
+    """Every GPU node group of the stack."""
+    return [of(r) for r in resources if r.resource_type == NODE_GROUP and is_gpu_resource(r.resource_type, r.props)]

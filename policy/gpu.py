@@ -1,70 +1,64 @@
 """GPU-model policies: each pool's GPU gets a driver it supports and only MIG configurations that
-exist for it."""
+exist for it. Checked on each GPU node group, which declares its driver, GPU model and MIG
+configuration, before it launches a node."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel
 
 from gpu_platform import matrix, versions
-from policy.facts import gather
+from policy import facts
+from policy.declare import resource_policy, types
 
 
-def _pools_with_gpu(args: StackValidationArgs):
+def _pool_with_gpu(args):
+    if not facts.is_gpu_resource(args.resource_type, args.props):
+        return None, None
+    pool = facts.of(args)
+    return pool, matrix.load().gpus.get(pool.gpu_model)
+
+
+@resource_policy(
+    "driver-supports-gpu", EnforcementLevel.MANDATORY,
+    "Every GPU pool's driver is at least its GPU model's minimum driver.",
+    types(facts.NODE_GROUP),
+)
+def driver_supports_gpu(args, report_violation) -> None:
+    pool, gpu = _pool_with_gpu(args)
+    if gpu is None or not versions.is_version(pool.driver) or versions.at_least(pool.driver, gpu.min_driver):
+        return
+    report_violation(
+        f"{pool.describe()} has {gpu.key} GPUs, which need NVIDIA driver >= {gpu.min_driver} "
+        f"({gpu.min_driver_basis}), but its node image runs driver {pool.driver}; bake a driver "
+        f">= {gpu.min_driver}, or move the pool to a GPU that this driver supports"
+    )
+
+
+@resource_policy(
+    "mig-config-fits-gpu", EnforcementLevel.MANDATORY,
+    "MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU.",
+    types(facts.NODE_GROUP),
+)
+def mig_config_fits_gpu(args, report_violation) -> None:
+    pool, gpu = _pool_with_gpu(args)
+    config = pool.mig_config if pool is not None else None
+    if gpu is None or not config:
+        return
     gpus = matrix.load().gpus
-    for pool in gather(args.resources).pools:
-        gpu = gpus.get(pool.gpu_model or "")
-        if gpu is not None:
-            yield pool, gpu
-
-
-def _driver_supports_gpu(args: StackValidationArgs, report_violation) -> None:
-    for pool, gpu in _pools_with_gpu(args):
-        if not pool.driver or not versions.is_version(pool.driver) or versions.at_least(pool.driver, gpu.min_driver):
-            continue
+    if gpu.mig is None:
+        capable = ", ".join(k for k, g in gpus.items() if g.mig)
         report_violation(
-            f"{pool.describe()} has {gpu.key} GPUs, which need NVIDIA driver >= {gpu.min_driver} "
-            f"({gpu.min_driver_basis}), but its node image runs driver {pool.driver}; bake a driver "
-            f">= {gpu.min_driver}, or move the pool to a GPU that this driver supports",
-            pool.urn,
+            f"{pool.describe()} asks for MIG configuration {config!r}, but its GPU {gpu.key} is not "
+            f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})"
         )
-
-
-def _mig_config_fits_gpu(args: StackValidationArgs, report_violation) -> None:
-    for pool, gpu in _pools_with_gpu(args):
-        config = pool.mig_config
-        if not config:
-            continue
-        if gpu.mig is None:
-            capable = ", ".join(k for k, g in matrix.load().gpus.items() if g.mig)
-            report_violation(
-                f"{pool.describe()} asks for MIG configuration {config!r}, but its GPU {gpu.key} is not "
-                f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})",
-                pool.urn,
-            )
-            continue
-        valid = gpu.mig.configs()
-        if config in valid:
-            continue
-        owners = [k for k, g in matrix.load().gpus.items() if g.mig and config in g.mig.configs()]
-        belongs = f" (a configuration of {', '.join(owners)})" if owners else ""
-        report_violation(
-            f"{pool.describe()} asks for MIG configuration {config!r}{belongs}, but its GPU {gpu.key} "
-            f"has profiles {', '.join(f'{p} x{n}' for p, n in gpu.mig.profiles.items())}; use one of "
-            f"{', '.join(sorted(valid))}",
-            pool.urn,
-        )
-
-
-driver_supports_gpu = StackValidationPolicy(
-    name="driver-supports-gpu",
-    description="Every GPU pool's driver is at least its GPU model's minimum driver.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_driver_supports_gpu,
-)
-
-mig_config_fits_gpu = StackValidationPolicy(
-    name="mig-config-fits-gpu",
-    description="MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_mig_config_fits_gpu,
-)
+        return
+    valid = gpu.mig.configs()
+    if config in valid:
+        return
+    owners = [k for k, g in gpus.items() if g.mig and config in g.mig.configs()]
+    belongs = f" (a configuration of {', '.join(owners)})" if owners else ""
+    report_violation(
+        f"{pool.describe()} asks for MIG configuration {config!r}{belongs}, but its GPU {gpu.key} "
+        f"has profiles {', '.join(f'{p} x{n}' for p, n in gpu.mig.profiles.items())}; use one of "
+        f"{', '.join(sorted(valid))}"
+    )

@@ -1,13 +1,15 @@
 """Operand images and the release: every operand runs the image its GPU Operator release was tested
-with, or a patch bump of it (same repository, same major.minor) declared in `operator.overrides`."""
+with, or a patch bump of it (same repository, same major.minor) declared in `operator.overrides`.
+Each operand workload declares the release and the overrides it follows, so it is checked before it
+is created; the namespace, which declares the overrides first, is checked for the bumps."""
 
 from __future__ import annotations
 
-from pulumi_policy import EnforcementLevel, StackValidationArgs, StackValidationPolicy
+from pulumi_policy import EnforcementLevel
 
-from gpu_platform import matrix, versions
-from policy import workloads
-from policy.facts import gather
+from gpu_platform import contract, matrix, versions
+from policy import facts, workloads
+from policy.declare import Targets, resource_policy
 
 # The wait-for-marker init containers of every operand run the validator image.
 _SHARED_OPERAND = "validator"
@@ -44,60 +46,76 @@ def _releases_shipping(operand: str, tag: str) -> list[str]:
     ]
 
 
-def _overrides_are_patch_bumps(release, facts, report_violation) -> None:
-    for operand, declared in sorted(facts.overrides.items()):
+def _check_overrides(args, release, overrides: dict[str, str], report_violation) -> None:
+    for operand, tag in sorted(overrides.items()):
         if operand not in release.images:
             continue
         release_tag = split(release.image(operand))[1]
-        if is_patch_bump(release_tag, declared.value):
+        if is_patch_bump(release_tag, tag):
             continue
-        others = _releases_shipping(operand, declared.value)
+        others = _releases_shipping(operand, tag)
         move = f", or move to a release that ships that line ({', '.join(others[-3:])})" if others else ""
         report_violation(
-            f"operator.overrides.{operand} (declared by {declared.urn}) sets tag {declared.value}, but GPU "
-            f"Operator {release.name} ships {operand} {release_tag} and an override may only be a patch "
-            f"bump of it (same major.minor, not older); use a {release_tag.rsplit('.', 1)[0]}.x tag{move}",
-            declared.urn,
+            f"operator.overrides.{operand} (declared by namespace {args.name!r}, {args.urn}) sets tag {tag}, but "
+            f"GPU Operator {release.name} ships {operand} {release_tag} and an override may only be a patch "
+            f"bump of it (same major.minor, not older); use a {release_tag.rsplit('.', 1)[0]}.x tag{move}"
         )
 
 
-def _operand_images_match_release(args: StackValidationArgs, report_violation) -> None:
-    facts = gather(args.resources)
-    release = matrix.load().releases.get(facts.release.value) if facts.release else None
-    if release is None:
-        return
-    _overrides_are_patch_bumps(release, facts, report_violation)
-    expected = release.images_with({op: d.value for op, d in facts.overrides.items()})
-    for r in args.resources:
-        operand = workloads.operand(r.props)
-        if operand is None or workloads.kind(r.resource_type) is None:
+def _check_workload(args, release, overrides: dict[str, str], report_violation) -> None:
+    operand = workloads.operand(args.props)
+    expected = release.images_with(overrides)
+    own = expected.get(operand)
+    allowed = {own, expected[_SHARED_OPERAND]} if own else set(expected.values())
+    for container, image in workloads.images(workloads.pod_spec(args.resource_type, args.props)):
+        if image in allowed:
             continue
-        own = expected.get(operand)
-        allowed = {own, expected[_SHARED_OPERAND]} if own else set(expected.values())
-        for container, image in workloads.images(workloads.pod_spec(r.resource_type, r.props)):
-            if image in allowed:
-                continue
-            want = own or expected[_SHARED_OPERAND]
-            repo, tag = split(image)
-            if repo == split(want)[0]:
-                how = (
-                    f"set operator.overrides.{operand}: {tag} if it is a patch bump of {split(want)[1]}"
-                    if operand not in facts.overrides else f"the override says {facts.overrides[operand].value}"
-                )
-                detail = f"tag {tag} is not the release's {split(want)[1]} ({how})"
-            else:
-                detail = f"{repo} is not the release's repository {split(want)[0]}"
-            report_violation(
-                f"{r.resource_type.rsplit(':', 1)[-1]} {r.name!r} ({r.urn}), container {container!r}, runs "
-                f"{image}, but GPU Operator {release.name} (declared by {facts.release.urn}) runs {operand} "
-                f"as {want}: {detail}; use {want}",
-                r.urn,
+        want = own or expected[_SHARED_OPERAND]
+        repo, tag = split(image)
+        if repo == split(want)[0]:
+            how = (
+                f"set operator.overrides.{operand}: {tag} if it is a patch bump of {split(want)[1]}"
+                if operand not in overrides else f"the override says {overrides[operand]}"
             )
+            detail = f"tag {tag} is not the release's {split(want)[1]} ({how})"
+        else:
+            detail = f"{repo} is not the release's repository {split(want)[0]}"
+        report_violation(
+            f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}), container {container!r}, runs "
+            f"{image}, but GPU Operator {release.name} runs {operand} as {want}: {detail}; use {want}"
+        )
 
 
-operand_images_match_release = StackValidationPolicy(
-    name="operand-images-match-release",
-    description="Every operand image is its GPU Operator release's, or a same-repository patch bump declared in operator.overrides.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=_operand_images_match_release,
+def _reads(type_: str) -> bool:
+    return type_ == facts.NAMESPACE or workloads.kind(type_) is not None
+
+
+@resource_policy(
+    "operand-images-match-release", EnforcementLevel.MANDATORY,
+    "Every operand image is its GPU Operator release's, or a same-repository patch bump declared in operator.overrides.",
+    Targets("`Namespace`, " + workloads.TARGETS.label, _reads),
 )
+def operand_images_match_release(args, report_violation) -> None:
+    is_namespace = args.resource_type == facts.NAMESPACE
+    if not is_namespace and workloads.operand(args.props) is None:
+        return
+    notes = facts.annotations(args.props)
+    declared = notes.get(contract.OPERATOR_RELEASE_KEY, "")
+    if not declared:
+        if not is_namespace:
+            report_violation(
+                f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) runs GPU operand "
+                f"{workloads.operand(args.props)!r} but declares no {contract.OPERATOR_RELEASE_KEY} annotation, "
+                f"so its images cannot be checked; annotate it with the GPU Operator release it follows"
+            )
+        return
+    release = matrix.load().releases.get(declared)
+    if release is None:
+        report_violation(f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) declares GPU Operator "
+                         f"release {declared!r}, which is not in the version matrix")
+        return
+    overrides = contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))
+    if is_namespace:
+        _check_overrides(args, release, overrides, report_violation)
+    else:
+        _check_workload(args, release, overrides, report_violation)

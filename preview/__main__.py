@@ -2,11 +2,16 @@
 credentials and no network.
 
     python -m preview [--stack NAME | --config FILE] [--json FILE] [--manifests DIR]
-                      [--policy-config FILE] [--audit FILE [--audit-against OLD]]
-                      [--graph FILE] [--against OLD.json]
+                      [--policy-config FILE] [--analyzer in-process|grpc]
+                      [--audit FILE [--audit-against OLD]] [--graph FILE] [--against OLD.json]
 
-Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuration (the error names
-the key path and what would be valid; nothing is registered).
+The program runs twice under the recording engine: as `pulumi up` sees it (every value known) and as
+the first `pulumi preview` of a new stack sees it (ids and computed outputs unknown); the policy pack
+judges both, through pulumi_policy's own analyzer.
+
+Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuration or invocation
+(the error names the key path or flag and what would be valid; nothing is registered or written);
+3: an internal error (the policy pack failed to start or answer, or a bug).
 
     python -m preview verify-ami [--stack NAME | --config FILE]
 
@@ -23,7 +28,8 @@ from typing import Optional, Sequence
 
 import yaml
 
-EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
+ANALYZERS = ("in-process", "grpc")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=Path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=Path, help="policy-pack config JSON: enforcement level per policy")
+    parser.add_argument("--analyzer", choices=ANALYZERS, default="in-process",
+                        help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC")
     parser.add_argument("--audit", type=Path, help="write the Markdown audit report of every privilege here")
     parser.add_argument("--audit-against", type=Path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
     parser.add_argument("--graph", type=Path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
@@ -85,9 +93,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.audit_against and not args.audit:
         _parser().error("--audit-against goes with --audit")
     # Imported here so `--help` stays instant.
+    from preview import analyze
+
+    pack = None
+    try:
+        # Started first: as a subprocess it comes up while the program runs.
+        pack = analyze.PackProcess() if args.analyzer == "grpc" else analyze.in_process()
+        return _preview(args, pack)
+    except analyze.PackError as exc:
+        print(f"internal error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
+    finally:
+        if isinstance(pack, analyze.PackProcess):
+            pack.close()
+
+
+def _preview(args: argparse.Namespace, pack) -> int:
     from gpu_platform.config import ConfigError
-    from policy.pack import POLICIES
-    from preview import analyze, engine, manifests, report
+    from preview import analyze, engine, manifests, policy_config, report
 
     shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
@@ -95,25 +118,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for flag, old in (("--audit-against", args.audit_against), ("--against", args.against)):
             if old is not None and not old.is_file():
                 raise FileNotFoundError(f"{flag} {old}: no such file")
-        levels = analyze.load_policy_config(args.policy_config, POLICIES)
+        levels = policy_config.load(args.policy_config)
+        policy_config.validate(levels, analyze.policy_names(pack), f"--policy-config {args.policy_config}")
         _check_outputs(args)
         old_report = None
         if args.against:
             from preview import changes
 
             old_report = changes.load(args.against)  # a ValueError names the file: exit 2
-        recording = engine.run(path)
+        recordings = {mode: engine.run(path, mode=mode) for mode in engine.MODES}
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     except (FileNotFoundError, yaml.YAMLError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    violations = analyze.analyze(recording, POLICIES, levels)
-    sys.stdout.write(report.summary(recording, violations, shown))
+    verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
+    recording, violations = recordings[engine.UP], verdicts[engine.UP]
+    first = verdicts[engine.FIRST_PREVIEW]
+    sys.stdout.write(report.summary(recording, violations, shown, first_preview=first))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.as_json(recording, violations))
+        args.json.write_text(report.as_json(recording, violations, first_preview=first))
     if args.manifests:
         manifests.write(recording, args.manifests)
     for path, write in _outputs(args, recording, violations):
@@ -123,8 +149,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from preview import changes
 
         sys.stdout.write(changes.describe(changes.compare(old_report, json.loads(report.as_json(recording, violations)))))
-    mandatory = any(v.enforcement_level == "mandatory" for v in violations)
-    return EXIT_VIOLATIONS if mandatory else EXIT_OK
+    return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK
 
 
 if __name__ == "__main__":

@@ -1,28 +1,44 @@
-"""Run the policy pack over a recording, as the engine's analyzer would: the same policy objects,
-handed the same resource inputs (custom resources only; providers and components are not analyzed).
-Enforcement levels can be overridden per policy with the standard policy-pack config format
-(`{"<policy>": "advisory"}` or `{"<policy>": {"enforcementLevel": "disabled"}}`)."""
+"""The policy pack, run as the Pulumi CLI runs it, over a recording.
+
+The pack is never re-implemented here. Two ways to reach it, with the same calls:
+- in process (the default): the servicer that `policy/__main__.py` builds (pulumi_policy's own
+  `PolicyPack` constructor runs; only the start of its gRPC server is left out), called directly;
+- as a subprocess (`--analyzer grpc`): `python -u -m pulumi.policy <engine> <pack dir>`, the command
+  the Python language host runs for a policy pack (pulumi/pulumi v3.259.0,
+  sdk/python/cmd/pulumi-language-python/main.go:1608-1618), over its gRPC Analyzer service.
+
+Either way the engine's half is preview/requests.py (what Analyze and AnalyzeStack receive) and
+preview/policy_config.py (what Configure receives), and the diagnostics are read back as the engine
+reads them: a resource policy's diagnostic belongs to the analyzed resource, a stack policy's to the
+resource it names or else the root stack (pkg/resource/deploy/analyze_snapshot.go:40-101,
+step_generator.go:3548-3553).
+"""
 
 from __future__ import annotations
 
-import json
+import runpy
+import selectors
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Protocol
 
-from pulumi.runtime import rpc
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
+from pulumi.runtime.proto import analyzer_pb2
 
-from preview.engine import Recording
+from preview import policy_config, requests
+from preview.engine import ROOT, Recording
+
+POLICY_DIR = ROOT / "policy"
+# The pack logs to the engine at this address; none listens offline, which only loses log lines.
+ENGINE_ADDRESS = "127.0.0.1:1"
+_START_SECONDS = 60
+_UNDECIDED = "can't run policy"
+_MAX_MESSAGE = 400 * 1024 * 1024  # the pack's own gRPC limit (pulumi_policy/policy.py)
+
+
+class PackError(Exception):
+    """The pack could not be started or answered with an error: an internal failure (exit 3)."""
 
 
 @dataclass(frozen=True)
@@ -31,82 +47,192 @@ class Violation:
     enforcement_level: str
     urn: str
     message: str
+    # The analyzer's "can't run policy ... during preview": a value the policy reads is unknown.
+    undecided: bool = False
 
-    def as_dict(self) -> dict[str, str]:
-        return {"policy": self.policy, "enforcementLevel": self.enforcement_level, "urn": self.urn, "message": self.message}
-
-
-def _plain(value: Any) -> Any:
-    """Secrets unwrapped and whole numbers as ints, as policies get them from the engine."""
-    if rpc.is_rpc_secret(value):
-        return _plain(rpc.unwrap_rpc_secret(value))
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    def as_dict(self) -> dict[str, Any]:
+        found = {"policy": self.policy, "enforcementLevel": self.enforcement_level, "urn": self.urn, "message": self.message}
+        if self.undecided:
+            found["undecided"] = True
+        return found
 
 
-def policy_resources(recording: Recording) -> list[PolicyResource]:
-    options = lambda r: PolicyResourceOptions(  # noqa: E731
-        protect=False, ignore_changes=list(r.ignore_changes), delete_before_replace=None, aliases=[],
-        custom_timeouts=PolicyCustomTimeouts(0, 0, 0), additional_secret_outputs=[], parent=r.parent or None,
-    )
-    return [
-        PolicyResource(
-            resource_type=r.type, props=_plain(r.inputs), urn=r.urn, name=r.name, opts=options(r),
-            provider=None, parent=None, dependencies=[], property_dependencies={},
+class Pack(Protocol):
+    def GetAnalyzerInfo(self, request) -> analyzer_pb2.AnalyzerInfo: ...  # noqa: N802, E704
+    def Configure(self, request) -> Any: ...  # noqa: N802, E704
+    def Analyze(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802, E704
+    def AnalyzeStack(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802, E704
+
+
+class _Built(Exception):
+    def __init__(self, servicer: Any) -> None:
+        super().__init__()
+        self.servicer = servicer
+
+
+class InProcessPack:
+    """The servicer `policy/__main__.py` builds, called without gRPC in between."""
+
+    def __init__(self, pack_dir: Path = POLICY_DIR) -> None:
+        import pulumi_policy.policy as policy_module
+
+        grpc_module = policy_module.analyzer_pb2_grpc
+        real = grpc_module.add_AnalyzerServicer_to_server
+
+        def hand_over(servicer, _server):
+            raise _Built(servicer)
+
+        # PolicyPack builds its servicer, then registers it with a gRPC server it starts and never
+        # leaves: stop it right there and keep the servicer.
+        grpc_module.add_AnalyzerServicer_to_server = hand_over
+        saved_path = list(sys.path)
+        try:
+            runpy.run_path(str(pack_dir / "__main__.py"), run_name="__main__")
+        except _Built as built:
+            self._servicer = built.servicer
+        else:
+            raise PackError(f"{pack_dir / '__main__.py'} did not build a PolicyPack")
+        finally:
+            grpc_module.add_AnalyzerServicer_to_server = real
+            sys.path[:] = saved_path
+
+    def GetAnalyzerInfo(self, request):  # noqa: N802 (the gRPC method names)
+        return self._servicer.GetAnalyzerInfo(request, None)
+
+    def Configure(self, request):  # noqa: N802
+        return self._servicer.Configure(request, None)
+
+    def Analyze(self, request):  # noqa: N802
+        return self._servicer.Analyze(request, None)
+
+    def AnalyzeStack(self, request):  # noqa: N802
+        return self._servicer.AnalyzeStack(request, None)
+
+
+class PackProcess:
+    """The pack started as the CLI starts it, reached over gRPC. Use as a context manager."""
+
+    def __init__(self, python: str = sys.executable, pack_dir: Path = POLICY_DIR) -> None:
+        import grpc
+        from pulumi.runtime.proto import analyzer_pb2_grpc
+
+        self._pack_dir = pack_dir
+        self._process = subprocess.Popen(
+            [python, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
+            cwd=pack_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        for r in sorted(recording.resources, key=lambda r: r.urn)
-        if r.custom and not r.is_provider
+        port = self._read_port()
+        self._channel = grpc.insecure_channel(
+            f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", _MAX_MESSAGE),
+                                          ("grpc.max_send_message_length", _MAX_MESSAGE)])
+        self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
+        self._grpc = grpc
+
+    def _read_port(self) -> int:
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            ready = selector.select(timeout=_START_SECONDS)
+        line = self._process.stdout.readline().decode(errors="replace").strip() if ready else ""
+        if not line.isdigit():
+            if self._process.poll() is None:
+                self._process.kill()
+            error = self._process.stderr.read().decode(errors="replace")[-2000:]
+            self.close()
+            raise PackError(f"the policy pack did not start (python -m pulumi.policy {ENGINE_ADDRESS} {self._pack_dir}): "
+                            f"{line or 'no port within ' + str(_START_SECONDS) + ' s'}\n{error}".rstrip())
+        return int(line)
+
+    def _call(self, method: str, request):
+        try:
+            return getattr(self._stub, method)(request)
+        except self._grpc.RpcError as exc:
+            raise PackError(f"the policy pack failed in {method}: {exc.details()}") from None
+
+    def GetAnalyzerInfo(self, request):  # noqa: N802
+        return self._call("GetAnalyzerInfo", request)
+
+    def Configure(self, request):  # noqa: N802
+        return self._call("Configure", request)
+
+    def Analyze(self, request):  # noqa: N802
+        return self._call("Analyze", request)
+
+    def AnalyzeStack(self, request):  # noqa: N802
+        return self._call("AnalyzeStack", request)
+
+    def close(self) -> None:
+        if getattr(self, "_channel", None) is not None:
+            self._channel.close()
+            self._channel = None
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        for stream in (self._process.stdout, self._process.stderr):
+            stream.close()
+
+    def __enter__(self) -> "PackProcess":
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        self.close()
+
+
+_IN_PROCESS: Optional[InProcessPack] = None
+
+
+def in_process() -> InProcessPack:
+    """One in-process pack per process: building it runs policy/__main__.py once."""
+    global _IN_PROCESS
+    if _IN_PROCESS is None:
+        _IN_PROCESS = InProcessPack()
+    return _IN_PROCESS
+
+
+def info(pack: Pack) -> analyzer_pb2.AnalyzerInfo:
+    return pack.GetAnalyzerInfo(_empty())
+
+
+def _empty():
+    from google.protobuf import empty_pb2
+
+    return empty_pb2.Empty()
+
+
+def policy_names(pack: Pack) -> list[str]:
+    return [p.name for p in info(pack).policies]
+
+
+def message(diagnostic: analyzer_pb2.AnalyzeDiagnostic) -> str:
+    # The servicer prefixes the policy's description and a newline (pulumi_policy/policy.py,
+    # _create_report_violation); the report keeps the part the policy wrote.
+    prefix = diagnostic.description + "\n"
+    text = diagnostic.message
+    return text[len(prefix):] if diagnostic.description and text.startswith(prefix) else text
+
+
+def _violations(response: analyzer_pb2.AnalyzeResponse, attribute) -> list[Violation]:
+    return [
+        Violation(
+            policy=d.policyName,
+            enforcement_level=policy_config.FROM_PROTO[d.enforcementLevel],
+            urn=attribute(d.urn),
+            message=message(d),
+            undecided=d.message.startswith(_UNDECIDED),
+        )
+        for d in response.diagnostics
     ]
 
 
-def load_policy_config(path: Optional[Path], policies: list) -> dict[str, str]:
-    """Policy name -> enforcement level from a policy-pack config file. Every mistake (not a file,
-    not JSON, an unknown policy, an unknown level) is a ValueError naming the file and the key."""
-    if path is None:
-        return {}
-    flag = f"--policy-config {path}"
-    if not path.is_file():
-        raise ValueError(f"{flag}: no such file")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{flag}: not JSON ({exc})") from None
-    if not isinstance(raw, dict):
-        raise ValueError(f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}')
-    known = sorted(p.name for p in policies)
-    valid_levels = [level.value for level in EnforcementLevel]
-    levels = {}
-    for name, value in raw.items():
-        if name not in known:
-            raise ValueError(f"{flag}: {name!r} is not a policy of the pack (valid: {', '.join(known)})")
-        level = value.get("enforcementLevel") if isinstance(value, dict) else value
-        if level not in valid_levels:
-            raise ValueError(f"{flag}: {name}: {level!r} is not an enforcement level (valid: {', '.join(valid_levels)})")
-        levels[name] = level
-    return levels
-
-
-def analyze(recording: Recording, policies: list, levels: Optional[dict[str, str]] = None) -> list[Violation]:
-    levels = levels or {}
-    resources = policy_resources(recording)
+def analyze(recording: Recording, pack: Optional[Pack] = None,
+            config: Optional[Mapping[str, policy_config.PolicyConfig]] = None) -> list[Violation]:
+    """Configure the pack, Analyze every resource, AnalyzeStack once; every diagnostic, sorted."""
+    pack = pack or in_process()
+    pack.Configure(policy_config.configure_request(info(pack), config or {}))
     found: list[Violation] = []
-    for policy in policies:
-        level = levels.get(policy.name, (policy.enforcement_level or EnforcementLevel.MANDATORY).value)
-        if level == EnforcementLevel.DISABLED.value:
-            continue
-
-        def report(message: str, urn: Optional[str] = None, _policy=policy, _default="") -> None:
-            found.append(Violation(_policy.name, level, urn or _default, message))
-
-        if isinstance(policy, StackValidationPolicy):
-            policy.validate(StackValidationArgs(resources), report)
-        elif isinstance(policy, ResourceValidationPolicy):
-            for r in resources:
-                args = ResourceValidationArgs(r.resource_type, r.props, r.urn, r.name, r.opts, None)
-                policy.validate(args, lambda message, urn=None, _urn=r.urn: report(message, urn or _urn))
+    for request in requests.analyze_requests(recording):
+        found += _violations(pack.Analyze(request), lambda _urn, own=request.urn: own)
+    stack = requests.analyze_stack_request(recording)
+    known = {r.urn for r in stack.resources}
+    found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn)
     return sorted(set(found), key=lambda v: (v.policy, v.urn, v.message))
+

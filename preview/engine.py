@@ -2,12 +2,21 @@
 
 The Pulumi SDK's `MockMonitor` hands `Mocks.new_resource` neither the parent nor the dependencies;
 the raw `RegisterResourceRequest` has both, so the recording monitor keeps that request (type, name,
-parent, the full dependency set, provider reference, inputs with engine-side names). Computed outputs
-are filled by `outputs.fill` and invokes answered by `aws_answers`, so no input silently goes missing.
+parent, the full dependency set, provider reference, the inputs exactly as the SDK serialized them,
+options) and the state the mock provider answered with. Invokes are answered by `aws_answers`.
+
+Two modes, the two views a policy pack gets of a stack:
+- `up`: `pulumi up` on a real account. Every value is known: computed outputs (an EKS cluster's
+  endpoint, the baked AMI id) are filled by `outputs.fill`, so no input silently goes missing.
+- `first-preview`: the first `pulumi preview` of a new stack. Nothing exists yet, so a provider
+  answers a create with its inputs and nothing else: ids and computed outputs are unknown, and every
+  input built from them reaches the engine (and the policy pack) as an unknown.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import runpy
 from dataclasses import dataclass, field
@@ -16,9 +25,11 @@ from typing import Any, Optional
 
 import pulumi
 import yaml
+from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
-from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.settings import get_root_resource, set_root_resource
+from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.config import PROJECT
@@ -27,6 +38,9 @@ from preview import aws_answers, outputs
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
 STACKS = ROOT / "stacks"
+UP, FIRST_PREVIEW = "up", "first-preview"
+MODES = (UP, FIRST_PREVIEW)
+STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 @dataclass(frozen=True)
@@ -38,12 +52,35 @@ class Registration:
     custom: bool
     dependencies: tuple[str, ...]
     provider: str
+    # The inputs as plain data (secrets still wrapped, unknowns left out) for the reports; the
+    # analyzer reads `sent` instead, which keeps the unknowns.
     inputs: dict[str, Any]
     ignore_changes: tuple[str, ...] = ()
+    # What the engine keeps of the request and the provider's answer (preview/requests.py hands
+    # them to the policy pack): the inputs exactly as the SDK serialized them, the resulting state.
+    sent: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, compare=False, repr=False)
+    state: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, compare=False, repr=False)
+    property_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    version: str = ""  # the SDK package's version: names the engine's default provider
+    protect: bool = False
+    delete_before_replace: Optional[bool] = None
+    additional_secret_outputs: tuple[str, ...] = ()
+    custom_timeouts: tuple[str, str, str] = ("", "", "")  # create, update, delete, as the SDK sent them
+    alias_types: tuple[str, ...] = ()  # type-only aliases (the Kubernetes SDK adds its older API versions)
 
     @property
     def is_provider(self) -> bool:
         return self.type.startswith("pulumi:providers:")
+
+    def with_inputs(self, inputs: dict[str, Any]) -> "Registration":
+        """The same registration with other inputs (and state), as if the program had sent them:
+        for tests of what no valid stack file produces."""
+        sent = struct_pb2.Struct()
+        json_format.ParseDict(inputs, sent)
+        state = struct_pb2.Struct()
+        state.CopyFrom(self.state)
+        state.update(json_format.MessageToDict(sent))
+        return dataclasses.replace(self, inputs=inputs, sent=sent, state=state)
 
 
 @dataclass
@@ -51,6 +88,15 @@ class Recording:
     stack: str
     config: dict[str, Any]
     resources: list[Registration] = field(default_factory=list)
+    mode: str = UP
+    project: str = PROJECT
+    # The root stack's outputs (the program's exports) and each component's registered outputs.
+    stack_outputs: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, repr=False)
+    component_outputs: dict[str, struct_pb2.Struct] = field(default_factory=dict, repr=False)
+
+    @property
+    def stack_urn(self) -> str:
+        return f"urn:pulumi:{self.stack}::{self.project}::{STACK_TYPE}::{self.project}-{self.stack}"
 
     def by_urn(self) -> dict[str, Registration]:
         return {r.urn: r for r in self.resources}
@@ -75,6 +121,14 @@ class Recording:
             frontier = [k.urn for k in kids]
         return found
 
+    def replaced(self, type_: str, name: str, change) -> "Recording":
+        """A copy in which `change(inputs)` edited one resource's inputs (a deep copy of them)."""
+        resources = [
+            r.with_inputs(_edited(r.inputs, change)) if r.type == type_ and r.name == name else r
+            for r in self.resources
+        ]
+        return dataclasses.replace(self, resources=resources)
+
     def waits_for(self, urn: str) -> set[str]:
         """Every URN a resource waits for before it is created: its own dependencies and those of
         each ancestor (a child of a component with `depends_on` carries none of its own)."""
@@ -87,15 +141,29 @@ class Recording:
         return waits
 
 
+def _edited(inputs: dict[str, Any], change) -> dict[str, Any]:
+    edited = copy.deepcopy(inputs)
+    change(edited)
+    return edited
+
+
+def _copy(struct: struct_pb2.Struct) -> struct_pb2.Struct:
+    copied = struct_pb2.Struct()
+    copied.CopyFrom(struct)
+    return copied
+
+
 class _RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: pulumi_mocks.Mocks) -> None:
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        self.outputs: dict[str, struct_pb2.Struct] = {}
 
     def RegisterResource(self, request):  # noqa: N802 (the gRPC method name)
         response = super().RegisterResource(request)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == STACK_TYPE:
             return response
+        timeouts = request.customTimeouts
         self.registrations.append(
             Registration(
                 urn=response.urn,
@@ -107,16 +175,36 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
                 provider=request.provider,
                 inputs=rpc.deserialize_properties(request.object),
                 ignore_changes=tuple(request.ignoreChanges),
+                sent=_copy(request.object),
+                state=_copy(response.object),
+                property_dependencies=tuple(
+                    (key, tuple(deps.urns)) for key, deps in sorted(request.propertyDependencies.items())
+                ),
+                version=request.version,
+                protect=bool(request.protect),
+                delete_before_replace=request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None,
+                additional_secret_outputs=tuple(request.additionalSecretOutputs),
+                custom_timeouts=(timeouts.create, timeouts.update, timeouts.delete),
+                alias_types=tuple(a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type),
             )
         )
         return response
 
+    def RegisterResourceOutputs(self, request):  # noqa: N802 (the gRPC method name)
+        self.outputs[request.urn] = _copy(request.outputs)
+        return super().RegisterResourceOutputs(request)
+
 
 class _OfflineMocks(pulumi_mocks.Mocks):
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], mode: str) -> None:
         self._config = config
+        self._mode = mode
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        if self._mode == FIRST_PREVIEW:
+            # A provider previewing a create: its inputs back (those the program knew), no id and
+            # no computed output, so the SDK marks both unknown.
+            return None, dict(args.inputs)
         return outputs.fill(args.typ, args.name, args.inputs)
 
     def call(self, args: pulumi_mocks.MockCallArgs):
@@ -165,20 +253,31 @@ def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None) -> Recording:
+def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None, mode: str = UP) -> Recording:
     """Run the program for one stack file and return what it registered. A configuration error
     raises `gpu_platform.config.ConfigError` before anything is registered; `sink`, when given,
     receives registrations as they happen (so a caller can see what an error left behind)."""
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
     config = read_stack_file(path)
     name = stack or stack_name(path)
-    mocks = _OfflineMocks(config)
+    mocks = _OfflineMocks(config, mode)
     monitor = _RecordingMonitor(mocks)
     if sink is not None:
         monitor.registrations = sink
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=name, preview=False, monitor=monitor)
+    # A root stack of this run's stack name (set_mocks keeps an earlier run's otherwise), so every
+    # top-level resource's parent is this stack's root, as under the engine.
+    set_root_resource(None)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=name, preview=mode == FIRST_PREVIEW, monitor=monitor)
     pulumi.runtime.set_all_config(_as_pulumi_config(config))
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
     settings.outputs.clear()
+    # Under mocks the root stack registers its (empty) outputs before the program runs; the
+    # engine's root stack holds the program's exports.
+    root = get_root_resource()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
-    return Recording(stack=name, config=config, resources=list(monitor.registrations))
+    recording = Recording(stack=name, config=config, resources=list(monitor.registrations), mode=mode)
+    recording.stack_outputs = _sync_await(rpc.serialize_properties(massage(dict(root.outputs), []), {}))
+    recording.component_outputs = {urn: out for urn, out in monitor.outputs.items() if urn != recording.stack_urn}
+    return recording

@@ -5,7 +5,7 @@ byte-identical output."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
 from pulumi.runtime import rpc
 
@@ -28,7 +28,25 @@ def clean(value: Any) -> Any:
     return value
 
 
-def as_json(recording: Recording, violations: list[Violation]) -> str:
+def fails(violations: list[Violation], first_preview: Optional[list[Violation]] = None) -> bool:
+    """A mandatory violation in either view fails: `pulumi up` would stop at it, and a real first
+    `pulumi preview` would report it."""
+    return any(v.enforcement_level == "mandatory" for v in (*violations, *(first_preview or ())))
+
+
+def differences(up: list[Violation], first: list[Violation], stack_urn: str):
+    """How the first preview's verdicts differ from `pulumi up`'s: (what it cannot decide yet, what
+    only `pulumi up` finds although the first preview decided it, what only the first preview finds)."""
+    undecided = [v for v in first if v.undecided]
+    cannot = {(v.policy, v.urn) for v in undecided}
+    key = lambda v: (v.policy, v.urn, v.enforcement_level, v.message)  # noqa: E731
+    decided, found = {key(v) for v in first if not v.undecided}, {key(v) for v in up}
+    only_up = [v for v in up if key(v) not in decided and not {(v.policy, v.urn), (v.policy, stack_urn)} & cannot]
+    only_first = [v for v in first if not v.undecided and key(v) not in found]
+    return undecided, only_up, only_first
+
+
+def as_json(recording: Recording, violations: list[Violation], first_preview: Optional[list[Violation]] = None) -> str:
     document = {
         "stack": recording.stack,
         "resources": [
@@ -44,6 +62,8 @@ def as_json(recording: Recording, violations: list[Violation]) -> str:
         ],
         "violations": [v.as_dict() for v in violations],
     }
+    if first_preview is not None:
+        document["firstPreview"] = {"violations": [v.as_dict() for v in first_preview]}
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
@@ -80,7 +100,8 @@ def _operand_waits(recording: Recording, operand: Registration, operands: dict[s
     return owners
 
 
-def summary(recording: Recording, violations: list[Violation], source: str) -> str:
+def summary(recording: Recording, violations: list[Violation], source: str,
+            first_preview: Optional[list[Violation]] = None) -> str:
     lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", "", "Resource tree:"]
     children: dict[str, list[Registration]] = {}
     for r in sorted(recording.resources, key=lambda r: (r.type, r.name)):
@@ -99,8 +120,19 @@ def summary(recording: Recording, violations: list[Violation], source: str) -> s
         lines.append(f"  {number}. {operand.name} ({operand.type.removeprefix(_OPERAND_PREFIX)})")
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
-    lines += ["", f"Policy violations: {len(mandatory)} mandatory, {len(advisory)} advisory"]
+    lines += ["", f"Policy violations (as pulumi up sees the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]
     for v in violations:
         lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
-    lines += ["", "Verdict: " + ("FAIL (mandatory policy violations)" if mandatory else "PASS")]
+    if first_preview is not None:
+        undecided, only_up, only_first = differences(violations, first_preview, recording.stack_urn)
+        same = not (undecided or only_up or only_first)
+        lines += ["", "First pulumi preview of a new stack (ids and computed outputs unknown): "
+                  + ("the same verdicts" if same else "differs")]
+        for v in undecided:
+            lines.append(f"  [cannot decide until the values exist; pulumi up decides] {v.policy}: {v.message}")
+        for v in only_up:
+            lines.append(f"  [{v.enforcement_level}, found only by pulumi up] {v.policy}: {v.message}")
+        for v in only_first:
+            lines.append(f"  [{v.enforcement_level}, found only by the first preview] {v.policy}: {v.message}")
+    lines += ["", "Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
     return "\n".join(lines) + "\n"

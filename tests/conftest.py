@@ -18,13 +18,27 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHIPPED_STACKS = sorted(engine.STACKS.glob("Pulumi.*.yaml"))
 
 
-@functools.lru_cache(maxsize=None)
-def _record(path: str) -> engine.Recording:
-    return engine.run(Path(path))
-
-
 def record(path: Path) -> engine.Recording:
-    return _record(str(path.resolve()))
+    return record_mode(path, engine.UP)
+
+
+@pytest.fixture(scope="session")
+def real_pack():
+    """The policy pack started as the Pulumi CLI starts it (a subprocess, over gRPC), once per worker."""
+    from preview import analyze
+
+    with analyze.PackProcess() as pack:
+        yield pack
+
+
+@functools.lru_cache(maxsize=None)
+def _record_mode(path: str, mode: str) -> engine.Recording:
+    return engine.run(Path(path), mode=mode)
+
+
+def record_mode(path: Path, mode: str) -> engine.Recording:
+    """One recording per stack file and mode per session (`engine.UP` or `engine.FIRST_PREVIEW`)."""
+    return _record_mode(str(path.resolve()), mode)
 
 
 @pytest.fixture(scope="session")

@@ -47,6 +47,7 @@ class NodeImageArgs:
     toolkit_version: str  # the release's container toolkit, baked when toolkitBaked
     fabric_manager: bool  # some pool is an NVSwitch family
     tags: dict[str, str]  # stack tags plus audit tags
+    declared: dict[str, str]  # stack facts for the policy pack, on the image resource only (not the AMI)
     region: str
     build_network: Optional[BuildNetwork] = None  # with source: bake
 
@@ -230,7 +231,7 @@ class NodeImage(pulumi.ComponentResource):
             infrastructure_configuration_arn=infrastructure.arn,
             distribution_configuration_arn=distribution.arn,
             image_tests_configuration={"image_tests_enabled": True, "timeout_minutes": 90},
-            tags=tags,
+            tags={**tags, **args.declared},
             opts=pulumi.ResourceOptions(parent=self, custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT)),
         )
         return image.output_resources.apply(lambda resources: resources[0].amis[0].image)

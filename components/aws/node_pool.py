@@ -40,6 +40,7 @@ class NodePoolArgs:
     subnet_ids: tuple[str, ...]
     labels: dict[str, str]  # the kubelet labels of the contract (gates, sharing config, pool)
     tags: dict[str, str]  # stack, image facts and audit tags
+    declared: dict[str, str]  # stack facts for the policy pack: resource tags only, never on an instance
 
 
 def _capacity_block(pool: NodePoolConfig) -> dict:
@@ -90,7 +91,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 {"resource_type": "instance", "tags": tags},
                 {"resource_type": "volume", "tags": tags},
             ],
-            tags=tags,
+            tags={**tags, **args.declared},
             opts=pulumi.ResourceOptions(parent=self),
         )
         group = aws.eks.NodeGroup(
@@ -108,7 +109,7 @@ class GpuNodePool(pulumi.ComponentResource):
             # and taint repeat the kubelet's so the cluster autoscaler can scale from zero.
             labels=args.labels,
             taints=[{"key": t["key"], "value": t["value"], "effect": "NO_SCHEDULE"} for t in taints],
-            tags=tags,
+            tags={**tags, **args.declared},
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[args.node_role],

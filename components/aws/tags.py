@@ -20,6 +20,17 @@ def audit_tags(audit: Audit, software: list[str]) -> dict[str, str]:
     }
 
 
+def declared_facts(release: str, cuda_versions, image_source: str) -> dict[str, str]:
+    """Stack facts the policy pack checks on the node image, launch templates and node groups
+    before they are created (policy/compatibility.py). Resource tags only: never on an AMI or an
+    instance, so changing the release or the CUDA versions replaces no node and rebuilds no image."""
+    return {
+        contract.OPERATOR_RELEASE_KEY: release,
+        contract.CUDA_VERSIONS_KEY: contract.join_values(cuda_versions),
+        contract.IMAGE_SOURCE_TAG: image_source,
+    }
+
+
 def node_software(driver_version: str, toolkit_baked: bool, fabric_manager: bool) -> list[str]:
     software = [f"nvidia-driver {driver_version} (kernel modules)"]
     if toolkit_baked:

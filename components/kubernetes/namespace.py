@@ -47,8 +47,8 @@ class GpuNamespace(pulumi.ComponentResource):
                 "labels": {**psa, "app.kubernetes.io/part-of": "gpu-platform"},
                 "annotations": {
                     contract.OPERATOR_RELEASE_KEY: args.release,
-                    contract.CUDA_VERSIONS_KEY: ",".join(args.cuda_versions),
-                    contract.OVERRIDES_KEY: ",".join(f"{k}={v}" for k, v in sorted(args.overrides.items())),
+                    contract.CUDA_VERSIONS_KEY: contract.join_values(args.cuda_versions),
+                    contract.OVERRIDES_KEY: contract.format_overrides(args.overrides),
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
                 },
             },

@@ -1,59 +1,59 @@
-"""Small PolicyResource builders with the inputs the program records (engine-side names)."""
+"""Small resources with the properties the program records (engine-side names), as plain data:
+`tests/policy/verdict.py` hands them to the pack through the real analyzer, which wraps them in its
+proxies exactly as under the CLI."""
 
 from __future__ import annotations
 
-from pulumi_policy import PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions
+from dataclasses import dataclass, field
+from typing import Any
 
 from gpu_platform import contract
 
-
-def resource(type_: str, name: str, props: dict) -> PolicyResource:
-    options = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
-    urn = f"urn:pulumi:test::gpu-platform::{type_}::{name}"
-    return PolicyResource(type_, props, urn, name, options, None, None, [], {})
-
-
-def cluster(minor: str) -> PolicyResource:
-    return resource("aws:eks/cluster:Cluster", "gpu-cluster", {"name": "gpu-test", "version": minor})
+RELEASE = "v25.10.1"
+DRIVER = "580.105.08"
+CUDA = "12.8"
+KUBERNETES = "1.33"
 
 
-def namespace(release: str, cuda: str = "12.8") -> PolicyResource:
-    return resource(
-        "kubernetes:core/v1:Namespace",
-        "gpu-namespace",
-        {"metadata": {"name": "gpu-operator", "annotations": {contract.OPERATOR_RELEASE_KEY: release, contract.CUDA_VERSIONS_KEY: cuda}}},
-    )
+@dataclass(frozen=True)
+class Resource:
+    type: str
+    name: str
+    props: dict[str, Any] = field(hash=False)
+
+    @property
+    def urn(self) -> str:
+        parent = {
+            "aws:eks/nodeGroup:NodeGroup": "gpu-platform:aws:GpuNodePool$",
+            "aws:ec2/launchTemplate:LaunchTemplate": "gpu-platform:aws:GpuNodePool$",
+            "aws:imagebuilder/image:Image": "gpu-platform:aws:NodeImage$",
+        }.get(self.type, "")
+        return f"urn:pulumi:test::gpu-platform::{parent}{self.type}::{self.name}"
 
 
-def launch_template(kubernetes: str = "1.33", driver: str = "580.105.08", **extra) -> PolicyResource:
-    tags = {contract.KUBERNETES_VERSION_TAG: kubernetes, contract.DRIVER_VERSION_TAG: driver}
-    return resource("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt", {"tags": tags, **extra})
+def resource(type_: str, name: str, props: dict) -> Resource:
+    return Resource(type_, name, props)
 
 
-def node_group(
-    pool: str = "l4",
-    gpu_model: str = "L4",
-    driver: str = "580.105.08",
-    gates: tuple[str, ...] = ("device-plugin",),
-    mig_config: str | None = None,
-    toolkit_baked: bool = False,
-    audit: bool = True,
-    taint_effect: str = "NO_SCHEDULE",
-) -> PolicyResource:
-    """A GPU pool's node group as the program records it (EKS spells taint effects NO_SCHEDULE)."""
-    tags = {
-        contract.DRIVER_VERSION_TAG: driver,
-        contract.GPU_MODEL_TAG: gpu_model,
-        contract.POOL_LABEL: pool,
-        contract.TOOLKIT_BAKED_TAG: str(toolkit_baked).lower(),
-        **(audit_tags(driver) if audit else {}),
+def cluster(minor: str = KUBERNETES, **vpc) -> Resource:
+    props: dict[str, Any] = {"name": "gpu-test", "version": minor}
+    if vpc:
+        props["vpcConfig"] = vpc
+    return resource("aws:eks/cluster:Cluster", "gpu-cluster", props)
+
+
+def namespace(release: str = RELEASE, cuda: str = CUDA, kubernetes: str = KUBERNETES, overrides: str = "") -> Resource:
+    """The operands' namespace as the program annotates it (CUDA versions and overrides space-separated)."""
+    notes = {
+        contract.OPERATOR_RELEASE_KEY: release,
+        contract.CUDA_VERSIONS_KEY: cuda,
+        contract.KUBERNETES_VERSION_TAG: kubernetes,
+        contract.OVERRIDES_KEY: overrides,
     }
-    labels = contract.pool_labels(pool, gpu_model, gates, mig_config)
-    taints = [{"key": contract.GPU_TAINT_KEY, "value": contract.GPU_TAINT_VALUE, "effect": taint_effect}]
-    return resource("aws:eks/nodeGroup:NodeGroup", f"gpu-pool-{pool}-ng", {"tags": tags, "labels": labels, "taints": taints})
+    return resource("kubernetes:core/v1:Namespace", "gpu-namespace", {"metadata": {"name": "gpu-operator", "annotations": notes}})
 
 
-def audit_tags(driver: str = "580.105.08") -> dict[str, str]:
+def audit_tags(driver: str = DRIVER) -> dict[str, str]:
     return {
         contract.AUDIT_TAG_SOFTWARE: f"nvidia-driver {driver} (kernel modules)",
         contract.AUDIT_TAG_OWNER: "ml-platform",
@@ -61,26 +61,63 @@ def audit_tags(driver: str = "580.105.08") -> dict[str, str]:
     }
 
 
-def hardened_launch_template(driver: str = "580.105.08", **overrides) -> PolicyResource:
-    """A GPU launch template with the inputs the program records (strings where the schema says so)."""
-    props = {
-        "metadataOptions": {"httpEndpoint": "enabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"},
-        "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "volumeSize": 200, "volumeType": "gp3"}}],
-        "networkInterfaces": [{"associatePublicIpAddress": "false", "deleteOnTermination": "true"}],
-        "tags": {contract.DRIVER_VERSION_TAG: driver, contract.GPU_MODEL_TAG: "L4", **audit_tags(driver)},
+def facts(driver: str = DRIVER, release: str = RELEASE, cuda: str = CUDA, kubernetes: str = KUBERNETES,
+          source: str = "bake", toolkit_baked: bool = False) -> dict[str, str]:
+    """The version facts every GPU resource declares in its tags."""
+    return {
+        contract.DRIVER_VERSION_TAG: driver,
+        contract.OPERATOR_RELEASE_KEY: release,
+        contract.CUDA_VERSIONS_KEY: cuda,
+        contract.KUBERNETES_VERSION_TAG: kubernetes,
+        contract.IMAGE_SOURCE_TAG: source,
+        contract.TOOLKIT_BAKED_TAG: str(toolkit_baked).lower(),
     }
-    props.update(overrides)
-    return resource("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt", props)
 
 
-def node_image(driver: str = "580.105.08", audit: bool = True) -> PolicyResource:
-    tags = {contract.DRIVER_VERSION_TAG: driver, **(audit_tags(driver) if audit else {})}
+def node_image(driver: str = DRIVER, audit: bool = True, **declared) -> Resource:
+    tags = {**facts(driver=driver, **declared), **(audit_tags(driver) if audit else {})}
     return resource("aws:imagebuilder/image:Image", "gpu-node-image-image", {"tags": tags})
 
 
-def namespace_with(release: str, cuda: str = "12.8", overrides: str = "") -> PolicyResource:
-    notes = {contract.OPERATOR_RELEASE_KEY: release, contract.CUDA_VERSIONS_KEY: cuda, contract.OVERRIDES_KEY: overrides}
-    return resource("kubernetes:core/v1:Namespace", "gpu-namespace", {"metadata": {"name": "gpu-operator", "annotations": notes}})
+def launch_template(driver: str = DRIVER, pool: str = "l4", gpu_model: str = "L4", audit: bool = True,
+                    props: dict | None = None, **declared) -> Resource:
+    """A GPU pool's launch template with the inputs the program records (strings where the schema says so)."""
+    tags = {
+        **facts(driver=driver, **declared), contract.GPU_MODEL_TAG: gpu_model, contract.POOL_LABEL: pool,
+        **(audit_tags(driver) if audit else {}),
+    }
+    body = {
+        "metadataOptions": {"httpEndpoint": "enabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"},
+        "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "volumeSize": 200, "volumeType": "gp3"}}],
+        "networkInterfaces": [{"associatePublicIpAddress": "false", "deleteOnTermination": "true"}],
+        "tags": tags,
+        **(props or {}),
+    }
+    return resource("aws:ec2/launchTemplate:LaunchTemplate", f"gpu-pool-{pool}-lt", body)
+
+
+def node_group(
+    pool: str = "l4",
+    gpu_model: str = "L4",
+    driver: str = DRIVER,
+    gates: tuple[str, ...] = ("device-plugin",),
+    mig_config: str | None = None,
+    toolkit_baked: bool = False,
+    audit: bool = True,
+    taint_effect: str = "NO_SCHEDULE",
+    **declared,
+) -> Resource:
+    """A GPU pool's node group as the program records it (EKS spells taint effects NO_SCHEDULE)."""
+    tags = {
+        **facts(driver=driver, toolkit_baked=toolkit_baked, **declared),
+        contract.GPU_MODEL_TAG: gpu_model,
+        contract.POOL_LABEL: pool,
+        **(audit_tags(driver) if audit else {}),
+    }
+    tags.pop(contract.IMAGE_SOURCE_TAG)
+    labels = contract.pool_labels(pool, gpu_model, gates, mig_config)
+    taints = [{"key": contract.GPU_TAINT_KEY, "value": contract.GPU_TAINT_VALUE, "effect": taint_effect}]
+    return resource("aws:eks/nodeGroup:NodeGroup", f"gpu-pool-{pool}-ng", {"tags": tags, "labels": labels, "taints": taints})
 
 
 def workload(
@@ -94,9 +131,12 @@ def workload(
     main_container: dict | None = None,
     gate: str | None = "device-plugin",
     tolerations: list | None = None,
-) -> PolicyResource:
+    release: str | None = RELEASE,
+    overrides: str = "",
+) -> Resource:
     """A workload manifest in the program's shape: the operand's container mounting the device-plugin
-    socket directory read-write with SYS_ADMIN, a wait init container reading the validations."""
+    socket directory read-write with SYS_ADMIN, a wait init container reading the validations; the
+    workload declares the release (and overrides) it follows, as the program's do."""
     container = {
         "name": "main", "image": image,
         "securityContext": {"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}},
@@ -124,6 +164,8 @@ def workload(
         contract.AUDIT_OWNER: "ml-platform",
         contract.AUDIT_APPROVAL: "SEC-1042",
     }
+    if operand and release:
+        notes = {**notes, contract.OPERATOR_RELEASE_KEY: release, **({contract.OVERRIDES_KEY: overrides} if overrides else {})}
     metadata = {"name": name, "labels": {contract.OPERAND_KEY: operand} if operand else {}, "annotations": notes}
     api = {"Pod": "core/v1", "Job": "batch/v1", "CronJob": "batch/v1"}.get(kind, "apps/v1")
     if kind == "Pod":

@@ -7,7 +7,7 @@ import pytest
 
 from gpu_platform import contract
 from policy.audit import privileged_software_tagged, privileged_workloads_audited
-from tests.policy.resources import hardened_launch_template, node_group, node_image, resource, workload
+from tests.policy.resources import launch_template, node_group, node_image, resource, workload
 from tests.policy.verdict import violations
 
 UNPRIVILEGED = {"containers": [{"name": "app", "image": "busybox"}], "volumes": []}
@@ -54,10 +54,21 @@ def test_declared_host_paths_that_differ_from_the_mounts_fail_naming_both(declar
 
 def test_aws_resources_running_the_driver_with_audit_tags_pass():
     system = resource("aws:eks/nodeGroup:NodeGroup", "gpu-cluster-system", {"tags": {"gpu-platform.io/owner": "ml-platform"}})
-    assert violations(privileged_software_tagged, [node_group(), hardened_launch_template(), node_image(), system]) == []
+    assert violations(privileged_software_tagged, [node_group(), launch_template(), node_image(), system]) == []
 
 
 @pytest.mark.parametrize("build", [lambda: node_group(audit=False), lambda: node_image(audit=False)])
 def test_aws_resources_running_the_driver_without_audit_tags_fail(build):
     found = violations(privileged_software_tagged, [build()])
     assert len(found) == 1 and contract.AUDIT_TAG_APPROVAL in found[0][0] and "580.105.08" in found[0][0]
+
+
+@pytest.mark.parametrize("build, fact", [
+    (lambda: node_image(release=""), contract.OPERATOR_RELEASE_KEY),
+    (lambda: launch_template(cuda=""), contract.CUDA_VERSIONS_KEY),
+    (lambda: node_group(kubernetes=""), contract.KUBERNETES_VERSION_TAG),
+])
+def test_a_gpu_resource_that_declares_no_version_fact_fails_instead_of_passing_unchecked(build, fact):
+    # Without the fact, the version policies checked on it would have nothing to compare.
+    found = violations(privileged_software_tagged, [build()])
+    assert len(found) == 1 and fact in found[0][0] and "cannot check" in found[0][0]

@@ -1,4 +1,6 @@
-"""Version-matrix policies, called directly with resource inputs as the engine hands them over."""
+"""Version-matrix policies, through the real analyzer, on the resources that declare both versions:
+the namespace (release and Kubernetes), the node image (driver, release, CUDA), or each launch
+template that boots a pinned AMI."""
 
 from __future__ import annotations
 
@@ -11,90 +13,106 @@ from policy.compatibility import (
     driver_version_tested_by_release,
     release_supports_kubernetes,
 )
-from tests.policy.resources import cluster, launch_template, namespace, node_group, node_image
+from tests.policy.resources import launch_template, namespace, node_group, node_image
 from tests.policy.verdict import violations
 
 
-def test_release_that_supports_the_kubernetes_minor_passes():
-    for release, minor in (("v25.10.1", "1.33"), ("v24.3.0", "1.30"), ("v23.9.2", "1.29")):
-        assert violations(release_supports_kubernetes, [cluster(minor), namespace(release)]) == []
+@pytest.mark.parametrize("release, minor", [("v25.10.1", "1.33"), ("v24.3.0", "1.30"), ("v23.9.2", "1.29"), ("v25.3.0", "1.29")])
+def test_release_that_supports_the_kubernetes_minor_passes(release, minor):
+    assert violations(release_supports_kubernetes, [namespace(release, kubernetes=minor)]) == []
 
 
-def test_release_older_than_the_kubernetes_minor_fails_naming_both_sides():
-    found = violations(release_supports_kubernetes, [cluster("1.33"), namespace("v24.3.0")])
+def test_release_older_than_the_kubernetes_minor_fails_on_the_namespace_naming_both_sides():
+    found = violations(release_supports_kubernetes, [namespace("v24.3.0", kubernetes="1.33")])
     assert len(found) == 1
     message, urn = found[0]
+    # v24.3.0 supports 1.22-1.30 (matrix.yaml, its release notes); a release that fits is named.
     assert "v24.3.0" in message and "1.22-1.30" in message and "1.33" in message
-    assert "v25.10.1" in message or "v26" in message  # a fix that exists
-    assert urn == namespace("v24.3.0").urn
+    assert "v25.10.1" in message or "v26" in message
+    assert urn == namespace().urn
 
 
-def test_release_newer_than_the_kubernetes_minor_fails():
-    # v25.3.0 raised the minimum to 1.29.
-    assert len(violations(release_supports_kubernetes, [cluster("1.28"), namespace("v25.3.0")])) == 1
+@pytest.mark.parametrize("release, minor", [("v25.3.0", "1.28"), ("v24.3.0", "1.31"), ("v23.9.0", "1.30")])
+def test_the_kubernetes_range_is_inclusive_at_both_ends_and_no_wider(release, minor):
+    # v25.3.0 raised the minimum to 1.29; v24.3.0 ends at 1.30; v23.9.0 at 1.29 (matrix.yaml).
+    assert len(violations(release_supports_kubernetes, [namespace(release, kubernetes=minor)])) == 1
 
 
-def test_adopted_cluster_version_is_read_from_launch_template_tags():
-    found = violations(release_supports_kubernetes, [launch_template(kubernetes="1.36"), namespace("v25.10.1")])
-    assert len(found) == 1 and "1.36" in found[0][0]
+def test_a_namespace_declaring_no_release_is_not_the_operands_and_is_not_checked():
+    other = namespace(release="", kubernetes="1.33")
+    assert violations(release_supports_kubernetes, [other]) == []
+
+
+def test_a_namespace_with_a_release_but_no_kubernetes_version_cannot_be_checked_and_fails():
+    found = violations(release_supports_kubernetes, [namespace("v25.10.1", kubernetes="")])
+    assert len(found) == 1 and "kubernetes-version" in found[0][0]
 
 
 @pytest.mark.parametrize("release, driver", [("v25.10.1", "580.105.08"), ("v26.7.0", "595.91.07"), ("v23.9.0", "470.223.02")])
 def test_driver_of_a_branch_the_release_supports_passes(release, driver):
-    assert violations(driver_branch_supported_by_release, [namespace(release), node_group(driver=driver)]) == []
+    assert violations(driver_branch_supported_by_release, [node_image(driver=driver, release=release)]) == []
 
 
 @pytest.mark.parametrize("release, driver, branch", [("v26.7.0", "570.211.01", "570"), ("v23.9.0", "550.54.14", "550")])
-def test_driver_of_a_branch_the_release_never_supported_fails_naming_both(release, driver, branch):
-    found = violations(driver_branch_supported_by_release, [namespace(release), node_group(driver=driver)])
+def test_a_baked_driver_of_a_branch_the_release_never_supported_fails_on_the_image(release, driver, branch):
+    resources = [node_image(driver=driver, release=release), launch_template(driver=driver, release=release),
+                 node_group(driver=driver, release=release)]
+    found = violations(driver_branch_supported_by_release, resources)
+    # Once, on the image (the bake), before anything is built: not again on each pool.
     assert len(found) == 1
     message, urn = found[0]
     assert driver in message and f"branch {branch}" in message and release in message
-    assert "gpu-pool-l4-ng" in message and "gpu-namespace" in message and urn == node_group().urn
+    assert "gpu-node-image-image" in message and urn == node_image().urn
 
 
-def test_driver_is_read_from_the_image_when_no_pool_declares_one():
-    found = violations(driver_branch_supported_by_release, [namespace("v26.7.0"), node_image(driver="570.211.01")])
-    assert len(found) == 1 and "gpu-node-image-image" in found[0][0]
+def test_a_pinned_ami_is_checked_on_each_launch_template_that_boots_it():
+    resources = [launch_template(driver="570.211.01", release="v26.7.0", source="ami", pool=p) for p in ("a", "b")]
+    found = violations(driver_branch_supported_by_release, resources)
+    assert sorted(urn for _, urn in found) == sorted(r.urn for r in resources)
+
+
+def test_a_launch_template_of_a_baked_image_is_not_checked_again():
+    assert violations(driver_branch_supported_by_release, [launch_template(driver="570.211.01", release="v26.7.0")]) == []
 
 
 @pytest.mark.parametrize("release, driver", [("v25.10.1", "580.105.08"), ("v24.3.0", "550.54.15")])
 def test_driver_the_release_was_tested_with_passes_the_advisory(release, driver):
-    assert violations(driver_version_tested_by_release, [namespace(release), node_group(driver=driver)]) == []
+    assert violations(driver_version_tested_by_release, [node_image(driver=driver, release=release)]) == []
 
 
 @pytest.mark.parametrize("release, driver, tested", [("v25.10.1", "580.65.06", "580.178.04"), ("v26.7.0", "580.105.08", "580.173.02")])
 def test_untested_driver_of_a_supported_branch_is_advisory(release, driver, tested):
-    found = violations(driver_version_tested_by_release, [namespace(release), node_group(driver=driver)])
+    found = violations(driver_version_tested_by_release, [node_image(driver=driver, release=release)])
     assert len(found) == 1 and driver in found[0][0] and tested in found[0][0] and release in found[0][0]
     assert driver_version_tested_by_release.enforcement_level.value == "advisory"
 
 
 def test_unsupported_branch_is_not_reported_twice_by_the_advisory():
-    assert violations(driver_version_tested_by_release, [namespace("v26.7.0"), node_group(driver="570.211.01")]) == []
+    assert violations(driver_version_tested_by_release, [node_image(driver="570.211.01", release="v26.7.0")]) == []
 
 
-@pytest.mark.parametrize("driver, cuda", [("580.105.08", "12.8,13.0"), ("570.26", "12.8"), ("525.60.13", "12.4")])
+@pytest.mark.parametrize("driver, cuda", [("580.105.08", "12.8 13.0"), ("570.26", "12.8"), ("525.60.13", "12.4")])
 def test_driver_at_or_above_the_cuda_major_floor_passes(driver, cuda):
-    assert violations(driver_serves_cuda_major, [namespace("v25.10.1", cuda), node_group(driver=driver)]) == []
+    assert violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)]) == []
 
 
-@pytest.mark.parametrize("driver, cuda, floor", [("570.211.01", "13.0", "580"), ("520.61.05", "12.0", "525")])
+@pytest.mark.parametrize("driver, cuda, floor", [("570.211.01", "13.0", "580"), ("520.61.05", "12.0", "525"), ("579.99.99", "12.8 13.0", "580")])
 def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor):
-    found = violations(driver_serves_cuda_major, [namespace("v25.10.1", cuda), node_group(driver=driver)])
+    # CUDA 12.x needs >= 525.60.13, 13.x >= 580 (matrix.yaml, CUDA's minor-version compatibility).
+    found = violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1
-    message, _ = found[0]
-    assert f"CUDA {cuda}" in message and f">= {floor}" in message and driver in message
-    assert "gpu-namespace" in message and "gpu-pool-l4-ng" in message
+    message, urn = found[0]
+    assert "CUDA 13.0" in message or "CUDA 12.0" in message
+    assert f">= {floor}" in message and driver in message and urn == node_image().urn
 
 
 @pytest.mark.parametrize("driver, cuda", [("580.105.08", "13.0"), ("570.124.06", "12.8.1")])
 def test_driver_at_or_above_the_toolkit_minimum_passes_the_advisory(driver, cuda):
-    assert violations(driver_serves_cuda_toolkit, [namespace("v25.10.1", cuda), node_group(driver=driver)]) == []
+    assert violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)]) == []
 
 
 @pytest.mark.parametrize("driver, cuda, need", [("570.124.06", "12.9", "575.51.03"), ("580.65.06", "13.1", "590.44.01")])
 def test_driver_below_the_toolkit_minimum_but_above_the_floor_is_advisory(driver, cuda, need):
-    found = violations(driver_serves_cuda_toolkit, [namespace("v25.10.1", cuda), node_group(driver=driver)])
+    found = violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1 and need in found[0][0] and driver in found[0][0]
-    assert violations(driver_serves_cuda_major, [namespace("v25.10.1", cuda), node_group(driver=driver)]) == []
+    assert violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)]) == []

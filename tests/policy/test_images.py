@@ -1,4 +1,5 @@
-"""Operand images and the release: the release's image, or a patch bump through operator.overrides."""
+"""Operand images and the release: the release's image, or a patch bump through operator.overrides;
+checked on each operand workload (which declares its release) and on the namespace (the overrides)."""
 
 from __future__ import annotations
 
@@ -6,18 +7,18 @@ import pytest
 
 from gpu_platform import matrix
 from policy.images import is_patch_bump, operand_images_match_release
-from tests.policy.resources import namespace_with, workload
+from tests.policy.resources import namespace, workload
 from tests.policy.verdict import violations
 
 
 def release_workload(release: str, operand: str = "device-plugin", **kwargs):
     images = matrix.load().release(release).images
-    return workload(operand=operand, image=images[operand], wait_image=images["validator"], **kwargs)
+    return workload(operand=operand, image=images[operand], wait_image=images["validator"], release=release, **kwargs)
 
 
 @pytest.mark.parametrize("release, operand", [("v25.10.1", "device-plugin"), ("v26.3.3", "dcgm-exporter"), ("v24.3.0", "gpu-feature-discovery")])
 def test_the_releases_own_images_pass(release, operand):
-    assert violations(operand_images_match_release, [namespace_with(release), release_workload(release, operand)]) == []
+    assert violations(operand_images_match_release, [namespace(release), release_workload(release, operand)]) == []
 
 
 @pytest.mark.parametrize("operand, tag, image", [
@@ -25,12 +26,12 @@ def test_the_releases_own_images_pass(release, operand):
     ("dcgm-exporter", "4.4.2-4.7.1-distroless", "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.1-distroless"),
 ])
 def test_a_patch_bump_through_overrides_passes(operand, tag, image):
-    resources = [namespace_with("v25.10.1", overrides=f"{operand}={tag}"), workload(operand=operand, image=image)]
+    resources = [namespace("v25.10.1", overrides=f"{operand}={tag}"), workload(operand=operand, image=image, overrides=f"{operand}={tag}")]
     assert violations(operand_images_match_release, resources) == []
 
 
 def test_a_foreign_repository_fails_naming_both_images():
-    found = violations(operand_images_match_release, [namespace_with("v25.10.1"), workload(image="docker.io/someone/k8s-device-plugin:v0.18.1")])
+    found = violations(operand_images_match_release, [namespace("v25.10.1"), workload(image="docker.io/someone/k8s-device-plugin:v0.18.1")])
     assert len(found) == 1
     message, urn = found[0]
     assert "docker.io/someone/k8s-device-plugin:v0.18.1" in message and "nvcr.io/nvidia/k8s-device-plugin:v0.18.1" in message
@@ -38,26 +39,45 @@ def test_a_foreign_repository_fails_naming_both_images():
 
 
 def test_another_tag_without_an_override_fails_pointing_at_overrides():
-    found = violations(operand_images_match_release, [namespace_with("v25.10.1"), workload(image="nvcr.io/nvidia/k8s-device-plugin:v0.18.2")])
+    found = violations(operand_images_match_release, [namespace("v25.10.1"), workload(image="nvcr.io/nvidia/k8s-device-plugin:v0.18.2")])
     assert len(found) == 1 and "operator.overrides.device-plugin" in found[0][0] and "v0.18.1" in found[0][0]
 
 
 def test_a_wait_container_of_another_release_fails():
     # v25.3.0's validator in a v25.10.1 stack.
-    found = violations(operand_images_match_release, [namespace_with("v25.10.1"), workload(wait_image="nvcr.io/nvidia/gpu-operator:v25.3.0")])
+    found = violations(operand_images_match_release, [namespace("v25.10.1"), workload(wait_image="nvcr.io/nvidia/gpu-operator:v25.3.0")])
     assert len(found) == 1 and "wait-for-toolkit-ready" in found[0][0] and "v25.3.0" in found[0][0]
 
 
 @pytest.mark.parametrize("operand, tag", [("device-plugin", "v0.19.0"), ("mig-manager", "v0.13.0"), ("dcgm-exporter", "4.5.1-4.8.0-distroless")])
 def test_an_override_that_is_not_a_patch_bump_fails_naming_both_tags(operand, tag):
     images = matrix.load().release("v25.10.1").images
-    resources = [namespace_with("v25.10.1", overrides=f"{operand}={tag}"), workload(operand=operand, image=images[operand].rsplit(":", 1)[0] + ":" + tag)]
+    override = f"{operand}={tag}"
+    resources = [namespace("v25.10.1", overrides=override),
+                 workload(operand=operand, image=images[operand].rsplit(":", 1)[0] + ":" + tag, overrides=override)]
     found = violations(operand_images_match_release, resources)
     assert len(found) == 1
     message, urn = found[0]
-    assert tag in message and images[operand].rsplit(":", 1)[1] in message and urn == namespace_with("v25.10.1").urn
+    assert tag in message and images[operand].rsplit(":", 1)[1] in message and urn == namespace("v25.10.1").urn
 
 
 def test_patch_bump_reads_versions_inside_tags():
     assert is_patch_bump("v1.18.1", "v1.18.2") and is_patch_bump("v0.14.2-ubi8", "v0.14.5-ubi8")
     assert not is_patch_bump("v1.18.1", "v1.19.0") and not is_patch_bump("v1.18.1", "latest") and not is_patch_bump("v1.18.1", "v1.18.0")
+
+
+def test_an_operand_workload_that_declares_no_release_fails_instead_of_passing_unchecked():
+    found = violations(operand_images_match_release, [workload(release=None)])
+    assert len(found) == 1 and "declares no" in found[0][0] and found[0][1] == workload().urn
+
+
+def test_a_workload_that_is_no_operand_is_not_checked():
+    assert violations(operand_images_match_release, [workload(operand=None, image="docker.io/library/busybox:1.36")]) == []
+
+
+def test_an_override_on_the_workload_lets_only_that_operands_tag_through():
+    # The validator's override does not admit a device-plugin tag.
+    found = violations(operand_images_match_release, [
+        workload(image="nvcr.io/nvidia/k8s-device-plugin:v0.18.2", wait_image="nvcr.io/nvidia/gpu-operator:v25.10.2",
+                 overrides="validator=v25.10.2")])
+    assert len(found) == 1 and "v0.18.2" in found[0][0]

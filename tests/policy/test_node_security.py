@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from policy.node_security import cluster_endpoint_private, gpu_launch_templates_hardened
-from tests.policy.resources import hardened_launch_template, resource
+from tests.policy.resources import launch_template, resource
 from tests.policy.verdict import violations
 
 
 def test_the_programs_launch_template_passes():
-    assert violations(gpu_launch_templates_hardened, [hardened_launch_template()]) == []
+    assert violations(gpu_launch_templates_hardened, [launch_template()]) == []
 
 
 def test_a_launch_template_that_is_not_a_gpu_nodes_is_not_checked():
@@ -25,7 +25,7 @@ def test_a_launch_template_that_is_not_a_gpu_nodes_is_not_checked():
     ({"networkInterfaces": [{"associatePublicIpAddress": "true"}]}, "associatePublicIpAddress"),
 ])
 def test_an_unhardened_gpu_launch_template_fails(overrides, fact):
-    found = violations(gpu_launch_templates_hardened, [hardened_launch_template(**overrides)])
+    found = violations(gpu_launch_templates_hardened, [launch_template(props=overrides)])
     assert len(found) == 1 and fact in found[0][0] and "gpu-pool-l4-lt" in found[0][0]
 
 

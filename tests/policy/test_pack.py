@@ -1,18 +1,16 @@
-"""The pack's load path: `policy/__main__.py` builds the PolicyPack from POLICIES with nothing but
-its own requirements, and every policy reads only pulumi_policy, yaml, the standard library and the
-plain data of gpu_platform."""
+"""The pack as the CLI loads it: `python -m pulumi.policy <engine> policy` serves exactly the
+policies listed here, with these levels and kinds; the offline preview's in-process pack is the same
+pack; and every policy reads only pulumi_policy, yaml, the standard library and gpu_platform's data."""
 
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
 import sys
 from pathlib import Path
 
-from pulumi_policy import EnforcementLevel
+from pulumi.runtime.proto import analyzer_pb2
 
-from policy.pack import POLICIES
+from preview import analyze
 from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"
@@ -21,38 +19,53 @@ ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 # What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
 CLOSURE = ("matrix.py", "contract.py", "versions.py")
 
-# Runs __main__.py from outside the repository with PolicyPack replaced by a recorder: the real one
-# starts the analyzer's gRPC server and blocks.
-LOADER = """
-import json, runpy, sys
-import pulumi_policy
+RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
+MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
+# Written out by hand: a policy dropped from the pack, or its level or kind changed, fails here.
+EXPECTED = [
+    ("release-supports-kubernetes", RESOURCE, MANDATORY),
+    ("driver-branch-supported-by-release", RESOURCE, MANDATORY),
+    ("driver-version-tested-by-release", RESOURCE, ADVISORY),
+    ("driver-serves-cuda-major", RESOURCE, MANDATORY),
+    ("driver-serves-cuda-toolkit", RESOURCE, ADVISORY),
+    ("driver-supports-gpu", RESOURCE, MANDATORY),
+    ("mig-config-fits-gpu", RESOURCE, MANDATORY),
+    ("operand-images-match-release", RESOURCE, MANDATORY),
+    ("privileged-workloads-audited", RESOURCE, MANDATORY),
+    ("privileged-software-tagged", RESOURCE, MANDATORY),
+    ("operands-tolerate-gpu-taints", STACK, MANDATORY),
+    ("operand-gates-set-by-pools", STACK, MANDATORY),
+    ("one-runtime-owner", STACK, MANDATORY),
+    ("declared-facts-agree", STACK, MANDATORY),
+    ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
+    ("cluster-endpoint-private", RESOURCE, ADVISORY),
+]
 
-seen = {}
-class Recorder:
-    def __init__(self, name, policies, enforcement_level=None, initial_config=None, **kwargs):
-        seen.update(name=name, policies=[p.name for p in policies], level=enforcement_level.value)
-pulumi_policy.PolicyPack = Recorder
-runpy.run_path(sys.argv[1], run_name="__main__")
-root = sys.argv[2]
-seen["project_modules"] = sorted(
-    name for name, m in sys.modules.items()
-    if (getattr(m, "__file__", None) or "").startswith(root)
-    and not (getattr(m, "__file__", None) or "").startswith((sys.prefix, sys.base_prefix))
-)
-print(json.dumps(seen))
-"""
+
+def _served(pack) -> list[tuple[str, int, int]]:
+    info = analyze.info(pack)
+    assert info.name == "gpu-platform"
+    return [(p.name, p.policy_type, p.enforcementLevel) for p in info.policies]
 
 
-def test_main_builds_the_pack_from_every_policy(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", LOADER, str(POLICY_DIR / "__main__.py"), str(ROOT) + "/"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
-    )
-    seen = json.loads(done.stdout)
-    assert seen["name"] == "gpu-platform" and seen["level"] == "mandatory"
-    assert seen["policies"] == [p.name for p in POLICIES]
-    outside = [m for m in seen["project_modules"] if not (m == "policy" or m.startswith("policy.") or m in ALLOWED_PROJECT)]
-    assert outside == []
+def test_the_pack_started_as_the_cli_starts_it_serves_exactly_the_listed_policies(real_pack):
+    assert _served(real_pack) == EXPECTED
+
+
+def test_the_offline_preview_serves_the_same_pack():
+    assert _served(analyze.in_process()) == EXPECTED
+
+
+def test_a_pack_that_fails_to_load_is_an_internal_error_naming_the_cause(tmp_path):
+    broken = tmp_path / "policy"
+    broken.mkdir()
+    (broken / "__main__.py").write_text("import no_such_module_anywhere\n")
+    try:
+        analyze.PackProcess(pack_dir=broken)
+    except analyze.PackError as exc:
+        assert "did not start" in str(exc) and "no_such_module_anywhere" in str(exc)
+    else:
+        raise AssertionError("a broken pack started")
 
 
 def _imports(path: Path) -> set[str]:
@@ -85,9 +98,14 @@ def test_the_packs_requirements_cover_its_imports():
     assert {"pulumi-policy", "pyyaml"} <= names
 
 
-def test_policy_names_are_unique_and_levels_are_the_issues():
-    levels = {p.name: p.enforcement_level for p in POLICIES}
-    assert len(levels) == len(POLICIES)
-    advisory = {n for n, lvl in levels.items() if lvl == EnforcementLevel.ADVISORY}
-    assert advisory == {"driver-version-tested-by-release", "driver-serves-cuda-toolkit", "cluster-endpoint-private"}
-    assert all(lvl in (EnforcementLevel.ADVISORY, EnforcementLevel.MANDATORY) for lvl in levels.values())
+def test_no_policy_tests_for_dict_or_list():
+    # The analyzer's proxies are Mappings and Sequences: `isinstance(x, dict)` is false for every value
+    # the CLI passes (pulumi_policy/proxy.py). Policies read through policy/props.py instead.
+    found = []
+    for path in sorted(POLICY_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                if any(getattr(k, "id", "") in ("dict", "list", "tuple") for k in kinds):
+                    found.append(f"{path.name}:{node.lineno}")
+    assert found == []

@@ -1,17 +1,51 @@
-"""Calls a policy the way the engine does (stack policies once, resource policies per resource) and
-collects (message, urn) pairs."""
+"""Hands fixture resources to the policy pack through pulumi_policy's own analyzer, as the engine
+does: each resource to Analyze, then all of them to AnalyzeStack, as protobuf structs (so numbers
+arrive as floats and objects as the analyzer's Mapping/Sequence proxies, never as dicts or lists).
+A policy that only works on plain dicts fails here as it would under the CLI."""
 
 from __future__ import annotations
 
-from pulumi_policy import ResourceValidationArgs, StackValidationArgs, StackValidationPolicy
+from typing import Iterable, Optional
+
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2
+
+from preview import analyze, policy_config
+from tests.policy.resources import Resource
+
+# Any value the engine passes during a preview for something not known yet (pulumi's
+# sdk/go/common/resource/plugin/rpc.go UnknownStringValue).
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
-def violations(policy, resources) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    if isinstance(policy, StackValidationPolicy):
-        policy.validate(StackValidationArgs(resources), lambda message, urn=None: found.append((message, urn)))
-        return found
-    for r in resources:
-        args = ResourceValidationArgs(r.resource_type, r.props, r.urn, r.name, r.opts, None)
-        policy.validate(args, lambda message, urn=None, _urn=r.urn: found.append((message, urn or _urn)))
+def struct(props: dict) -> struct_pb2.Struct:
+    found = struct_pb2.Struct()
+    json_format.ParseDict(props, found)
     return found
+
+
+def diagnostics(resources: Iterable[Resource], config: Optional[dict] = None) -> list[analyzer_pb2.AnalyzeDiagnostic]:
+    """Every diagnostic of the whole pack (each with the analyzed resource's URN for resource policies)."""
+    resources = list(resources)
+    pack = analyze.in_process()
+    pack.Configure(policy_config.configure_request(analyze.info(pack), config or {}))
+    found = []
+    for r in resources:
+        response = pack.Analyze(analyzer_pb2.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props)))
+        for d in response.diagnostics:
+            d.urn = r.urn
+            found.append(d)
+    stack = analyzer_pb2.AnalyzeStackRequest(resources=[
+        analyzer_pb2.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props)) for r in resources
+    ])
+    found += list(pack.AnalyzeStack(stack).diagnostics)
+    return found
+
+
+def violations(policy, resources: Iterable[Resource]) -> list[tuple[str, str]]:
+    """(message, urn) of one policy's diagnostics, the message as the policy wrote it."""
+    return [
+        (analyze.message(d), d.urn)
+        for d in diagnostics(resources)
+        if d.policyName == policy.name
+    ]

@@ -62,7 +62,8 @@ def test_json_report_has_the_documented_shape(tmp_path):
     report = tmp_path / "dev.json"
     assert main(["--stack", "dev", "--json", str(report)]) == 0
     document = json.loads(report.read_text())
-    assert set(document) == {"stack", "resources", "violations"}
+    assert set(document) == {"stack", "resources", "violations", "firstPreview"}
+    assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"
     for resource in document["resources"]:
         assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "inputs"}

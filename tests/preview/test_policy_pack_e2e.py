@@ -3,8 +3,6 @@ fails with the policy its header names and a message naming both sides; the ship
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +10,6 @@ import pytest
 import yaml
 
 from gpu_platform import contract
-from policy.pack import POLICIES
 from preview.__main__ import main
 from preview.analyze import analyze
 from tests.conftest import FIXTURES, SHIPPED_STACKS, stack_config, write_stack
@@ -102,21 +99,10 @@ def test_violating_fixtures_are_valid_stack_files():
         assert set(yaml.safe_load(stack.read_text())["config"]) >= {"gpu-platform:cluster", "gpu-platform:nodePools"}
 
 
-# No valid stack file makes the program skip its audit or its own images, so these run the preview's
-# analyzer over a real recording with the inputs tampered after the fact.
-def _tampered(recording, type_: str, name: str, change):
-    resources = []
-    for r in recording.resources:
-        if r.type == type_ and r.name == name:
-            inputs = copy.deepcopy(r.inputs)
-            change(inputs)
-            r = dataclasses.replace(r, inputs=inputs)
-        resources.append(r)
-    return dataclasses.replace(recording, resources=resources)
-
-
+# No valid stack file makes the program skip its audit or its own images, so these run the pack
+# over a real recording with one resource's inputs tampered after the fact.
 def _mandatory(recording) -> list:
-    return [v for v in analyze(recording, POLICIES) if v.enforcement_level == "mandatory"]
+    return [v for v in analyze(recording) if v.enforcement_level == "mandatory"]
 
 
 def test_an_unaudited_privileged_daemonset_in_a_real_recording_fails(prod):
@@ -124,7 +110,7 @@ def test_an_unaudited_privileged_daemonset_in_a_real_recording_fails(prod):
         for meta in (inputs["metadata"], inputs["spec"]["template"]["metadata"]):
             meta["annotations"] = {k: v for k, v in meta["annotations"].items() if not k.startswith(contract.AUDIT_PREFIX)}
 
-    found = _mandatory(_tampered(prod, "kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", strip))
+    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", strip))
     assert [v.policy for v in found] == ["privileged-workloads-audited"]
     assert "gpu-device-plugin-ds" in found[0].message and "SYS_ADMIN" in found[0].message
 
@@ -133,6 +119,15 @@ def test_a_foreign_image_in_a_real_recording_fails(prod):
     def swap(inputs):
         inputs["spec"]["template"]["spec"]["containers"][0]["image"] = "docker.io/someone/k8s-device-plugin:v0.18.1"
 
-    found = _mandatory(_tampered(prod, "kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", swap))
+    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", swap))
     assert [v.policy for v in found] == ["operand-images-match-release"]
     assert "docker.io/someone" in found[0].message and "nvcr.io/nvidia/k8s-device-plugin:v0.18.1" in found[0].message
+
+
+def test_a_node_group_that_claims_another_driver_than_the_image_fails(prod):
+    def other_driver(inputs):
+        inputs["tags"][contract.DRIVER_VERSION_TAG] = "580.95.05"
+
+    found = _mandatory(prod.replaced("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l40s-ng", other_driver))
+    assert [v.policy for v in found] == ["declared-facts-agree"]
+    assert "580.95.05" in found[0].message and "580.105.08" in found[0].message and "gpu-node-image-image" in found[0].message

@@ -152,6 +152,7 @@ class OperandArgs:
     audit: Audit
     release: str
     provider: k8s.Provider
+    overrides: dict[str, str] = field(default_factory=dict)  # operator.overrides, declared for the policy pack
     depends_on: Sequence[pulumi.Resource] = ()
 
 
@@ -270,6 +271,14 @@ def with_wait(spec: OperandSpec, marker: Optional[str], image: str) -> OperandSp
     )
 
 
+def _declared(args: OperandArgs) -> dict[str, str]:
+    """What a workload declares for the policy pack, which checks its images before it exists."""
+    found = {contract.OPERATOR_RELEASE_KEY: args.release}
+    if args.overrides:
+        found[contract.OVERRIDES_KEY] = contract.format_overrides(args.overrides)
+    return found
+
+
 def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, name: str) -> dict:
     """A Deployment of a cluster-wide part: unprivileged by construction (host access belongs to
     the DaemonSet, where the audit annotations are)."""
@@ -281,7 +290,7 @@ def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, 
         "app.kubernetes.io/part-of": "gpu-platform",
         contract.OPERAND_KEY: spec.operand,
     }
-    annotations = {contract.OPERATOR_RELEASE_KEY: args.release}
+    annotations = _declared(args)
     volumes = [{"name": d, "emptyDir": {}} for d in sorted({v for c in containers for v, _, _ in c.mounts})]
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
@@ -309,7 +318,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         "app.kubernetes.io/part-of": "gpu-platform",
         contract.OPERAND_KEY: spec.operand,
     }
-    annotations = {contract.OPERATOR_RELEASE_KEY: args.release, **audit_annotations(spec, args.audit)}
+    annotations = {**_declared(args), **audit_annotations(spec, args.audit)}
     if spec.node_selector is not None:
         selector = spec.node_selector
     elif args.gate is not None:

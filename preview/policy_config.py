@@ -1,0 +1,117 @@
+"""Policy-pack config (`--policy-config FILE`, the file `pulumi preview --policy-pack-config` takes),
+read and handed to the pack the way the CLI does, so an enforcement level means the same offline.
+
+The CLI (pulumi/pulumi v3.259.0, pkg/resource/analyzer/config.go): the file is a JSON object; an
+empty file is no config (93-101); a value is an enforcement level as text, or an object with an
+optional `enforcementLevel` and the policy's properties (121-147, 166-185); `all` sets every
+policy's level (344-352); the result starts from each policy's default level from GetAnalyzerInfo
+(427-447) and is sent whole through `Configure` (pkg/engine/update.go:296-324,
+pkg/resource/plugin/analyzer_plugin.go:612-641).
+
+Stricter than the CLI, because offline a silent no-op is worse than an error: a policy name the
+pack does not have is an error here (the CLI ignores it), and `environments` (Pulumi ESC
+references, resolved by Pulumi Cloud) cannot be resolved offline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from google.protobuf import struct_pb2
+from pulumi.runtime.proto import analyzer_pb2
+
+LEVELS = ("advisory", "mandatory", "remediate", "disabled")
+_TO_PROTO = {
+    "advisory": analyzer_pb2.ADVISORY,
+    "mandatory": analyzer_pb2.MANDATORY,
+    "remediate": analyzer_pb2.REMEDIATE,
+    "disabled": analyzer_pb2.DISABLED,
+}
+FROM_PROTO = {value: name for name, value in _TO_PROTO.items()}
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    level: str  # "" when the entry sets only properties
+    properties: Mapping[str, Any]
+
+
+def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
+    """The file's entries by policy name. Every mistake is a ValueError that starts with `flag`."""
+    if not text.strip():
+        return {}
+    try:
+        raw = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{flag}: not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}')
+    if "environments" in raw:
+        raise ValueError(f"{flag}: 'environments' names Pulumi ESC environments, which only Pulumi Cloud resolves; "
+                         "the offline preview cannot read them (remove the key, or run pulumi preview)")
+    found = {}
+    for name, value in raw.items():
+        if isinstance(value, str):
+            level, properties = value, {}
+        elif isinstance(value, dict):
+            properties = {k: v for k, v in value.items() if k != "enforcementLevel"}
+            level = value.get("enforcementLevel", "")
+            if not isinstance(level, str):
+                raise ValueError(f"{flag}: {name}.enforcementLevel: {level!r} is not an enforcement level (valid: {', '.join(LEVELS)})")
+        else:
+            raise ValueError(f"{flag}: {name}: {value!r} is neither an enforcement level nor an object "
+                             f'(e.g. "advisory" or {{"enforcementLevel": "advisory"}})')
+        if level and level not in LEVELS:
+            raise ValueError(f"{flag}: {name}: {level!r} is not an enforcement level (valid: {', '.join(LEVELS)})")
+        if level or properties:
+            found[name] = PolicyConfig(level, properties)
+    return found
+
+
+def load(path: Optional[Path]) -> dict[str, PolicyConfig]:
+    if path is None:
+        return {}
+    flag = f"--policy-config {path}"
+    if not path.is_file():
+        raise ValueError(f"{flag}: no such file")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{flag}: cannot be read as text ({exc})") from None
+    return parse(text, flag)
+
+
+def validate(config: Mapping[str, PolicyConfig], policies: list[str], flag: str) -> None:
+    unknown = sorted(set(config) - set(policies) - {ALL})
+    if unknown:
+        raise ValueError(f"{flag}: {unknown[0]!r} is not a policy of the pack (valid: {', '.join(sorted(policies))}, "
+                         f"or '{ALL}'); pulumi preview would ignore it silently")
+    if ALL in config and not config[ALL].level:
+        raise ValueError(f"{flag}: {ALL}: sets no enforcementLevel (valid: {', '.join(LEVELS)})")
+
+
+def configure_request(info: analyzer_pb2.AnalyzerInfo, config: Mapping[str, PolicyConfig]) -> analyzer_pb2.ConfigureAnalyzerRequest:
+    """Every policy's level (its default, then `all`, then its own entry) and properties."""
+    levels = {p.name: FROM_PROTO[p.enforcementLevel] for p in info.policies}
+    properties: dict[str, dict[str, Any]] = {name: {} for name in levels}
+    everything = config.get(ALL)
+    if everything is not None and everything.level:
+        levels = {name: everything.level for name in levels}
+    for name, entry in config.items():
+        if entry.level:
+            levels[name] = entry.level
+        properties.setdefault(name, {}).update(entry.properties)
+        levels.setdefault(name, "")
+    request = analyzer_pb2.ConfigureAnalyzerRequest()
+    for name in sorted(levels):
+        if not levels[name]:
+            # The CLI refuses this too ("invalid enforcement level"): only `all` can get here.
+            raise ValueError(f"{name}: sets no enforcementLevel (valid: {', '.join(LEVELS)})")
+        props = struct_pb2.Struct()
+        props.update(properties.get(name) or {})
+        request.policyConfig[name].CopyFrom(analyzer_pb2.PolicyConfig(enforcementLevel=_TO_PROTO[levels[name]], properties=props))
+    return request
