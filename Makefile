@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv constraints preview preview-all test golden rollout-docs lint bench clean
+.PHONY: venv constraints preview preview-all test golden docs rollout-docs lint bench clean
 
 venv: $(VENV)/.installed
 
@@ -34,9 +34,12 @@ preview-all: venv
 test: venv
 	$(PY) -m pytest
 
-# Rewrites the prod rollout picture in README.md and docs/rollout-prod.md from the recorded graph.
-rollout-docs: venv
-	$(PY) -m preview.graph --write-docs
+# Rewrites the generated parts of README.md (the policy table, the prod rollout picture) and
+# docs/rollout-prod.md from the code.
+docs: venv
+	$(PY) -m preview.docs --write
+
+rollout-docs: docs
 
 # Rewrites every golden file (user data, manifests, audit reports) from the current code; review the diff.
 golden: venv
@@ -48,7 +51,7 @@ lint: venv
 	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
 	$(VENV)/bin/ruff check --quiet --select F,E9 --exclude .venv .
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
-	$(PY) -m preview.graph --check
+	$(PY) -m preview.docs --check
 
 # Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
 bench: venv

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pulumi
 
 from components.aws import tags as aws_tags
-from components.aws.cluster import ClusterArgs, EksCluster
+from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.node_image import NodeImage, NodeImageArgs, image_tags
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
@@ -36,7 +36,7 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         mig_pools=tuple(mig_pools),
         toolkit_baked=config.node_image.toolkit_baked,
         cdi=config.release.cdi,
-        service_monitor=config.monitoring.service_monitor,
+        service_monitor=dict(config.monitoring.service_monitor_labels) if config.monitoring.service_monitor else None,
     )
     active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools))
     return [(stage, stage.spec(context)) for stage in active]
@@ -98,10 +98,14 @@ class GpuPlatform(pulumi.ComponentResource):
             service_cidr=self.cluster.service_cidr,
             security_group_id=self.cluster.security_group_id,
         )
+        pool_gates = {
+            pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=node_image.toolkit_baked)
+            for pool in config.node_pools
+        }
         self.pools = {}
         for pool in config.node_pools:
             gpu = found.gpus[pool.name]
-            gates = stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=node_image.toolkit_baked)
+            gates = pool_gates[pool.name]
             self.pools[pool.name] = GpuNodePool(
                 f"{name}-pool-{pool.name}",
                 NodePoolArgs(
@@ -129,6 +133,10 @@ class GpuPlatform(pulumi.ComponentResource):
         previous: list[pulumi.Resource] = [*self.pools.values(), namespace]
         self.operands = []
         for stage, spec in planned:
+            # The most nodes this stage's DaemonSet may cover: the GPU pools carrying its gate, or
+            # for an ungated stage (NFD's worker) every pool and the system nodes.
+            nodes = sum(p.max_size for p in config.node_pools if stage.gate is None or stage.gate in pool_gates[p.name])
+            nodes += SYSTEM_MAX_NODES if stage.gate is None else 0
             operand = stage.component(
                 f"{name}-{stage.operand}",
                 OperandArgs(
@@ -142,6 +150,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     provider=provider,
                     overrides=dict(config.operator.overrides),
                     depends_on=previous,
+                    nodes=nodes,
                 ),
                 opts=child,
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, ClassVar, Literal, Mapping, Optional
 
 import pulumi
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
@@ -46,6 +46,15 @@ class Cluster(_Model):
     create: StrictBool = True
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
     endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
+    # IAM roles or users that get cluster-admin access entries, besides whoever runs `pulumi up`.
+    admins: tuple[str, ...] = ()
+
+    # IAM role or user ARNs, with an optional path (IAM User Guide, "IAM identifiers"); an access
+    # entry for a role may carry the path (EKS User Guide, "Create access entries").
+    _IAM_PRINCIPAL: ClassVar[re.Pattern] = re.compile(
+        r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}")
+    _ASSUMED_ROLE: ClassVar[re.Pattern] = re.compile(
+        r"arn:(?P<partition>aws(-cn|-us-gov)?):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/[^/]+")
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -65,6 +74,28 @@ class Cluster(_Model):
         if len(set(value)) != len(value):
             raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
         return value
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _admins(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            return value
+        for arn in value:
+            role = cls._ASSUMED_ROLE.fullmatch(arn) if isinstance(arn, str) else None
+            if role:
+                raise ValueError(
+                    f"{arn!r} is an assumed-role session, which EKS access entries do not take; "
+                    f"give the role: arn:{role['partition']}:iam::{role['account']}:role/{role['role']}"
+                )
+            if not isinstance(arn, str) or not cls._IAM_PRINCIPAL.fullmatch(arn):
+                raise ValueError(
+                    f"{arn!r} is not an IAM role or user ARN (e.g. arn:aws:iam::123456789012:role/platform-admins "
+                    "or arn:aws:iam::123456789012:user/alice); EKS access entries take only those"
+                )
+        if len(set(value)) != len(value):
+            repeated = sorted({arn for arn in value if value.count(arn) > 1})
+            raise ValueError(f"{', '.join(repeated)} listed twice; an IAM principal can have one access entry only")
+        return tuple(value)
 
 
 class Operator(_Model):
@@ -104,6 +135,20 @@ class NodeImage(_Model):
     driver_version: str = Field(alias="driverVersion")
     ami_id: Optional[str] = Field(default=None, alias="amiId", pattern=r"^ami-[0-9a-f]{8,17}$")
     toolkit_baked: StrictBool = Field(default=False, alias="toolkitBaked")
+    # The EKS AMI release the bake starts from (default per Kubernetes minor:
+    # gpu_platform/eks_ami_releases.yaml); pinned so that AWS publishing a newer one rebuilds nothing.
+    base_image_release: Optional[str] = Field(default=None, alias="baseImageRelease")
+
+    @field_validator("base_image_release", mode="before")
+    @classmethod
+    def _release(cls, value: Any) -> Any:
+        # Release tags of awslabs/amazon-eks-ami are "v" and the build date (v20260714).
+        if value is not None and (not isinstance(value, str) or not re.fullmatch(r"v20\d{6}", value)):
+            raise ValueError(
+                f"{value!r} is not an EKS AMI release (a release tag of github.com/awslabs/amazon-eks-ami, "
+                "v and the release date, e.g. v20260714)"
+            )
+        return value
 
     @field_validator("driver_version", mode="before")
     @classmethod
@@ -116,6 +161,8 @@ class NodeImage(_Model):
             raise ValueError("amiId is required with source: ami (a pinned, already baked AMI)")
         if self.source == "bake" and self.ami_id:
             raise ValueError("amiId is only for source: ami; source: bake builds the AMI in the stack")
+        if self.source == "ami" and self.base_image_release:
+            raise ValueError("baseImageRelease is only for source: bake; a pinned AMI (source: ami) is already built")
         return self
 
 
@@ -204,12 +251,34 @@ class Audit(_Model):
         return value.strip()
 
 
+# kube-prometheus-stack's Prometheus selects ServiceMonitors labelled `release: <its Helm release>`
+# unless prometheusSpec.serviceMonitorSelectorNilUsesHelmValues is false
+# (prometheus-community/helm-charts, charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml).
+DEFAULT_SERVICE_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
 class Monitoring(_Model):
-    # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it.
+    # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it,
+    # so a cluster this stack is about to create gets it on the first `pulumi up` after it exists.
     service_monitor: StrictBool = Field(default=False, alias="serviceMonitor")
+    service_monitor_labels: Mapping[str, str] = Field(
+        default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS), alias="serviceMonitorLabels")
     # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
     # without one, but useful only with Prometheus scraping the exporter.
     dashboard: StrictBool = False
+
+    @field_validator("service_monitor_labels")
+    @classmethod
+    def _labels(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        for key, label in value.items():
+            if not _LABEL_KEY.match(key):
+                raise ValueError(f"{key!r} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
+            if not isinstance(label, str) or not _LABEL_VALUE.match(label):
+                raise ValueError(f"{key}: {label!r} is not a Kubernetes label value (63 characters at most: letters, "
+                                 "digits, '-', '_', '.', starting and ending with a letter or digit)")
+        return dict(sorted(value.items()))
 
 
 class StackConfig(_Model):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -103,9 +104,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except analyze.PackError as exc:
         print(f"internal error: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
+    except Exception:  # noqa: BLE001 a bug: never exit 1, which means policy violations
+        traceback.print_exc()
+        print("internal error: the preview failed (the traceback above); please report it", file=sys.stderr)
+        return EXIT_INTERNAL
     finally:
-        if isinstance(pack, analyze.PackProcess):
-            pack.close()
+        close = getattr(pack, "close", None)
+        if close is not None:
+            close()
 
 
 def _preview(args: argparse.Namespace, pack) -> int:

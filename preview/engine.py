@@ -159,6 +159,15 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         self.registrations: list[Registration] = []
         self.outputs: dict[str, struct_pb2.Struct] = {}
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        # The SDK's mock prefixes only the parent's own type; the engine prefixes the parent's whole
+        # qualified type, all ancestors but the root stack (pulumi/pulumi v3.259.0,
+        # pkg/resource/deploy/deployment.go:793-805, sdk/go/common/resource/urn/urn.go:80-93).
+        chain = parent.split("::")[2] if parent else ""
+        if chain and chain != STACK_TYPE:
+            type_ = f"{chain}${type_}"
+        return "::".join(["urn:pulumi:" + pulumi.get_stack(), pulumi.get_project(), type_, name])
+
     def RegisterResource(self, request):  # noqa: N802 (the gRPC method name)
         response = super().RegisterResource(request)
         if request.type == STACK_TYPE:

@@ -6,17 +6,13 @@ under the other: its recorded dependencies, an ancestor's (`Recording.waits_for`
 (the engine creates a resource's provider first; that is how the namespace waits for the cluster).
 An arrow goes from what is created first to what waits for it. Arrows implied by a longer path are
 left out (the transitive reduction of a DAG is unique, so the picture is deterministic); the full
-sets are in the table of `docs/rollout-prod.md`.
-
-    python -m preview.graph --write-docs   # rewrite docs/rollout-prod.md and the README block
-    python -m preview.graph --check        # exit 1 when either is stale (CI)
+sets are in the table of `docs/rollout-prod.md`, which `make docs` (preview/docs.py) keeps current
+with the README block.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
@@ -37,7 +33,7 @@ DOCS_STACK = "prod"
 README = ROOT / "README.md"
 DOC = ROOT / "docs" / f"rollout-{DOCS_STACK}.md"
 BEGIN, END = "<!-- rollout:begin -->", "<!-- rollout:end -->"
-REGENERATE = "make rollout-docs"
+REGENERATE = "make docs"
 
 
 @dataclass(frozen=True)
@@ -249,25 +245,3 @@ def write_docs(recording: Recording, readme: Path = README, doc_path: Path = DOC
     readme.write_text(_replace_block(readme.read_text(), readme_block(recording)))
     doc_path.parent.mkdir(parents=True, exist_ok=True)
     doc_path.write_text(doc(recording))
-
-
-def main(argv: Optional[Sequence[str]] = None, readme: Path = README, doc_path: Path = DOC) -> int:
-    parser = argparse.ArgumentParser(prog="python -m preview.graph", description=__doc__.split("\n\n")[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write-docs", action="store_true", help=f"rewrite {DOC.relative_to(ROOT)} and the README block")
-    mode.add_argument("--check", action="store_true", help="exit 1 when either is stale")
-    args = parser.parse_args(argv)
-    from preview import engine
-
-    recording = engine.run(engine.stack_file(DOCS_STACK))
-    if args.write_docs:
-        write_docs(recording, readme, doc_path)
-        return 0
-    problems = stale(recording, readme, doc_path)
-    for problem in problems:
-        print(f"error: {problem}; run `{REGENERATE}`", file=sys.stderr)
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

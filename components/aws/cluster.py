@@ -20,6 +20,7 @@ _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 # Cluster add-ons (CoreDNS, the NFD master, the GC) need somewhere to run that is not a GPU.
 _SYSTEM_INSTANCE_TYPE = "m6i.large"
 _SYSTEM_ROOT_GIB = 50
+SYSTEM_MAX_NODES = 4  # what operands that run on every node (NFD's worker) may also cover
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class EksCluster(pulumi.ComponentResource):
             # On-demand and two nodes in two zones: CoreDNS and the NFD master must survive a
             # spot reclaim or a zone outage, or no GPU node can be labelled.
             capacity_type="ON_DEMAND",
-            scaling_config={"min_size": 2, "desired_size": 2, "max_size": 4},
+            scaling_config={"min_size": 2, "desired_size": 2, "max_size": SYSTEM_MAX_NODES},
             update_config={"max_unavailable": 1},
             # The EKS AMI type stays (managed AMI); the template only hardens IMDS, disk and network.
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},

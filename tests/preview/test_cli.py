@@ -155,3 +155,41 @@ def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
     names = {p.name for p in out.iterdir()}
     assert not any("mig-manager" in n for n in names)  # prod only
     assert "notes.txt" in names
+
+
+def test_the_pack_started_as_the_cli_starts_it_gives_the_same_report(tmp_path):
+    ours, theirs = tmp_path / "in-process.json", tmp_path / "grpc.json"
+    stack = str(FIXTURES / "violating" / "mig-profile-not-of-gpu.yaml")
+    assert main(["--config", stack, "--json", str(ours)]) == 1
+    assert main(["--config", stack, "--json", str(theirs), "--analyzer", "grpc"]) == 1
+    assert ours.read_text() == theirs.read_text()
+
+
+def test_a_pack_that_cannot_start_is_an_internal_error_exit_3(monkeypatch, capsys):
+    from preview import analyze
+
+    def broken(*_args, **_kwargs):
+        raise analyze.PackError("the policy pack did not start (python -m pulumi.policy ...): ModuleNotFoundError")
+
+    monkeypatch.setattr(analyze, "PackProcess", broken)
+    assert main(["--stack", "dev", "--analyzer", "grpc"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("internal error: the policy pack did not start") and "Traceback" not in err
+
+
+def test_the_summary_shows_both_views_of_the_stack(capsys):
+    assert main(["--stack", "dev"]) == 0
+    out = capsys.readouterr().out
+    assert "Policy violations (as pulumi up sees the stack): 0 mandatory, 0 advisory" in out
+    assert "First pulumi preview of a new stack (ids and computed outputs unknown): the same verdicts" in out
+
+
+def test_a_bug_is_an_internal_error_exit_3_never_1(monkeypatch, capsys):
+    from preview import report
+
+    def broken(*_args, **_kwargs):
+        raise AttributeError("planted bug")
+
+    monkeypatch.setattr(report, "summary", broken)
+    assert main(["--stack", "dev"]) == 3
+    assert "internal error" in capsys.readouterr().err

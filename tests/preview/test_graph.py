@@ -139,15 +139,3 @@ def test_a_readme_without_the_markers_is_reported(prod, tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# title\n")
     assert any("no <!-- rollout:begin -->" in problem for problem in graph.stale(prod, readme, tmp_path / "doc.md"))
-
-
-def test_check_fails_on_a_stale_block(tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"{graph.BEGIN}\n{graph.END}\n")
-    assert graph.main(["--check"], readme=readme, doc_path=tmp_path / "rollout-prod.md") == 1
-    assert "make rollout-docs" in capsys.readouterr().err
-
-
-def test_the_committed_readme_picture_is_current():
-    """What CI runs: `python -m preview.graph --check`."""
-    assert graph.main(["--check"]) == 0

@@ -18,6 +18,7 @@ from typing import Any, Optional, Protocol, Sequence, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kubernetes.operands import rollout
 from gpu_platform import contract, versions
 from gpu_platform.config import Audit, ConfigError
 
@@ -119,7 +120,7 @@ class OperandSpec:
     deployments: tuple["Deployment", ...] = ()
     services: tuple["Service", ...] = ()
     crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
-    custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, spec (e.g. a ServiceMonitor)
+    custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,7 @@ class OperandArgs:
     provider: k8s.Provider
     overrides: dict[str, str] = field(default_factory=dict)  # operator.overrides, declared for the policy pack
     depends_on: Sequence[pulumi.Resource] = ()
+    nodes: int = 0  # the most nodes the DaemonSet may run on: sizes how long `pulumi up` waits (rollout.py)
 
 
 def host_path_modes(spec: OperandSpec) -> dict[str, str]:
@@ -407,7 +409,11 @@ class Operand(pulumi.ComponentResource):
             )
         manifest = daemonset_manifest(spec, args, object_name, configmap_names)
         manifest["metadata"]["namespace"] = args.namespace
-        self.daemonset = k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits)
+        wait = rollout.timeout(args.nodes)
+        self.daemonset = k8s.apps.v1.DaemonSet(
+            f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"],
+            opts=pulumi.ResourceOptions.merge(after_waits, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))),
+        )
         selector = manifest["spec"]["selector"]["matchLabels"]
         for service in spec.services:
             k8s.core.v1.Service(
@@ -422,11 +428,13 @@ class Operand(pulumi.ComponentResource):
         for resource in spec.custom_resources:
             # A CRD object cannot be schema-checked offline; its CRD comes from outside this stack
             # (e.g. the Prometheus operator), which the stack option asserts.
+            metadata = self._meta(f"{object_name}-{resource['suffix']}", spec.operand)
+            metadata["labels"].update(resource.get("labels") or {})
             k8s.apiextensions.CustomResource(
                 f"{name}-{resource['suffix']}",
                 api_version=resource["apiVersion"],
                 kind=resource["kind"],
-                metadata=self._meta(f"{object_name}-{resource['suffix']}", spec.operand),
+                metadata=metadata,
                 spec=resource["spec"],
                 opts=self._child,
             )

@@ -23,4 +23,5 @@ class OperandContext:
     mig_pools: tuple[MigPool, ...]
     toolkit_baked: bool
     cdi: bool
-    service_monitor: bool = False
+    # The ServiceMonitor's labels (what the Prometheus operator selects), or None for no ServiceMonitor.
+    service_monitor: dict[str, str] | None = None

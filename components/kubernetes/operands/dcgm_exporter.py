@@ -109,11 +109,12 @@ def spec(ctx: OperandContext) -> OperandSpec:
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
         "suffix": "servicemonitor",
+        "labels": ctx.service_monitor,
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
             "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s", "honorLabels": True}],
         },
-    },) if ctx.service_monitor else ()
+    },) if ctx.service_monitor is not None else ()
     return OperandSpec(
         operand="dcgm-exporter",
         reason=(

@@ -1,0 +1,85 @@
+"""The generated parts of the README and docs/, so they cannot drift from the code:
+
+- the policy table, from the policy declarations (policy/declare.py, in the pack's order);
+- the prod rollout picture (README block and docs/rollout-prod.md), from the recorded graph.
+
+    python -m preview.docs --write   # rewrite them (make docs)
+    python -m preview.docs --check   # exit 1 when any is stale (make lint, CI)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from preview.engine import ROOT
+
+README = ROOT / "README.md"
+REGENERATE = "make docs"
+POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
+
+
+def policy_table() -> str:
+    from policy.pack import DECLARATIONS
+
+    lines = [
+        POLICIES_BEGIN,
+        f"<!-- generated from the policy declarations (policy/*.py) by `{REGENERATE}`; CI fails when it is stale -->",
+        "| policy | kind | reads | level | checks |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for d in DECLARATIONS:
+        reads = d.targets.label if d.targets else "every resource of the stack"
+        level = d.policy.enforcement_level.value
+        lines.append(f"| `{d.policy.name}` | {d.kind} | {reads} | {level} | {d.policy.description} |")
+    lines.append(POLICIES_END)
+    return "\n".join(lines)
+
+
+def replace_block(text: str, begin: str, end: str, block: str) -> str:
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise ValueError(f"no {begin} ... {end} block")
+    return text[:start] + block + text[stop + len(end):]
+
+
+def stale(readme: Path = README) -> list[str]:
+    from preview import engine, graph
+
+    found = []
+    try:
+        text = readme.read_text()
+        if replace_block(text, POLICIES_BEGIN, POLICIES_END, policy_table()) != text:
+            found.append(f"{readme.name}: the policy table is stale")
+    except (FileNotFoundError, ValueError) as exc:
+        found.append(f"{readme.name}: {exc}")
+    found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
+    return found
+
+
+def write(readme: Path = README) -> None:
+    from preview import engine, graph
+
+    readme.write_text(replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table()))
+    graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preview.docs", description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="rewrite the generated README blocks and docs/rollout-prod.md")
+    mode.add_argument("--check", action="store_true", help="exit 1 when any of them is stale")
+    args = parser.parse_args(argv)
+    if args.write:
+        write()
+        return 0
+    problems = stale()
+    for problem in problems:
+        print(f"error: {problem}; run `{REGENERATE}`", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The generated README parts: the policy table comes from the declarations (one per policy, in the
+pack's order, with its kind, what it reads and its level), and `--check` (CI) fails when any
+generated part is stale."""
+
+from __future__ import annotations
+
+from preview import docs, graph
+from tests.policy.test_pack import EXPECTED
+
+
+def _table_rows(block: str) -> list[list[str]]:
+    rows = [line for line in block.splitlines() if line.startswith("| `")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+def test_the_policy_table_lists_every_policy_of_the_pack_with_its_kind_and_level():
+    rows = _table_rows(docs.policy_table())
+    kinds = {1: "resource", 2: "stack"}
+    levels = {0: "advisory", 1: "mandatory"}
+    assert [(r[0].strip("`"), r[1], r[3]) for r in rows] == [(n, kinds[k], levels[lvl]) for n, k, lvl in EXPECTED]
+
+
+def test_a_resource_policy_row_names_what_it_reads_and_a_stack_policy_row_says_the_whole_stack():
+    rows = {r[0].strip("`"): r for r in _table_rows(docs.policy_table())}
+    assert rows["driver-supports-gpu"][2] == "`NodeGroup`"
+    assert rows["driver-branch-supported-by-release"][2] == "`Image`, `LaunchTemplate`"
+    assert rows["one-runtime-owner"][2] == "every resource of the stack"
+
+
+def test_a_stale_policy_table_is_reported_and_rewritten(tmp_path, prod):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# t\n{docs.POLICIES_BEGIN}\nold\n{docs.POLICIES_END}\n{graph.BEGIN}\n{graph.END}\n")
+    assert any("policy table is stale" in p for p in docs.stale(readme))
+    readme.write_text(docs.replace_block(readme.read_text(), docs.POLICIES_BEGIN, docs.POLICIES_END, docs.policy_table()))
+    assert not any("policy table" in p for p in docs.stale(readme))
+
+
+def test_check_fails_on_a_stale_block_naming_the_command(monkeypatch, tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{graph.BEGIN}\n{graph.END}\n")
+    monkeypatch.setattr(docs, "README", readme)
+    monkeypatch.setattr(docs, "stale", lambda readme=readme: ["README.md: the policy table is stale"])
+    assert docs.main(["--check"]) == 1
+    assert "make docs" in capsys.readouterr().err
+
+
+def test_the_committed_readme_and_docs_are_current():
+    """What CI runs: `python -m preview.docs --check`."""
+    assert docs.stale() == []
