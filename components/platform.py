@@ -21,6 +21,22 @@ from gpu_platform import contract
 from gpu_platform.config import StackConfig
 
 
+def service_monitor(config: StackConfig, found: Discovered) -> dict[str, str] | None:
+    """The ServiceMonitor's labels, or None for none. A ServiceMonitor is an object of the Prometheus
+    operator's CRD: a cluster this update creates cannot have it yet (creating one there fails with
+    "no matches for kind"), so it waits for the first `pulumi up` after the cluster exists."""
+    if not config.monitoring.service_monitor:
+        return None
+    if not found.cluster_exists:
+        pulumi.log.warn(
+            f"gpu-platform:monitoring.serviceMonitor: cluster {config.cluster.name!r} does not exist yet, so it has no "
+            "Prometheus operator CRDs; the DCGM exporter's ServiceMonitor is created by the first `pulumi up` after "
+            "the cluster exists and kube-prometheus-stack is installed in it"
+        )
+        return None
+    return dict(config.monitoring.service_monitor_labels)
+
+
 def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]) -> list[tuple[stages.Stage, OperandSpec]]:
     """Every active stage with its spec, in the declared order."""
     mig_pools = []
@@ -36,7 +52,7 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         mig_pools=tuple(mig_pools),
         toolkit_baked=config.node_image.toolkit_baked,
         cdi=config.release.cdi,
-        service_monitor=dict(config.monitoring.service_monitor_labels) if config.monitoring.service_monitor else None,
+        service_monitor=service_monitor(config, found),
     )
     active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools))
     return [(stage, stage.spec(context)) for stage in active]
@@ -71,9 +87,11 @@ class GpuPlatform(pulumi.ComponentResource):
 
         declared = aws_tags.declared_facts(release.name, config.workloads.cuda_versions, node_image.source)
 
-        node_role = NodeRole(f"{name}-node-role", base_tags, opts=child)
+        node_role = NodeRole(f"{name}-node-role", base_tags, found.partition, opts=child)
         self.cluster = EksCluster(
-            f"{name}-cluster", ClusterArgs(config.cluster, node_role, base_tags, found.adopted), opts=child
+            f"{name}-cluster",
+            ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner),
+            opts=child,
         )
         # The image needs nothing from the cluster: it builds while the control plane comes up.
         self.image = NodeImage(
@@ -81,13 +99,16 @@ class GpuPlatform(pulumi.ComponentResource):
             NodeImageArgs(
                 config=node_image,
                 kubernetes_version=k8s_version,
-                base_ami=found.base_ami,
+                base_image=found.base_image,
                 toolkit_version=release.toolkit_version,
                 fabric_manager=fabric_manager,
                 tags=privileged_tags,
                 declared=declared,
                 region=config.region,
                 build_network=found.build_network,
+                partition=found.partition,
+                project=pulumi.get_project(),
+                stack=stack,
             ),
             opts=child,
         )

@@ -46,7 +46,9 @@ class Cluster(_Model):
     create: StrictBool = True
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
     endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
-    # IAM roles or users that get cluster-admin access entries, besides whoever runs `pulumi up`.
+    # IAM roles or users that get cluster-admin access entries: when given, exactly these (the
+    # identity that runs `pulumi up` must be one of them); when empty, whoever runs the stack that
+    # creates the cluster (components/aws/cluster_access.py).
     admins: tuple[str, ...] = ()
 
     # IAM role or user ARNs, with an optional path (IAM User Guide, "IAM identifiers"); an access

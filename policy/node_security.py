@@ -22,6 +22,12 @@ def _problems(props: Mapping[str, Any]) -> list[str]:
     metadata = dig(props, "metadataOptions")
     if metadata.get("httpTokens") != "required":
         found.append(f"metadataOptions.httpTokens is {metadata.get('httpTokens')!r}, not 'required' (IMDSv2); set httpTokens: required")
+    # With instance tags in metadata on, a tag key holding '/' fails the launch (EC2 User Guide, "View
+    # tags for your EC2 instances using instance metadata"), and an account-level IMDS default can
+    # turn it on: only an explicit "disabled" is safe for our gpu-platform.io/... tags.
+    if metadata.get("instanceMetadataTags") != "disabled":
+        found.append(f"metadataOptions.instanceMetadataTags is {metadata.get('instanceMetadataTags')!r}, not 'disabled'; "
+                     "set instanceMetadataTags: disabled (instance tag keys contain '/', which tags in metadata reject)")
     hops = metadata.get("httpPutResponseHopLimit")
     if isinstance(hops, bool) or not isinstance(hops, (int, float)) or hops > MAX_HOP_LIMIT:
         found.append(f"metadataOptions.httpPutResponseHopLimit is {hops!r}, not <= {MAX_HOP_LIMIT}; set it to {MAX_HOP_LIMIT} so pods cannot reach the node role")
@@ -40,7 +46,7 @@ def _problems(props: Mapping[str, Any]) -> list[str]:
 
 @resource_policy(
     "gpu-launch-templates-hardened", EnforcementLevel.MANDATORY,
-    "GPU launch templates require IMDSv2 with a hop limit of 1, encrypt every volume and assign no public IP.",
+    "GPU launch templates require IMDSv2 with a hop limit of 1 and keep instance tags out of the metadata, encrypt every volume and assign no public IP.",
     types(facts.LAUNCH_TEMPLATE),
 )
 def gpu_launch_templates_hardened(args, report_violation) -> None:

@@ -2,7 +2,8 @@
 
 Instance types come from moto's copy of AWS's instance catalogue (the data behind moto's
 DescribeInstanceTypes), read directly: starting moto costs seconds and answers nothing more. What
-moto does not serve (the EKS public SSM parameters, existing clusters) comes from recorded fixtures.
+moto does not serve (the EKS public SSM parameters, existing clusters, the partition, who runs the
+stack) comes from recorded fixtures.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import gzip
 import hashlib
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -65,13 +67,26 @@ def _instance_type(args: dict, config: dict) -> dict:
     }
 
 
+def _eks_ami(name: str) -> str | None:
+    """`<prefix><k8s>/amazon-linux-2023/x86_64/standard/<recommended | AMI name of a release>/image_id`."""
+    parts = name[len(_EKS_AMI_PREFIX):].split("/") if name.startswith(_EKS_AMI_PREFIX) else []
+    if len(parts) != 6 or parts[1:4] != ["amazon-linux-2023", "x86_64", "standard"] or parts[5] != "image_id":
+        return None
+    minor, which = parts[0], parts[4]
+    amis = _fixtures()["eksOptimizedAmis"]
+    if which == "recommended":
+        return amis["recommended"].get(minor)
+    prefix = f"amazon-eks-node-al2023-x86_64-standard-{minor}-"
+    if which.startswith(prefix):
+        return (amis["releases"].get(which[len(prefix):]) or {}).get(minor)
+    return None
+
+
 def _ssm_parameter(args: dict, config: dict) -> dict:
     name = args.get("name", "")
-    if name.startswith(_EKS_AMI_PREFIX) and name.endswith("/standard/recommended/image_id"):
-        minor = name[len(_EKS_AMI_PREFIX):].split("/", 1)[0]
-        ami = _fixtures()["eksOptimizedAmis"].get(minor)
-        if ami:
-            return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
+    ami = _eks_ami(name)
+    if ami:
+        return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
     raise InvokeError(f"ParameterNotFound: {name}")
 
 
@@ -89,12 +104,13 @@ def _cluster(args: dict, config: dict) -> dict:
     return {
         "id": name,
         "name": name,
-        "arn": f"arn:aws:eks:us-west-2:{_fixtures()['account']}:cluster/{name}",
+        "arn": f"arn:{_fixtures()['partition']}:eks:us-west-2:{_fixtures()['account']}:cluster/{name}",
         "version": known["version"],
         "endpoint": known["endpoint"],
         "certificateAuthorities": [{"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="}],
         "kubernetesNetworkConfigs": [{"serviceIpv4Cidr": known["serviceIpv4Cidr"], "ipFamily": "ipv4"}],
         "vpcConfig": {"clusterSecurityGroupId": known["clusterSecurityGroupId"]},
+        "accessConfigs": [{"authenticationMode": known.get("authenticationMode", "API_AND_CONFIG_MAP")}],
         "status": "ACTIVE",
     }
 
@@ -111,12 +127,30 @@ def _subnet(args: dict, config: dict) -> dict:
 
 
 def _caller_identity(args: dict, config: dict) -> dict:
-    account = _fixtures()["account"]
-    return {"id": account, "accountId": account, "arn": f"arn:aws:iam::{account}:user/preview", "userId": "AIDAPREVIEW"}
+    fixtures = _fixtures()
+    account = fixtures["account"]
+    arn = f"arn:{fixtures['partition']}:sts::{account}:assumed-role/{fixtures['callerRole']}/preview"
+    return {"id": account, "accountId": account, "arn": arn, "userId": "AROAPREVIEW:preview"}
+
+
+def _session_context(args: dict, config: dict) -> dict:
+    """What IAM answers for an ARN: an assumed-role session's source role (IAM would add the role's
+    path; the fixtures' role has none), any other ARN passed through."""
+    arn = args.get("arn", "")
+    session = re.fullmatch(r"arn:([a-z-]+):sts::(\d{12}):assumed-role/([^/]+)/(.+)", arn)
+    if session is None:
+        return {"id": arn, "arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": ""}
+    partition, account, role, name = session.groups()
+    return {"id": arn, "arn": arn, "issuerArn": f"arn:{partition}:iam::{account}:role/{role}",
+            "issuerId": "AROAPREVIEW", "issuerName": role, "sessionName": name}
+
+
+_DNS_SUFFIXES = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn", "aws-us-gov": "amazonaws.com"}
 
 
 def _partition(args: dict, config: dict) -> dict:
-    return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com"}
+    partition = _fixtures()["partition"]
+    return {"id": partition, "partition": partition, "dnsSuffix": _DNS_SUFFIXES[partition]}
 
 
 def _region(args: dict, config: dict) -> dict:
@@ -124,12 +158,21 @@ def _region(args: dict, config: dict) -> dict:
     return {"id": region, "name": region, "region": region}
 
 
+def _clusters(args: dict, config: dict) -> dict:
+    """The EKS clusters the account has in the region: the fixtures' (a stack that creates its
+    cluster finds it missing, as on its first `pulumi up`)."""
+    names = sorted(_fixtures()["clusters"])
+    return {"id": config.get("aws:region", "us-west-2"), "names": names}
+
+
 _ANSWERS: dict[str, Callable[[dict, dict], dict]] = {
     "aws:ec2/getInstanceType:getInstanceType": _instance_type,
     "aws:ssm/getParameter:getParameter": _ssm_parameter,
     "aws:eks/getCluster:getCluster": _cluster,
+    "aws:eks/getClusters:getClusters": _clusters,
     "aws:ec2/getSubnet:getSubnet": _subnet,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller_identity,
+    "aws:iam/getSessionContext:getSessionContext": _session_context,
     "aws:index/getPartition:getPartition": _partition,
     "aws:index/getRegion:getRegion": _region,
 }

@@ -1,6 +1,7 @@
 """The AWS half of the audit report: what the instances that run the privileged node software may do
-and how exposed they are. IAM roles and their policies, instance metadata (IMDS) settings, volume
-encryption, public addresses and endpoints, and the audit tags, all read from resource inputs.
+and how exposed they are. IAM roles and their policies, who may administer the cluster (access
+entries), instance metadata (IMDS) settings, volume encryption, public addresses and endpoints, and
+the audit tags, all read from resource inputs.
 
 Values are printed as recorded, not judged (the policy pack judges); an unset value says so, since
 an unset IMDS or encryption setting means the AMI's or the account's default.
@@ -17,8 +18,10 @@ from preview.engine import Recording, Registration
 from preview.report import clean
 
 ROLE = "aws:iam/role:Role"
+POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 IMAGE_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
 INFRASTRUCTURE = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
+ACCESS_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 UNSET = "(not set)"
 
 
@@ -61,17 +64,35 @@ def _roles(recording: Recording) -> list[str]:
     lines = ["### IAM roles", ""]
     for r, props in _of(recording, ROLE):
         lines.append(f"- {_what(r)}, assumed by {_trusted(props.get('assumeRolePolicy'))}")
-        policies = props.get("managedPolicyArns") or []
+        # Policies arrive as RolePolicyAttachments (managedPolicyArns is deprecated), found by the
+        # role they depend on; sorted, as they register in no fixed order.
+        attached = sorted(a.inputs.get("policyArn") for a in recording.of_type(POLICY_ATTACHMENT) if r.urn in a.dependencies)
+        policies = [*(props.get("managedPolicyArns") or []), *attached]
         lines += [f"  - managed policy `{arn}`" for arn in policies] or ["  - no managed policies"]
         lines += [f"  - inline policy `{p.get('name', '?')}`" for p in props.get("inlinePolicies") or () if isinstance(p, dict)]
     return lines + [""]
 
 
+def _access(recording: Recording) -> list[str]:
+    lines = ["### Cluster access (EKS access entries)", ""]
+    for r, props in _of(recording, ACCESS_ASSOCIATION):
+        scope = props.get("accessScope") or {}
+        where = scope.get("type") or UNSET
+        if scope.get("namespaces"):
+            where += " " + ", ".join(scope["namespaces"])
+        lines.append(f"- `{_shown(props.get('principalArn'))}`: `{_shown(props.get('policyArn'))}`, scope {where}")
+    if len(lines) == 2:
+        lines.append("- no access entry in this stack (an adopted cluster keeps the access it had)")
+    return lines + [""]
+
+
 def _imds(recording: Recording) -> list[str]:
-    lines = ["### Instance metadata (IMDS)", "", "| resource | httpTokens | hop limit | endpoint |", "| --- | --- | --- | --- |"]
+    lines = ["### Instance metadata (IMDS)", "", "| resource | httpTokens | hop limit | endpoint | instance tags |",
+             "| --- | --- | --- | --- | --- |"]
     for r, props in _of(recording, LAUNCH_TEMPLATE, INFRASTRUCTURE):
         options = props.get("metadataOptions" if r.type == LAUNCH_TEMPLATE else "instanceMetadataOptions") or {}
-        lines.append(_row(_what(r), options.get("httpTokens"), options.get("httpPutResponseHopLimit"), options.get("httpEndpoint")))
+        lines.append(_row(_what(r), options.get("httpTokens"), options.get("httpPutResponseHopLimit"),
+                          options.get("httpEndpoint"), options.get("instanceMetadataTags")))
     return lines + [""]
 
 
@@ -123,7 +144,7 @@ def _tags(recording: Recording) -> list[str]:
 
 
 def section(recording: Recording) -> list[str]:
-    return ["## AWS", "", *_roles(recording), *_imds(recording), *_volumes(recording), *_exposure(recording), *_tags(recording)]
+    return ["## AWS", "", *_roles(recording), *_access(recording), *_imds(recording), *_volumes(recording), *_exposure(recording), *_tags(recording)]
 
 
 def audit_tag_values(recording: Recording, key: str) -> list[str]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import logging
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,6 +94,7 @@ class Recording:
     # The root stack's outputs (the program's exports) and each component's registered outputs.
     stack_outputs: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, repr=False)
     component_outputs: dict[str, struct_pb2.Struct] = field(default_factory=dict, repr=False)
+    warnings: tuple[str, ...] = ()  # what the program logged as warnings (pulumi up shows them too)
 
     @property
     def stack_urn(self) -> str:
@@ -262,6 +264,23 @@ def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
     }
 
 
+class _Warnings(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _program_log() -> tuple[logging.Logger, _Warnings]:
+    """The mock engine's log: the program's warnings go to the recording, not to stderr."""
+    logger = logging.getLogger("gpu-platform.preview.program")
+    logger.propagate = False
+    logger.handlers = [_Warnings()]
+    return logger, logger.handlers[0]
+
+
 def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None, mode: str = UP) -> Recording:
     """Run the program for one stack file and return what it registered. A configuration error
     raises `gpu_platform.config.ConfigError` before anything is registered; `sink`, when given,
@@ -277,7 +296,8 @@ def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registratio
     # A root stack of this run's stack name (set_mocks keeps an earlier run's otherwise), so every
     # top-level resource's parent is this stack's root, as under the engine.
     set_root_resource(None)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=name, preview=mode == FIRST_PREVIEW, monitor=monitor)
+    logger, warnings = _program_log()
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=name, preview=mode == FIRST_PREVIEW, monitor=monitor, logger=logger)
     pulumi.runtime.set_all_config(_as_pulumi_config(config))
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
@@ -286,7 +306,8 @@ def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registratio
     # engine's root stack holds the program's exports.
     root = get_root_resource()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
-    recording = Recording(stack=name, config=config, resources=list(monitor.registrations), mode=mode)
+    recording = Recording(stack=name, config=config, resources=list(monitor.registrations), mode=mode,
+                          warnings=tuple(dict.fromkeys(warnings.messages)))
     recording.stack_outputs = _sync_await(rpc.serialize_properties(massage(dict(root.outputs), []), {}))
     recording.component_outputs = {urn: out for urn, out in monitor.outputs.items() if urn != recording.stack_urn}
     return recording

@@ -115,6 +115,9 @@ def summary(recording: Recording, violations: list[Violation], source: str,
 
     for root in sorted((p for p in children if p not in known), key=str):
         walk(root, 1)
+    if recording.warnings:
+        lines += ["", "Warnings from the program (pulumi up prints them too):"]
+        lines += [f"  {w}" for w in recording.warnings]
     lines += ["", "Operand rollout order (each waits for the one before; the first for the GPU node pools):"]
     for number, operand in enumerate(operand_order(recording), 1):
         lines.append(f"  {number}. {operand.name} ({operand.type.removeprefix(_OPERAND_PREFIX)})")

@@ -1,5 +1,7 @@
-"""The EKS cluster: created (private endpoint, API access entries, KMS-encrypted secrets, control
-plane logs, a small system node pool) or adopted by name; either way a Kubernetes provider for it."""
+"""The EKS cluster: created (private endpoint, API access entries for the runner and the named
+admins, KMS-encrypted secrets, control plane logs, a small system node pool) or adopted by name
+(access entries for the named admins only); either way a Kubernetes provider for it that waits for
+that access."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws import launch_settings
+from components.aws import cluster_access, launch_settings
 from components.aws.discovery import AdoptedCluster
+from components.aws.managed_role import managed_role, trust
 from components.aws.node_role import NodeRole
 from gpu_platform.config import Cluster as ClusterConfig
 
@@ -29,6 +32,8 @@ class ClusterArgs:
     node_role: NodeRole
     tags: dict[str, str]
     adopted: Optional[AdoptedCluster] = None  # create: false; looked up before anything registers
+    partition: str = "aws"
+    runner: Optional[str] = None  # the IAM role or user running the stack (cluster_access.principals)
 
 
 def _kubeconfig(name, endpoint, ca) -> pulumi.Output[str]:
@@ -66,6 +71,7 @@ class EksCluster(pulumi.ComponentResource):
     certificate_authority: pulumi.Output[str]
     service_cidr: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
+    access: list[aws.eks.AccessPolicyAssociation]
     provider: k8s.Provider
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
@@ -76,28 +82,31 @@ class EksCluster(pulumi.ComponentResource):
             self._create(name, args, child)
         else:
             self._adopt(args.adopted)
+        # A created cluster admits no one but these entries (bootstrap off).
+        principals = cluster_access.principals(args.runner, cfg.admins, cfg.create)
+        if cluster_access.runner_without_access(args.runner, cfg.admins):
+            pulumi.log.warn(
+                f"gpu-platform:cluster.admins does not list {args.runner}, which runs this update: the stack gives "
+                f"it no access entry, so its Kubernetes calls are refused unless it has access otherwise; add it "
+                f"to cluster.admins if it deploys this stack"
+            )
+        self.access = cluster_access.cluster_admins(name, self.name, principals, args.partition, args.tags, self)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             # Secret: a kubeconfig is a credential path into the cluster; keep it out of logs and state.
             kubeconfig=pulumi.Output.secret(_kubeconfig(self.name, self.endpoint, self.certificate_authority)),
             enable_server_side_apply=True,
-            opts=child,
+            # Every Kubernetes object goes through this provider: none may be sent before the runner's
+            # access policy is associated, or the API answers Unauthorized.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.access)),
         )
         self.register_outputs({"name": self.name, "endpoint": self.endpoint})
 
     def _create(self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions) -> None:
         cfg = args.config
-        role = aws.iam.Role(
-            f"{name}-control-plane",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}],
-                }
-            ),
-            managed_policy_arns=["arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"],
-            tags=args.tags,
-            opts=child,
+        control_plane = managed_role(
+            f"{name}-control-plane", trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+            ("AmazonEKSClusterPolicy",), args.partition, args.tags, self,
         )
         key = aws.kms.Key(
             f"{name}-secrets",
@@ -111,17 +120,22 @@ class EksCluster(pulumi.ComponentResource):
             name,
             name=cfg.name,
             version=cfg.kubernetes_version,
-            role_arn=role.arn,
+            role_arn=control_plane.role.arn,
             vpc_config={
                 "subnet_ids": list(cfg.subnet_ids),
                 "endpoint_private_access": True,
                 "endpoint_public_access": cfg.endpoint_public_access,
             },
-            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
+            # No bootstrap entry for the creator: the runner's explicit entry (cluster_access) would
+            # collide with it, one principal in two entries (ResourceInUseException; pulumi/pulumi-eks#2373).
+            # The provider replaces a cluster whose bootstrap flag changes (pulumi/pulumi-aws#3997,
+            # hashicorp/terraform-provider-aws#35824).
+            access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
             encryption_config={"provider": {"key_arn": key.arn}, "resources": ["secrets"]},
             enabled_cluster_log_types=_LOG_TYPES,
             tags=args.tags,
-            opts=child,
+            # The control plane acts through its role from the first minute: the policy must be on it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(control_plane.attachments)),
         )
         self.name = cluster.name
         self.endpoint = cluster.endpoint
@@ -155,7 +169,7 @@ class EksCluster(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             labels={"gpu-platform.io/role": "system"},
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.node_role]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.node_role.attachments)),
         )
 
     def _adopt(self, found: "AdoptedCluster") -> None:

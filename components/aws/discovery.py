@@ -1,14 +1,19 @@
-"""What the stack must ask AWS before it registers anything: each pool's GPUs (AWS's instance
-catalogue), the base image for a bake, the cluster to adopt. A wrong name here is the user's mistake,
-so it becomes a ConfigError naming the key, and nothing has been created yet."""
+"""What the stack must ask AWS before it registers anything: the partition ARNs are built in, each
+pool's GPUs (AWS's instance catalogue), the base image for a bake (a pinned EKS AMI release), the
+cluster to adopt, and who runs the stack (it gets a cluster-admin access entry). A wrong name here is
+the user's mistake, so it becomes a ConfigError naming the key, and nothing has been created yet."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
+import re
+
 import pulumi_aws as aws
 
+from components.aws import base_image
+from components.aws.base_image import BaseImage
 from gpu_platform import matrix
 from gpu_platform.config import ConfigError, StackConfig
 
@@ -44,13 +49,18 @@ class BuildNetwork:
 @dataclass(frozen=True)
 class Discovered:
     gpus: dict[str, PoolGpu]  # by pool name
-    base_ami: Optional[str]
+    base_image: Optional[BaseImage]  # with source: bake
     adopted: Optional[AdoptedCluster]
     build_network: Optional[BuildNetwork] = None  # with source: bake
+    partition: str = "aws"  # aws | aws-cn | aws-us-gov: every ARN the stack builds starts arn:<partition>:
+    runner: Optional[str] = None  # the IAM role or user running the stack
+    # The cluster exists already: adopted, or created by an earlier `pulumi up` of this stack. Only
+    # then can it hold what others install into it (the Prometheus operator's CRDs).
+    cluster_exists: bool = False
 
 
-def eks_ami_parameter(kubernetes_version: str) -> str:
-    return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/standard/recommended/image_id"
+# Access entries take IAM roles (a path allowed) and users only (EKS User Guide, "Create access entries").
+_PRINCIPAL = re.compile(r"arn:(?P<partition>[a-z-]+):iam::\d{12}:(role|user)/.+")
 
 
 def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
@@ -86,6 +96,15 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
             f"gpu-platform:cluster.kubernetesVersion: {cfg.kubernetes_version!r}, but the adopted cluster "
             f"{cfg.name!r} runs {found.version!r}; set it to {found.version!r}"
         )
+    # A cluster older than access entries reports no access config: it is CONFIG_MAP.
+    configs = found.access_configs or []
+    mode = configs[0].authentication_mode if configs else "CONFIG_MAP"
+    if cfg.admins and mode == "CONFIG_MAP":
+        raise ConfigError(
+            f"gpu-platform:cluster.admins: the adopted cluster {cfg.name!r} authenticates through the aws-auth "
+            "ConfigMap only (authenticationMode CONFIG_MAP), which has no access entries; switch it to "
+            "API_AND_CONFIG_MAP (aws eks update-cluster-config --access-config) or leave admins empty"
+        )
     return AdoptedCluster(
         name=found.name,
         endpoint=found.endpoint,
@@ -95,15 +114,52 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
     )
 
 
-def _base_ami(config: StackConfig) -> str:
-    parameter = eks_ami_parameter(config.cluster.kubernetes_version)
+def _base_image(config: StackConfig) -> BaseImage:
+    k8s = config.cluster.kubernetes_version
+    release = base_image.release_for(k8s, config.node_image.base_image_release)
+    if release is None:
+        known = ", ".join(f"{minor}: {r}" for minor, r in base_image.default_releases().items())
+        raise ConfigError(
+            f"{base_image.KEY}: no default EKS AMI release for Kubernetes {k8s!r} (defaults: {known}); "
+            f"pin a release of github.com/awslabs/amazon-eks-ami whose notes list {k8s} (v and its date, e.g. v20260714)"
+        )
+    parameter = base_image.parameter(k8s, release)
     try:
-        return aws.ssm.get_parameter(name=parameter).value
+        return BaseImage(release=release, ami_id=aws.ssm.get_parameter(name=parameter).value)
     except Exception as exc:
         raise ConfigError(
-            f"gpu-platform:cluster.kubernetesVersion: no EKS-optimized AL2023 image for "
-            f"{config.cluster.kubernetes_version!r} ({parameter}: {exc})"
+            f"{base_image.KEY}: {release!r} has no EKS-optimized AL2023 x86_64 image for Kubernetes {k8s!r} "
+            f"in this region ({parameter}: {exc}); pick a release whose notes list {k8s} "
+            "(github.com/awslabs/amazon-eks-ami/releases)"
         ) from None
+
+
+def _runner(config: StackConfig) -> Optional[str]:
+    """The IAM principal running the stack: an assumed-role session is turned into its role, since
+    access entries take roles and users, never sessions (pulumi_aws iam.get_session_context:
+    `issuer_arn` is the source role of an assumed role, the ARN itself otherwise). It needs an entry
+    of its own only on a created cluster whose stack names no admins."""
+    caller = aws.get_caller_identity().arn
+    principal = aws.iam.get_session_context(arn=caller).issuer_arn
+    if _PRINCIPAL.fullmatch(principal or ""):
+        return principal
+    if config.cluster.create and not config.cluster.admins:
+        raise ConfigError(
+            f"gpu-platform:cluster.create: the identity running the stack ({caller}) is not an IAM role or user, "
+            "so it cannot get an EKS access entry to the cluster it creates; run it as an IAM role or user, "
+            "or name the cluster's admins in gpu-platform:cluster.admins"
+        )
+    return None
+
+
+def _admins_in_partition(config: StackConfig, partition: str) -> None:
+    for i, arn in enumerate(config.cluster.admins):
+        found = _PRINCIPAL.fullmatch(arn)
+        if found and found["partition"] != partition:
+            raise ConfigError(
+                f"gpu-platform:cluster.admins[{i}]: {arn!r} is in partition {found['partition']!r}, but the "
+                f"stack runs in {partition!r}; an IAM principal works in its own partition only"
+            )
 
 
 def _build_network(config: StackConfig) -> BuildNetwork:
@@ -116,9 +172,16 @@ def _build_network(config: StackConfig) -> BuildNetwork:
 
 
 def discover(config: StackConfig) -> Discovered:
+    partition = aws.get_partition().partition
+    _admins_in_partition(config, partition)
+    bake = config.node_image.source == "bake"
     return Discovered(
         gpus={pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)},
-        base_ami=_base_ami(config) if config.node_image.source == "bake" else None,
-        build_network=_build_network(config) if config.node_image.source == "bake" else None,
+        base_image=_base_image(config) if bake else None,
+        build_network=_build_network(config) if bake else None,
         adopted=None if config.cluster.create else _adopt(config),
+        partition=partition,
+        # Without named admins, a created cluster's entry goes to whoever runs the stack.
+        runner=_runner(config) if config.cluster.create or config.cluster.admins else None,
+        cluster_exists=not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or []),
     )

@@ -1,5 +1,6 @@
-"""The hardening every node's launch template shares, GPU or system: IMDSv2 only, an encrypted gp3
-root volume, no public IP. One definition, so the two kinds of node cannot drift apart."""
+"""The hardening every node's launch template shares, GPU or system: IMDSv2 only, no instance tags
+in metadata, an encrypted gp3 root volume, no public IP. One definition, so the two kinds of node
+cannot drift apart."""
 
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ def metadata_options() -> dict:
         "http_tokens": "required",
         # Hop limit 1: pods cannot reach the node's instance credentials.
         "http_put_response_hop_limit": 1,
+        # Explicit, not left to defaults: an account-level IMDS default (ModifyInstanceMetadataDefaults,
+        # InstanceMetadataTags) can turn instance tags in metadata on, and then every instance tag key
+        # must be free of '/' or the launch fails (EC2 User Guide, "View tags for your EC2 instances
+        # using instance metadata": keys "can't contain spaces or /"). Ours (gpu-platform.io/...) and
+        # the ones EKS adds (kubernetes.io/cluster/...) all contain '/'.
+        "instance_metadata_tags": "disabled",
     }
 
 

@@ -5,7 +5,7 @@ replacement of the node groups, never a kernel build on a live node."""
 from __future__ import annotations
 
 import hashlib
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -14,7 +14,9 @@ import pulumi
 import pulumi_aws as aws
 import yaml
 
+from components.aws.base_image import BaseImage
 from components.aws.discovery import BuildNetwork
+from components.aws.managed_role import managed_role, trust
 from gpu_platform import contract
 from gpu_platform.config import NodeImage as NodeImageConfig
 
@@ -30,25 +32,35 @@ ROOT_VOLUME_GIB = 100
 # holds the driver, toolkit-baked and Kubernetes keys).
 ARCHITECTURE_TAG = "gpu-platform.io/architecture"
 TOOLKIT_VERSION_TAG = "gpu-platform.io/toolkit-version"
+# The EKS AMI release a baked image started from (an amazon-eks-ami tag): on the image resource and
+# its AMI, so a base move shows in `--against` and on the AMI itself.
+BASE_RELEASE_TAG = "gpu-platform.io/base-image-release"
 ARCHITECTURE = "x86_64"
 # The build instance needs only what Image Builder documents as its minimum: report to Image Builder
 # and be driven by SSM. Nothing that reaches the cluster or other accounts' data.
-_IMAGE_BUILDER_POLICIES = (
-    "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
-    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+IMAGE_BUILDER_POLICIES = (
+    "EC2InstanceProfileForImageBuilder",
+    "AmazonSSMManagedInstanceCore",
 )
+# botocore's ResourceName pattern for Image Builder names: 128 characters at most.
+_NAME_LIMIT = 128
 
 
 @dataclass(frozen=True)
 class NodeImageArgs:
     config: NodeImageConfig
     kubernetes_version: str
-    base_ami: Optional[str]  # the EKS-optimized AL2023 image, with source: bake
+    base_image: Optional[BaseImage]  # the pinned EKS-optimized AL2023 release, with source: bake
     toolkit_version: str  # the release's container toolkit, baked when toolkitBaked
     fabric_manager: bool  # some pool is an NVSwitch family
     tags: dict[str, str]  # stack tags plus audit tags
     declared: dict[str, str]  # stack facts for the policy pack, on the image resource only (not the AMI)
     region: str
+    partition: str  # aws | aws-cn | aws-us-gov, for the builder role's policy ARNs
+    # Image Builder names are unique per account and region: every name starts with the project and
+    # the stack, so two stacks (dev, prod) of one account build side by side.
+    project: str
+    stack: str
     build_network: Optional[BuildNetwork] = None  # with source: bake
 
 
@@ -116,8 +128,21 @@ def component_document(args: NodeImageArgs) -> str:
 
 def _resource_name(text: str) -> str:
     """Image Builder names allow letters, digits, '-', '_' and spaces, no dots (botocore's
-    ResourceName pattern), so version numbers are written with dashes: 580-105-08."""
-    return text.replace(".", "-")
+    ResourceName pattern), so version numbers are written with dashes: 580-105-08. A name over the
+    limit keeps its head and a digest of the whole, which still differs wherever the text does."""
+    name = re.sub(r"[^A-Za-z0-9_ -]", "-", text)
+    if len(name) > _NAME_LIMIT:
+        name = f"{name[:_NAME_LIMIT - 11]}-{_digest(text)}"
+    return name
+
+
+def stack_scope(project: str, stack: str) -> str:
+    """`<project>-<stack>` in Image Builder's alphabet. Pulumi stack names may hold dots, which Image
+    Builder names may not: a stack whose name had to change gets a digest of its real name, so
+    `team.dev` and `team-dev` never share a scope."""
+    scope = f"{project}-{stack}"
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", scope)
+    return cleaned if cleaned == scope else f"{cleaned}-{_digest(scope)[:6]}"
 
 
 class NodeImage(pulumi.ComponentResource):
@@ -143,10 +168,12 @@ class NodeImage(pulumi.ComponentResource):
         # create-before-delete: any change (document, toolkit, base AMI) must come with a new name, or
         # the replacement collides with the old one. The name carries a digest of what it builds.
         version = "1.0.0"
+        scope = stack_scope(args.project, args.stack)
+        base = args.base_image
         document = component_document(args)
         component = aws.imagebuilder.Component(
             f"{name}-driver",
-            name=_resource_name(f"{name}-nvidia-driver-{driver}-{_digest(document)}"),
+            name=_resource_name(f"{scope}-{name}-nvidia-driver-{driver}-{_digest(document)}"),
             platform="Linux",
             version=version,
             data=document,
@@ -156,8 +183,11 @@ class NodeImage(pulumi.ComponentResource):
         )
         recipe = aws.imagebuilder.ImageRecipe(
             f"{name}-recipe",
-            name=_resource_name(f"{name}-k8s{args.kubernetes_version}-driver{driver}-{_digest(document, args.base_ami, ROOT_VOLUME_GIB)}"),
-            parent_image=args.base_ami,
+            name=_resource_name(
+                f"{scope}-{name}-k8s{args.kubernetes_version}-{base.release}-driver{driver}-"
+                f"{_digest(document, base.ami_id, ROOT_VOLUME_GIB)}"
+            ),
+            parent_image=base.ami_id,
             version=version,
             components=[{"component_arn": component.arn}],
             block_device_mappings=[
@@ -169,19 +199,11 @@ class NodeImage(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        role = aws.iam.Role(
-            f"{name}-builder",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-                }
-            ),
-            managed_policy_arns=list(_IMAGE_BUILDER_POLICIES),
-            tags=helper_tags,
-            opts=child,
+        builder = managed_role(
+            f"{name}-builder", trust("ec2.amazonaws.com", "sts:AssumeRole"), IMAGE_BUILDER_POLICIES,
+            args.partition, helper_tags, self,
         )
-        profile = aws.iam.InstanceProfile(f"{name}-builder", role=role.name, tags=helper_tags, opts=child)
+        profile = aws.iam.InstanceProfile(f"{name}-builder", role=builder.role.name, tags=helper_tags, opts=child)
         network = args.build_network
         # Egress only (HTTPS for NVIDIA's downloads, the package repositories and SSM; HTTP for
         # repositories that still serve it); nothing may connect to a build instance.
@@ -198,7 +220,7 @@ class NodeImage(pulumi.ComponentResource):
         )
         infrastructure = aws.imagebuilder.InfrastructureConfiguration(
             f"{name}-infrastructure",
-            name=f"{name}-gpu-build",
+            name=_resource_name(f"{scope}-{name}-gpu-build"),
             instance_types=[BUILD_INSTANCE_TYPE],
             instance_profile_name=profile.name,
             # IMDSv2 only, one hop: the build runs downloaded installers, which must not reach the
@@ -212,13 +234,14 @@ class NodeImage(pulumi.ComponentResource):
         )
         distribution = aws.imagebuilder.DistributionConfiguration(
             f"{name}-distribution",
-            name=f"{name}-distribution",
+            name=_resource_name(f"{scope}-{name}-distribution"),
             distributions=[
                 {
                     "region": args.region,
                     "ami_distribution_configuration": {
-                        "name": f"{name}-k8s{args.kubernetes_version}-nvidia-{driver}-{{{{ imagebuilder:buildDate }}}}",
-                        "ami_tags": tags,
+                        # AMI names are unique per account and region too.
+                        "name": f"{scope}-{name}-k8s{args.kubernetes_version}-nvidia-{driver}-{{{{ imagebuilder:buildDate }}}}",
+                        "ami_tags": {**tags, BASE_RELEASE_TAG: base.release},
                     },
                 }
             ],
@@ -231,7 +254,11 @@ class NodeImage(pulumi.ComponentResource):
             infrastructure_configuration_arn=infrastructure.arn,
             distribution_configuration_arn=distribution.arn,
             image_tests_configuration={"image_tests_enabled": True, "timeout_minutes": 90},
-            tags={**tags, **args.declared},
-            opts=pulumi.ResourceOptions(parent=self, custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT)),
+            tags={**tags, BASE_RELEASE_TAG: base.release, **args.declared},
+            # The build instance runs as the builder role: without its policies it cannot reach SSM
+            # or report to Image Builder, and the build fails after its timeout.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=list(builder.attachments), custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT)
+            ),
         )
         return image.output_resources.apply(lambda resources: resources[0].amis[0].image)

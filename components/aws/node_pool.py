@@ -112,7 +112,8 @@ class GpuNodePool(pulumi.ComponentResource):
             tags={**tags, **args.declared},
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[args.node_role],
+                # Nodes of a role without its policies cannot join: wait for every attachment.
+                depends_on=list(args.node_role.attachments),
                 # The cluster autoscaler owns the desired size once the pool exists.
                 ignore_changes=["scalingConfig.desiredSize"],
             ),

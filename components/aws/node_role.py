@@ -3,38 +3,31 @@ access entry for a managed node group's role itself, so no aws-auth edits."""
 
 from __future__ import annotations
 
-import json
-
 import pulumi
 import pulumi_aws as aws
+
+from components.aws.managed_role import managed_role, trust
 
 # Least privilege for a node: join the cluster, pull images (pull-only, not the broader
 # ReadOnly policy), run the VPC CNI. No SSM, no S3: nothing on a GPU node needs them.
 NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonEKS_CNI_Policy",
 )
 
 
 class NodeRole(pulumi.ComponentResource):
     arn: pulumi.Output[str]
     role_name: pulumi.Output[str]
+    # A node group whose role has no policies yet creates instances that cannot join: node groups
+    # depend on these, not only on the role.
+    attachments: tuple[aws.iam.RolePolicyAttachment, ...]
 
-    def __init__(self, name: str, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, tags: dict[str, str], partition: str, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:NodeRole", name, None, opts)
-        role = aws.iam.Role(
-            name,
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
-                }
-            ),
-            managed_policy_arns=list(NODE_POLICIES),
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        self.arn = role.arn
-        self.role_name = role.name
+        made = managed_role(name, trust("ec2.amazonaws.com", "sts:AssumeRole"), NODE_POLICIES, partition, tags, self)
+        self.arn = made.role.arn
+        self.role_name = made.role.name
+        self.attachments = made.attachments
         self.register_outputs({"arn": self.arn})

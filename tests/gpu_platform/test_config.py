@@ -69,3 +69,18 @@ def test_config_from_pulumi_reads_json_objects_as_the_engine_passes_them():
     parsed = config_model.from_pulumi()
     assert parsed.cluster.kubernetes_version == "1.33"
     assert parsed.node_pools[0].time_slicing.replicas == 4
+
+
+def test_cluster_admins_and_a_pinned_base_release_are_read_as_written():
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:cluster"]["admins"] = ["arn:aws:iam::123456789012:role/ops/platform-admins", "arn:aws-us-gov:iam::123456789012:user/alice"]
+    raw["gpu-platform:nodeImage"]["baseImageRelease"] = "v20260625"
+    parsed = config_model.parse(raw)
+    assert parsed.cluster.admins == ("arn:aws:iam::123456789012:role/ops/platform-admins", "arn:aws-us-gov:iam::123456789012:user/alice")
+    assert parsed.node_image.base_image_release == "v20260625"
+
+
+def test_without_them_no_admins_and_the_default_base_release():
+    parsed = config_model.parse(engine.read_stack_file(engine.stack_file("dev")))
+    assert parsed.cluster.admins == ()
+    assert parsed.node_image.base_image_release is None  # the minor's row of gpu_platform/eks_ami_releases.yaml

@@ -87,7 +87,8 @@ def launch_template(driver: str = DRIVER, pool: str = "l4", gpu_model: str = "L4
         **(audit_tags(driver) if audit else {}),
     }
     body = {
-        "metadataOptions": {"httpEndpoint": "enabled", "httpPutResponseHopLimit": 1, "httpTokens": "required"},
+        "metadataOptions": {"httpEndpoint": "enabled", "httpPutResponseHopLimit": 1, "httpTokens": "required",
+                            "instanceMetadataTags": "disabled"},
         "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "volumeSize": 200, "volumeType": "gp3"}}],
         "networkInterfaces": [{"associatePublicIpAddress": "false", "deleteOnTermination": "true"}],
         "tags": tags,

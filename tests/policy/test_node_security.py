@@ -18,8 +18,10 @@ def test_a_launch_template_that_is_not_a_gpu_nodes_is_not_checked():
 
 
 @pytest.mark.parametrize("overrides, fact", [
-    ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 1}}, "httpTokens"),
-    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 2}}, "httpPutResponseHopLimit"),
+    ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 1, "instanceMetadataTags": "disabled"}}, "httpTokens"),
+    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 2, "instanceMetadataTags": "disabled"}}, "httpPutResponseHopLimit"),
+    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1, "instanceMetadataTags": "enabled"}}, "instanceMetadataTags"),
+    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1}}, "instanceMetadataTags"),
     ({"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}]}, "encrypted"),
     ({"blockDeviceMappings": []}, "blockDeviceMappings"),
     ({"networkInterfaces": [{"associatePublicIpAddress": "true"}]}, "associatePublicIpAddress"),

@@ -141,3 +141,18 @@ def test_audit_against_needs_audit(tmp_path):
     with pytest.raises(SystemExit) as exited:
         main(["--stack", "dev", "--audit-against", str(tmp_path / "old.md")])
     assert exited.value.code == 2
+
+
+def test_the_report_names_who_may_administer_the_cluster(variant):
+    # Cluster admin is a privilege too: every access entry is listed with its policy and scope.
+    admins = ["arn:aws:iam::123456789012:role/platform-admins", "arn:aws:iam::123456789012:user/alice"]
+
+    def change(config):
+        config["gpu-platform:cluster"]["admins"] = admins
+
+    text = audit.report(variant(change))
+    section = text[text.index("### Cluster access"):text.index("### Instance metadata")]
+    policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    assert [line for line in section.splitlines() if line.startswith("- ")] == [
+        f"- `{arn}`: `{policy}`, scope cluster" for arn in sorted(admins)
+    ]

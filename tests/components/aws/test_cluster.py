@@ -7,6 +7,7 @@ import pytest
 from components.aws.node_role import NODE_POLICIES
 from tests.components.aws.conftest import LAUNCH_TEMPLATE, NODE_GROUP, node_config, pool_names
 
+ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 ADOPTED_ENDPOINT = "https://5E2C1B7A9D3F4E6A8B0C2D4F6A8B0C2D.gr7.us-west-2.eks.amazonaws.com"
 
 
@@ -40,9 +41,13 @@ def test_the_system_pool_is_a_small_on_demand_non_gpu_pool(shipped):
 
 def test_the_node_role_has_only_what_a_kubelet_needs(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-role")
-    assert tuple(role.inputs["managedPolicyArns"]) == NODE_POLICIES
-    assert not any("FullAccess" in arn or "Administrator" in arn or "SSM" in arn for arn in NODE_POLICIES)
-    assert "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly" not in NODE_POLICIES
+    attached = {a.inputs["policyArn"] for a in shipped.of_type(ATTACHMENT) if role.urn in a.dependencies}
+    assert attached == {
+        "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+        "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",  # pull-only, not ReadOnly
+        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    }
+    assert len(NODE_POLICIES) == len(attached)
 
 
 def test_adopting_gpu_shared_registers_no_cluster(adopted):
@@ -67,7 +72,8 @@ def test_adopted_cluster_feeds_the_provider_and_the_node_pools(adopted):
 
 def test_adopted_stack_bakes_for_the_clusters_version(adopted):
     recipe = adopted.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
-    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90004"  # the 1.32 EKS-optimized AL2023 image
+    # The 1.32 image of v20260714, the 1.32 default (gpu_platform/eks_ami_releases.yaml), offline.
+    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90004"
     for lt in adopted.of_type(LAUNCH_TEMPLATE):
         assert lt.inputs["tags"]["gpu-platform.io/kubernetes-version"] == "1.32"
 
@@ -78,3 +84,22 @@ def test_the_image_does_not_wait_for_an_adopted_or_created_cluster(adopted, ship
         cluster_side = {r.urn for r in rec.descendants(rec.one("gpu-platform:aws:EksCluster", "gpu-cluster").urn)}
         for r in image_side:
             assert not (rec.waits_for(r.urn) & cluster_side), r.name
+
+
+def _attachments_of(rec, role_name: str) -> set[str]:
+    role = rec.one("aws:iam/role:Role", role_name)
+    return {a.urn for a in rec.of_type(ATTACHMENT) if role.urn in a.dependencies}
+
+
+def test_every_node_group_waits_for_every_node_role_policy(shipped):
+    # Instances of a role without its policies cannot join the cluster: the group would fail.
+    policies = _attachments_of(shipped, "gpu-node-role")
+    assert len(policies) == 3
+    for group in shipped.of_type(NODE_GROUP):
+        assert policies <= shipped.waits_for(group.urn), group.name
+
+
+def test_the_cluster_waits_for_its_control_plane_policy(shipped):
+    policies = _attachments_of(shipped, "gpu-cluster-control-plane")
+    assert len(policies) == 1
+    assert policies <= shipped.waits_for(shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").urn)

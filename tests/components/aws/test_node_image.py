@@ -10,7 +10,6 @@ import yaml
 
 from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
 from gpu_platform import contract, matrix
-from preview.aws_answers import FIXTURES
 from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NVSWITCH_FAMILIES, launch_template, pool_names
 
 COMPONENT = "aws:imagebuilder/component:Component"
@@ -70,8 +69,9 @@ def test_a_baked_toolkit_is_installed_and_declared(record_variant):
 
 def test_the_recipe_starts_from_the_eks_optimized_image_of_the_clusters_version(shipped):
     recipe = shipped.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
-    fixtures = yaml.safe_load(FIXTURES.read_text())
-    assert recipe.inputs["parentImage"] == fixtures["eksOptimizedAmis"][shipped.config["gpu-platform:cluster"]["kubernetesVersion"]]
+    # Both shipped stacks run 1.33, whose default release is v20260714; offline its AMI is this one.
+    assert shipped.config["gpu-platform:cluster"]["kubernetesVersion"] == "1.33"
+    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90005"
     (mapping,) = recipe.inputs["blockDeviceMappings"]
     assert mapping["ebs"]["encrypted"] == "true" and mapping["ebs"]["volumeType"] == "gp3"
 
@@ -86,7 +86,8 @@ def test_the_build_runs_on_a_gpu_with_imdsv2_and_a_long_timeout(shipped):
 
 def test_the_build_instance_profile_is_image_builders_minimum(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
-    assert sorted(role.inputs["managedPolicyArns"]) == [
+    attached = [a for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies]
+    assert sorted(a.inputs["policyArn"] for a in attached) == [
         "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
         "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
     ]
@@ -148,3 +149,11 @@ def test_the_image_builds_in_the_clusters_first_subnet_behind_an_egress_only_gro
     assert not group.inputs.get("ingress")
     assert sorted(rule["fromPort"] for rule in group.inputs["egress"]) == [80, 443]
     assert group.inputs["vpcId"].startswith("vpc-")
+
+
+def test_the_build_waits_for_the_builder_roles_policies(shipped):
+    # The build instance reports to Image Builder and is driven through SSM with these policies.
+    role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
+    policies = {a.urn for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies}
+    assert len(policies) == 2
+    assert policies <= shipped.waits_for(shipped.one(IMAGE, "gpu-node-image-image").urn)

@@ -9,6 +9,7 @@ from preview.aws_answers import instance_catalogue
 from tests.components.aws.conftest import (
     FAMILIES,
     IMAGE,
+    LAUNCH_TEMPLATE,
     launch_template,
     node_group,
     pool_names,
@@ -78,14 +79,18 @@ def test_only_mig_pools_carry_a_mig_configuration_label(prod):
     assert contract.MIG_CONFIG_LABEL not in node_group(prod, "l40s").inputs["labels"]
 
 
-def test_launch_templates_require_imdsv2_with_one_hop(shipped, family):
+def test_launch_templates_require_imdsv2_with_one_hop_and_no_tags_in_metadata(shipped, family):
+    # instanceMetadataTags explicitly disabled: an account-level IMDS default could turn tags in
+    # metadata on, and our tag keys (gpu-platform.io/...) contain '/', which then fails every launch.
     for rec in (shipped, family[1]):
-        for _, lt, _ in _pools(rec):
+        templates = [lt for _, lt, _ in _pools(rec)] + [rec.one(LAUNCH_TEMPLATE, "gpu-cluster-system")]
+        for lt in templates:
             assert lt.inputs["metadataOptions"] == {
                 "httpEndpoint": "enabled",
                 "httpTokens": "required",
                 "httpPutResponseHopLimit": 1,
-            }
+                "instanceMetadataTags": "disabled",
+            }, lt.name
 
 
 def test_root_volume_is_encrypted_gp3_sized_from_the_pool(shipped):

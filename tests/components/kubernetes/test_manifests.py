@@ -36,12 +36,44 @@ def test_all_seven_operands_reach_the_prod_manifests_in_order(prod):
     ]
 
 
-def test_the_service_monitor_follows_the_monitoring_option(dev, prod):
-    kinds = lambda rec: [yaml.safe_load(t)["kind"] for t in manifests.files(rec).values()]  # noqa: E731
+def _service_monitors(recording) -> list[dict]:
+    return [d for d in map(yaml.safe_load, manifests.files(recording).values()) if d["kind"] == "ServiceMonitor"]
+
+
+def test_no_service_monitor_without_the_monitoring_option(dev):
+    assert _service_monitors(dev) == []
+    assert "Service" in [yaml.safe_load(t)["kind"] for t in manifests.files(dev).values()]
+
+
+def test_a_cluster_this_update_creates_gets_no_service_monitor_and_a_warning(prod):
+    # A new cluster has no Prometheus operator CRDs: `pulumi up` would fail with "no matches for kind".
     assert prod.config["gpu-platform:monitoring"]["serviceMonitor"] is True
-    assert "ServiceMonitor" in kinds(prod)
-    assert "ServiceMonitor" not in kinds(dev)
-    assert "Service" in kinds(dev)
+    assert _service_monitors(prod) == []
+    assert any("serviceMonitor" in w and "does not exist yet" in w for w in prod.warnings)
+
+
+@pytest.mark.parametrize("cluster", [
+    {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False},  # adopted
+    {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": True},  # created by an earlier `pulumi up`
+], ids=["adopted", "existing"])
+def test_an_existing_cluster_gets_the_service_monitor_with_the_labels_prometheus_selects(variant, cluster):
+    def change(config):
+        config["gpu-platform:cluster"].update(cluster)
+        config["gpu-platform:monitoring"] = {"serviceMonitor": True}
+
+    (monitor,) = _service_monitors(variant(change))
+    # kube-prometheus-stack selects `release: <its Helm release>` by default.
+    assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    assert monitor["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "dcgm-exporter"}
+
+
+def test_the_service_monitor_labels_are_configurable(variant):
+    def change(config):
+        config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
+        config["gpu-platform:monitoring"] = {"serviceMonitor": True, "serviceMonitorLabels": {"release": "prometheus"}}
+
+    (monitor,) = _service_monitors(variant(change))
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
 
 
 def test_prod_manifests_match_their_golden_files(prod):

@@ -1,0 +1,48 @@
+"""The image a node image is baked on: the EKS-optimized AL2023 x86_64 AMI of one pinned EKS AMI
+release (awslabs/amazon-eks-ami), never AWS's moving `recommended` pointer. The release comes from
+the stack (`nodeImage.baseImageRelease`) or from the per-minor defaults in
+gpu_platform/eks_ami_releases.yaml, each row with its source."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+import gpu_platform
+
+RELEASES = Path(gpu_platform.__file__).with_name("eks_ami_releases.yaml")
+KEY = "gpu-platform:nodeImage.baseImageRelease"
+
+
+@dataclass(frozen=True)
+class BaseImage:
+    release: str  # an amazon-eks-ami release tag, e.g. v20260714
+    ami_id: str
+
+
+@functools.lru_cache(maxsize=None)
+def default_releases() -> dict[str, str]:
+    """Kubernetes minor -> the release a stack on that minor bakes on unless it pins one."""
+    rows = yaml.safe_load(RELEASES.read_text())["defaults"]
+    return {minor: row["release"] for minor, row in rows.items()}
+
+
+def release_for(kubernetes_version: str, pinned: Optional[str]) -> Optional[str]:
+    return pinned or default_releases().get(kubernetes_version)
+
+
+def parameter(kubernetes_version: str, release: str) -> str:
+    """The public SSM parameter holding that release's AMI id in the stack's region.
+
+    AWS documents `/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/standard/recommended/image_id`
+    (EKS User Guide, "Retrieve recommended Amazon Linux AMI IDs"); a release is published next to it
+    with `recommended` replaced by the AMI name `amazon-eks-node-al2023-x86_64-standard-<k8s>-<release>`,
+    the path Karpenter resolves for a pinned `al2023@<release>` alias (aws/karpenter-provider-aws,
+    pkg/providers/amifamily/al2023.go, `resolvePath`; karpenter.sh "Managing AMIs" recommends the pin).
+    """
+    name = f"amazon-eks-node-al2023-x86_64-standard-{kubernetes_version}-{release}"
+    return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/standard/{name}/image_id"
