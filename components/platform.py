@@ -90,7 +90,8 @@ class GpuPlatform(pulumi.ComponentResource):
         node_role = NodeRole(f"{name}-node-role", base_tags, found.partition, opts=child)
         self.cluster = EksCluster(
             f"{name}-cluster",
-            ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner),
+            ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner,
+                        existing_entries=found.existing_entries, stack=stack),
             opts=child,
         )
         # The image needs nothing from the cluster: it builds while the control plane comes up.

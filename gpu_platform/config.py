@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, ClassVar, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 import pulumi
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
 from gpu_platform import matrix, versions
 
@@ -23,6 +23,19 @@ PROJECT = "gpu-platform"
 class ConfigError(pulumi.RunError):
     """A user mistake in the stack configuration. A RunError, so `pulumi up` prints the message
     without a traceback; the offline preview prints it and exits 2."""
+
+
+def _shown(value: Any) -> str:
+    """A value in a message, short: text quoted as the other messages quote it, anything else spelt
+    as in the stack file (true, null, 3), not as Python (True, None)."""
+    if isinstance(value, str):
+        text = repr(value)
+    else:
+        try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _valid(options) -> str:
@@ -40,23 +53,52 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
 
 
+# IAM role or user ARNs, with an optional path (IAM User Guide, "IAM identifiers": names and paths
+# are ASCII); an access entry for a role may carry the path (EKS User Guide, "Create access entries").
+_IAM_PRINCIPAL = re.compile(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}", re.ASCII)
+_ASSUMED_ROLE = re.compile(
+    r"arn:(?P<partition>aws(-cn|-us-gov)?):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/[^/]+", re.ASCII)
+# EKS sets no number; past a few dozen, a role the people assume is the reviewable way.
+MAX_ADMINS = 50
+
+
+def principal_key(arn: str) -> str:
+    """`arn:aws:iam::1:role/a/Admins` -> `aws 1 role admins`: what IAM tells principals apart by."""
+    _, partition, _, _, account, resource = arn.split(":", 5)
+    kind, _, path = resource.partition("/")
+    return f"{partition} {account} {kind} {path.rsplit('/', 1)[-1].lower()}"
+
+
+def _iam_principal(value: Any) -> Any:
+    role = _ASSUMED_ROLE.fullmatch(value) if isinstance(value, str) else None
+    if role:
+        raise ValueError(
+            f"{value!r} is an assumed-role session, which EKS access entries do not take; "
+            f"give the role: arn:{role['partition']}:iam::{role['account']}:role/{role['role']}"
+        )
+    if not isinstance(value, str) or not _IAM_PRINCIPAL.fullmatch(value):
+        raise ValueError(
+            f"{_shown(value)} is not an IAM role or user ARN (e.g. arn:aws:iam::123456789012:role/platform-admins "
+            "or arn:aws:iam::123456789012:user/alice); EKS access entries take only those"
+        )
+    if ":role/aws-service-role/" in value:
+        raise ValueError(f"{value!r} is a service-linked role, which EKS access entries refuse")
+    return value
+
+
+IamPrincipal = Annotated[str, BeforeValidator(_iam_principal)]
+
+
 class Cluster(_Model):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
     kubernetes_version: str = Field(alias="kubernetesVersion")
     create: StrictBool = True
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
     endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
-    # IAM roles or users that get cluster-admin access entries: when given, exactly these (the
-    # identity that runs `pulumi up` must be one of them); when empty, whoever runs the stack that
-    # creates the cluster (components/aws/cluster_access.py).
-    admins: tuple[str, ...] = ()
-
-    # IAM role or user ARNs, with an optional path (IAM User Guide, "IAM identifiers"); an access
-    # entry for a role may carry the path (EKS User Guide, "Create access entries").
-    _IAM_PRINCIPAL: ClassVar[re.Pattern] = re.compile(
-        r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}")
-    _ASSUMED_ROLE: ClassVar[re.Pattern] = re.compile(
-        r"arn:(?P<partition>aws(-cn|-us-gov)?):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/[^/]+")
+    # The IAM roles or users with cluster-admin access entries (components/aws/cluster_access.py):
+    # required for a cluster the stack creates, whose only way in they are; the identity that runs
+    # `pulumi up` must be one of them.
+    admins: tuple[IamPrincipal, ...] = ()
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -77,27 +119,34 @@ class Cluster(_Model):
             raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
         return value
 
-    @field_validator("admins", mode="before")
+    @field_validator("admins")
     @classmethod
-    def _admins(cls, value: Any) -> Any:
-        if not isinstance(value, (list, tuple)):
-            return value
-        for arn in value:
-            role = cls._ASSUMED_ROLE.fullmatch(arn) if isinstance(arn, str) else None
-            if role:
-                raise ValueError(
-                    f"{arn!r} is an assumed-role session, which EKS access entries do not take; "
-                    f"give the role: arn:{role['partition']}:iam::{role['account']}:role/{role['role']}"
-                )
-            if not isinstance(arn, str) or not cls._IAM_PRINCIPAL.fullmatch(arn):
-                raise ValueError(
-                    f"{arn!r} is not an IAM role or user ARN (e.g. arn:aws:iam::123456789012:role/platform-admins "
-                    "or arn:aws:iam::123456789012:user/alice); EKS access entries take only those"
-                )
-        if len(set(value)) != len(value):
-            repeated = sorted({arn for arn in value if value.count(arn) > 1})
-            raise ValueError(f"{', '.join(repeated)} listed twice; an IAM principal can have one access entry only")
-        return tuple(value)
+    def _one_entry_each(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # IAM names are unique per account whatever the path, and not case-sensitive (IAM User
+        # Guide, "IAM identifiers"): two ARNs that differ only there name one principal.
+        seen: dict[str, int] = {}
+        for i, arn in enumerate(value):
+            key = principal_key(arn)
+            if key in seen:
+                first = value[seen[key]]
+                what = (f"{arn!r} is listed twice (admins[{seen[key]}] and admins[{i}])" if first == arn else
+                        f"admins[{seen[key]}] {first!r} and admins[{i}] {arn!r} name the same IAM principal (IAM names are "
+                        "unique per account whatever the path, and not case-sensitive)")
+                raise ValueError(f"{what}; an IAM principal can have one access entry only")
+            seen[key] = i
+        if len(value) > MAX_ADMINS:
+            raise ValueError(f"{len(value)} admins; at most {MAX_ADMINS}: give a team an IAM role its people assume")
+        return value
+
+    @model_validator(mode="after")
+    def _admins_for_a_created_cluster(self) -> "Cluster":
+        if self.create and not self.admins:
+            raise ValueError(
+                "admins is required with create: true: the cluster admits IAM principals through access entries only, so "
+                "name the roles or users that administer it, the one that runs `pulumi up` among them "
+                "(e.g. admins: [arn:aws:iam::123456789012:role/gpu-platform-deployer])"
+            )
+        return self
 
 
 class Operator(_Model):

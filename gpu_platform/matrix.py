@@ -124,6 +124,12 @@ class Matrix:
     def release(self, name: str) -> Release:
         return self.releases[name]
 
+    def gpu_for_instance_type(self, instance_type: str) -> Optional[Gpu]:
+        """The matrix row for an EC2 instance type by its family (`p5.48xlarge` -> p5 -> H100-80GB):
+        each GPU's families are its own (tests check them against AWS's catalogue)."""
+        family = instance_type.split(".", 1)[0]
+        return next((gpu for gpu in self.gpus.values() if family in gpu.families), None)
+
     def gpu_for_aws(self, name: str, memory_mib: int) -> Optional[Gpu]:
         """The matrix row for a GPU as AWS's instance catalogue names it; memory tells apart models
         AWS names alike (A100 with 40 or 80 GB)."""

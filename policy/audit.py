@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract
+import re
+
+from gpu_platform import contract, matrix, versions
 from policy import facts, workloads
 from policy.declare import resource_policy, types
 
@@ -42,10 +44,46 @@ def privileged_workloads_audited(args, report_violation) -> None:
         )
 
 
+def _fact_problems(gpu: facts.GpuResource) -> list[str]:
+    """What is wrong with the facts a GPU resource declares: not well-formed, unknown to the matrix,
+    or untrue of what it launches. Reported here once, so the version policies can skip such a
+    resource without passing it."""
+    table = matrix.load()
+    tags = gpu.tags
+    problems = []
+    driver = tags.get(contract.DRIVER_VERSION_TAG, "")
+    if driver and not versions.is_version(driver):
+        problems.append(f"{contract.DRIVER_VERSION_TAG} {driver!r} is not an NVIDIA driver version (e.g. 580.105.08)")
+    release = tags.get(contract.OPERATOR_RELEASE_KEY, "")
+    if release and release not in table.releases:
+        problems.append(f"{contract.OPERATOR_RELEASE_KEY} {release!r} is not a GPU Operator release of the matrix "
+                        f"(newest: {', '.join(list(table.releases)[-3:])})")
+    minor = tags.get(contract.KUBERNETES_VERSION_TAG, "")
+    if minor and not re.fullmatch(r"1\.\d{1,2}", minor):
+        problems.append(f"{contract.KUBERNETES_VERSION_TAG} {minor!r} is not a Kubernetes minor version (e.g. 1.33)")
+    unknown_cuda = [c for c in gpu.cuda_versions if c not in table.cuda.toolkits]
+    if unknown_cuda:
+        problems.append(f"{contract.CUDA_VERSIONS_KEY} {', '.join(unknown_cuda)} not a CUDA toolkit version of the matrix")
+    for key, valid in ((contract.IMAGE_SOURCE_TAG, ("bake", "ami")), (contract.TOOLKIT_BAKED_TAG, ("true", "false"))):
+        if tags.get(key, "") and tags[key] not in valid:
+            problems.append(f"{key} {tags[key]!r} is not one of {', '.join(valid)}")
+    declared = gpu.gpu_model
+    if declared and declared not in table.gpus:
+        problems.append(f"{contract.GPU_MODEL_TAG} {declared!r} is not a GPU of the matrix (valid: {', '.join(table.gpus)})")
+    for instance_type, real in gpu.gpus().items() if gpu.instance_types else ():
+        if real is None:
+            problems.append(f"instance type {instance_type} is of no GPU family the matrix covers, so no policy can check its "
+                            f"GPU (families: {', '.join(f for g in table.gpus.values() for f in g.families)})")
+        elif declared and declared != real.key:
+            problems.append(f"it declares {contract.GPU_MODEL_TAG} {declared!r}, but its instance type {instance_type} "
+                            f"carries {real.key}")
+    return problems
+
+
 @resource_policy(
     "privileged-software-tagged", EnforcementLevel.MANDATORY,
     "GPU node groups, launch templates and node images (which run the NVIDIA driver) carry the audit tags, "
-    "and the version facts the other policies check on them.",
+    "and true, well-formed version facts the matrix knows, which the other policies check on them.",
     types(*facts.GPU_NODE_TYPES),
 )
 def privileged_software_tagged(args, report_violation) -> None:
@@ -66,3 +104,6 @@ def privileged_software_tagged(args, report_violation) -> None:
             f"{what} declares no {', '.join(undeclared)}, so the version policies cannot check it; tag it with "
             f"the facts it runs on (the program does: a resource built another way must too)"
         )
+    problems = _fact_problems(facts.of(args))
+    if problems:
+        report_violation(f"{what}: {'; '.join(problems)}; the version policies cannot check what it runs until its tags are right")

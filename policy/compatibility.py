@@ -6,6 +6,8 @@ template that boots a pinned AMI)."""
 
 from __future__ import annotations
 
+import re
+
 from pulumi_policy import EnforcementLevel
 
 from gpu_platform import contract, matrix, versions
@@ -36,7 +38,11 @@ def release_supports_kubernetes(args, report_violation) -> None:
     if release is None:
         report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name!r}, which is not in the version matrix")
         return
-    if not versions.is_version(minor) or release.supports_kubernetes(minor):
+    if not re.fullmatch(r"1\.\d{1,2}", minor):
+        report_violation(f"namespace {args.name!r} ({args.urn}) declares Kubernetes {minor!r}, which is not a minor "
+                         f"version (e.g. 1.33), so the release cannot be checked against it")
+        return
+    if release.supports_kubernetes(minor):
         return
     fitting = _fitting(table.releases.values(), lambda r: r.supports_kubernetes(minor))
     fix = f"use a release that supports {minor} ({', '.join(fitting)})" if fitting else f"no release in the matrix supports {minor}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from gpu_platform import contract
+from gpu_platform import contract, matrix
 from policy.props import dig, mapping, sequence, strings, text
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
@@ -51,14 +51,32 @@ def kind(resource_type: str) -> str:
     return resource_type.rsplit(":", 1)[-1]
 
 
+def instance_types(resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """The instance types a node group (`instanceTypes`) or launch template (`instanceType`) launches."""
+    if resource_type == NODE_GROUP:
+        return [text(t) for t in sequence(props.get("instanceTypes"))]
+    if resource_type == LAUNCH_TEMPLATE and props.get("instanceType"):
+        return [text(props.get("instanceType"))]
+    return []
+
+
 def is_gpu_resource(resource_type: str, props: Mapping[str, Any]) -> bool:
-    """A node group, launch template or image that carries the GPU driver (the program tags them)."""
+    """A node image, or a node group or launch template that runs GPU nodes: by what it launches (an
+    instance type of a GPU family of the matrix, an EKS NVIDIA AMI type), or by the GPU facts the
+    program tags it with. Never by the tags alone: a GPU node group without them must be caught."""
     if resource_type == IMAGE:
         return True
     if resource_type not in (NODE_GROUP, LAUNCH_TEMPLATE):
         return False
     found = mapping(props.get("tags"))
-    return contract.DRIVER_VERSION_TAG in found or contract.GPU_MODEL_TAG in found
+    if contract.DRIVER_VERSION_TAG in found or contract.GPU_MODEL_TAG in found:
+        return True
+    # EKS AMI types of GPU nodes: AL2023_*_NVIDIA, BOTTLEROCKET_*_NVIDIA, AL2_x86_64_GPU (EKS API, AMITypes).
+    ami_type = text(props.get("amiType")) if resource_type == NODE_GROUP else ""
+    if "NVIDIA" in ami_type or ami_type.endswith("_GPU"):
+        return True
+    table = matrix.load()
+    return any(table.gpu_for_instance_type(t) is not None for t in instance_types(resource_type, props))
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,7 @@ class GpuResource:
     tags: dict[str, str]
     labels: dict[str, str]
     taints: tuple[dict[str, str], ...]  # in Kubernetes spelling
+    instance_types: tuple[str, ...] = ()
 
     @property
     def driver(self) -> str:
@@ -94,7 +113,16 @@ class GpuResource:
 
     @property
     def gpu_model(self) -> str:
+        """The GPU model the resource declares (tag, else label)."""
         return self.tags.get(contract.GPU_MODEL_TAG) or self.labels.get(contract.GPU_MODEL_LABEL, "")
+
+    def gpus(self) -> dict[str, "matrix.Gpu | None"]:
+        """The GPU each instance type it launches really carries (None: a family the matrix lacks);
+        with no instance type, the declared model alone."""
+        table = matrix.load()
+        if self.instance_types:
+            return {t: table.gpu_for_instance_type(t) for t in self.instance_types}
+        return {"(declared)": table.gpus.get(self.gpu_model)}
 
     @property
     def pool(self) -> str:
@@ -128,7 +156,8 @@ def gpu_resource(resource_type: str, name: str, urn: str, props: Mapping[str, An
          "effect": _EKS_EFFECTS.get(text(t.get("effect")), text(t.get("effect")))}
         for t in map(mapping, sequence(props.get("taints")))
     )
-    return GpuResource(resource_type, name, urn, tags(props), strings(props.get("labels")), taints)
+    return GpuResource(resource_type, name, urn, tags(props), strings(props.get("labels")), taints,
+                       tuple(instance_types(resource_type, props)))
 
 
 def of(args) -> GpuResource:

@@ -1,6 +1,6 @@
 """GPU-model policies: each pool's GPU gets a driver it supports and only MIG configurations that
-exist for it. Checked on each GPU node group, which declares its driver, GPU model and MIG
-configuration, before it launches a node."""
+exist for it. Checked on each GPU node group before it launches a node, on the GPU its instance
+types really carry (the matrix's families), not on the model it declares."""
 
 from __future__ import annotations
 
@@ -11,11 +11,17 @@ from policy import facts
 from policy.declare import resource_policy, types
 
 
-def _pool_with_gpu(args):
+def _pool_gpus(args):
+    """(the pool, [(instance type, GPU)]) for a GPU node group; GPUs the matrix lacks are left to
+    privileged-software-tagged, which reports them."""
     if not facts.is_gpu_resource(args.resource_type, args.props):
-        return None, None
+        return None, []
     pool = facts.of(args)
-    return pool, matrix.load().gpus.get(pool.gpu_model)
+    return pool, [(t, gpu) for t, gpu in pool.gpus().items() if gpu is not None]
+
+
+def _where(pool, instance_type: str) -> str:
+    return pool.describe() if instance_type.startswith("(") else f"{pool.describe()}, instance type {instance_type},"
 
 
 @resource_policy(
@@ -24,14 +30,17 @@ def _pool_with_gpu(args):
     types(facts.NODE_GROUP),
 )
 def driver_supports_gpu(args, report_violation) -> None:
-    pool, gpu = _pool_with_gpu(args)
-    if gpu is None or not versions.is_version(pool.driver) or versions.at_least(pool.driver, gpu.min_driver):
+    pool, found = _pool_gpus(args)
+    if pool is None or not versions.is_version(pool.driver):
         return
-    report_violation(
-        f"{pool.describe()} has {gpu.key} GPUs, which need NVIDIA driver >= {gpu.min_driver} "
-        f"({gpu.min_driver_basis}), but its node image runs driver {pool.driver}; bake a driver "
-        f">= {gpu.min_driver}, or move the pool to a GPU that this driver supports"
-    )
+    for instance_type, gpu in found:
+        if versions.at_least(pool.driver, gpu.min_driver):
+            continue
+        report_violation(
+            f"{_where(pool, instance_type)} has {gpu.key} GPUs, which need NVIDIA driver >= {gpu.min_driver} "
+            f"({gpu.min_driver_basis}), but its node image runs driver {pool.driver}; bake a driver "
+            f">= {gpu.min_driver}, or move the pool to a GPU that this driver supports"
+        )
 
 
 @resource_policy(
@@ -40,25 +49,26 @@ def driver_supports_gpu(args, report_violation) -> None:
     types(facts.NODE_GROUP),
 )
 def mig_config_fits_gpu(args, report_violation) -> None:
-    pool, gpu = _pool_with_gpu(args)
+    pool, found = _pool_gpus(args)
     config = pool.mig_config if pool is not None else None
-    if gpu is None or not config:
+    if not config:
         return
     gpus = matrix.load().gpus
-    if gpu.mig is None:
-        capable = ", ".join(k for k, g in gpus.items() if g.mig)
+    for instance_type, gpu in found:
+        if gpu.mig is None:
+            capable = ", ".join(k for k, g in gpus.items() if g.mig)
+            report_violation(
+                f"{_where(pool, instance_type)} asks for MIG configuration {config!r}, but its GPU {gpu.key} is not "
+                f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})"
+            )
+            continue
+        valid = gpu.mig.configs()
+        if config in valid:
+            continue
+        owners = [k for k, g in gpus.items() if g.mig and config in g.mig.configs()]
+        belongs = f" (a configuration of {', '.join(owners)})" if owners else ""
         report_violation(
-            f"{pool.describe()} asks for MIG configuration {config!r}, but its GPU {gpu.key} is not "
-            f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})"
+            f"{_where(pool, instance_type)} asks for MIG configuration {config!r}{belongs}, but its GPU {gpu.key} "
+            f"has profiles {', '.join(f'{p} x{n}' for p, n in gpu.mig.profiles.items())}; use one of "
+            f"{', '.join(sorted(valid))}"
         )
-        return
-    valid = gpu.mig.configs()
-    if config in valid:
-        return
-    owners = [k for k, g in gpus.items() if g.mig and config in g.mig.configs()]
-    belongs = f" (a configuration of {', '.join(owners)})" if owners else ""
-    report_violation(
-        f"{pool.describe()} asks for MIG configuration {config!r}{belongs}, but its GPU {gpu.key} "
-        f"has profiles {', '.join(f'{p} x{n}' for p, n in gpu.mig.profiles.items())}; use one of "
-        f"{', '.join(sorted(valid))}"
-    )

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import yaml
 
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
+AWS_LIMITS = Path(__file__).resolve().parent.parent / "gpu_platform" / "aws_limits.yaml"
 _EKS_AMI_PREFIX = "/aws/service/eks/optimized-ami/"
 
 
@@ -126,10 +127,27 @@ def _subnet(args: dict, config: dict) -> dict:
     return {"id": subnet, "vpcId": vpc, "availabilityZone": "us-west-2a", "mapPublicIpOnLaunch": False, "state": "available"}
 
 
+@functools.lru_cache(maxsize=None)
+def _partitions() -> list[tuple[str, re.Pattern]]:
+    rows = yaml.load(AWS_LIMITS.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["partitions"]
+    return [(row["partition"], re.compile(row["region_regex"])) for row in rows]
+
+
+def partition_of(region: str) -> str:
+    """The partition a region belongs to, by AWS's own region-name patterns (botocore partitions.json,
+    gpu_platform/aws_limits.yaml): a stack in cn-north-1 runs in aws-cn, as its account does."""
+    # aws's pattern would take us-gov-* too: the others are asked first.
+    for name, pattern in sorted(_partitions(), key=lambda row: row[0] == "aws"):
+        if pattern.match(region):
+            return name
+    return _fixtures()["partition"]
+
+
 def _caller_identity(args: dict, config: dict) -> dict:
     fixtures = _fixtures()
     account = fixtures["account"]
-    arn = f"arn:{fixtures['partition']}:sts::{account}:assumed-role/{fixtures['callerRole']}/preview"
+    partition = partition_of(config.get("aws:region", "us-west-2"))
+    arn = f"arn:{partition}:sts::{account}:assumed-role/{fixtures['callerRole']}/preview"
     return {"id": account, "accountId": account, "arn": arn, "userId": "AROAPREVIEW:preview"}
 
 
@@ -149,8 +167,18 @@ _DNS_SUFFIXES = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn", "aws-us-g
 
 
 def _partition(args: dict, config: dict) -> dict:
-    partition = _fixtures()["partition"]
+    partition = partition_of(config.get("aws:region", "us-west-2"))
     return {"id": partition, "partition": partition, "dnsSuffix": _DNS_SUFFIXES[partition]}
+
+
+def _access_entry(args: dict, config: dict) -> dict:
+    """An existing cluster's access entry (the fixtures' `accessEntries`), or AWS's not-found."""
+    cluster, principal = args.get("clusterName"), args.get("principalArn")
+    entries = (_fixtures()["clusters"].get(cluster) or {}).get("accessEntries") or {}
+    if principal not in entries:
+        raise InvokeError(f"ResourceNotFoundException: The specified access entry resource is not found (cluster {cluster}, principal {principal})")
+    return {"id": f"{cluster}:{principal}", "clusterName": cluster, "principalArn": principal,
+            "tags": dict(entries[principal].get("tags") or {}), "type": "STANDARD"}
 
 
 def _region(args: dict, config: dict) -> dict:
@@ -170,6 +198,7 @@ _ANSWERS: dict[str, Callable[[dict, dict], dict]] = {
     "aws:ssm/getParameter:getParameter": _ssm_parameter,
     "aws:eks/getCluster:getCluster": _cluster,
     "aws:eks/getClusters:getClusters": _clusters,
+    "aws:eks/getAccessEntry:getAccessEntry": _access_entry,
     "aws:ec2/getSubnet:getSubnet": _subnet,
     "aws:index/getCallerIdentity:getCallerIdentity": _caller_identity,
     "aws:iam/getSessionContext:getSessionContext": _session_context,

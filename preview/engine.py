@@ -9,8 +9,9 @@ Two modes, the two views a policy pack gets of a stack:
 - `up`: `pulumi up` on a real account. Every value is known: computed outputs (an EKS cluster's
   endpoint, the baked AMI id) are filled by `outputs.fill`, so no input silently goes missing.
 - `first-preview`: the first `pulumi preview` of a new stack. Nothing exists yet, so a provider
-  answers a create with its inputs and nothing else: ids and computed outputs are unknown, and every
-  input built from them reaches the engine (and the policy pack) as an unknown.
+  answers a create with its inputs and every output it computes unknown (`outputs.preview`): ids and
+  computed outputs are unknown, and every input built from them reaches the engine (and the policy
+  pack) as an unknown.
 """
 
 from __future__ import annotations
@@ -67,7 +68,6 @@ class Registration:
     delete_before_replace: Optional[bool] = None
     additional_secret_outputs: tuple[str, ...] = ()
     custom_timeouts: tuple[str, str, str] = ("", "", "")  # create, update, delete, as the SDK sent them
-    alias_types: tuple[str, ...] = ()  # type-only aliases (the Kubernetes SDK adds its older API versions)
 
     @property
     def is_provider(self) -> bool:
@@ -196,7 +196,6 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
                 delete_before_replace=request.deleteBeforeReplace if request.deleteBeforeReplaceDefined else None,
                 additional_secret_outputs=tuple(request.additionalSecretOutputs),
                 custom_timeouts=(timeouts.create, timeouts.update, timeouts.delete),
-                alias_types=tuple(a.spec.type for a in request.aliases if a.HasField("spec") and a.spec.type),
             )
         )
         return response
@@ -213,9 +212,7 @@ class _OfflineMocks(pulumi_mocks.Mocks):
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
         if self._mode == FIRST_PREVIEW:
-            # A provider previewing a create: its inputs back (those the program knew), no id and
-            # no computed output, so the SDK marks both unknown.
-            return None, dict(args.inputs)
+            return outputs.preview(args.typ, args.name, args.inputs)
         return outputs.fill(args.typ, args.name, args.inputs)
 
     def call(self, args: pulumi_mocks.MockCallArgs):

@@ -11,6 +11,8 @@ import base64
 import hashlib
 from typing import Any, Callable
 
+from pulumi.runtime import rpc
+
 ACCOUNT = "123456789012"
 REGION = "us-west-2"
 
@@ -82,3 +84,23 @@ def fill(type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
         state["arn"] = _arn(service, type_.rsplit(":", 1)[-1].lower(), name)
     resource_id = _IDS.get(type_, lambda n: f"{n}-id")(name)
     return resource_id, state
+
+
+def _unknown_where_computed(inputs: Any, computed: Any) -> Any:
+    """The inputs, with every value the provider computes unknown: a key the inputs set keeps its
+    value (objects merge key by key), anything else the provider fills is unknown, whole."""
+    if not isinstance(computed, dict) or not isinstance(inputs, dict):
+        return inputs
+    merged = dict(inputs)
+    for key, value in computed.items():
+        merged[key] = _unknown_where_computed(inputs[key], value) if key in inputs else rpc.UNKNOWN
+    return merged
+
+
+def preview(type_: str, name: str, inputs: dict[str, Any]) -> tuple[None, dict[str, Any]]:
+    """(id, state) as a provider previews a create: no id yet, the inputs back, and every output it
+    computes (the same table as `fill`, nested fields included) unknown. A tfbridge provider's
+    preview returns its planned state, computed attributes unknown at any depth; an output left out
+    instead would reach the program as a known null."""
+    _, filled = fill(type_, name, inputs)
+    return None, _unknown_where_computed(inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)})

@@ -2,15 +2,17 @@
 read and handed to the pack the way the CLI does, so an enforcement level means the same offline.
 
 The CLI (pulumi/pulumi v3.259.0, pkg/resource/analyzer/config.go): the file is a JSON object; an
-empty file is no config (93-101); a value is an enforcement level as text, or an object with an
-optional `enforcementLevel` and the policy's properties (121-147, 166-185); `all` sets every
-policy's level (344-352); the result starts from each policy's default level from GetAnalyzerInfo
-(427-447) and is sent whole through `Configure` (pkg/engine/update.go:296-324,
-pkg/resource/plugin/analyzer_plugin.go:612-641).
+empty file is no config (93-100); a value is a valid enforcement level as text, or an object with an
+optional, valid `enforcementLevel` and the policy's properties (121-147, 162-180); the result starts
+from each policy's default level from GetAnalyzerInfo (276-301), then the pack's initial config,
+then the file, where `all` sets every policy's level first (307-372); it is sent whole through
+`Configure` (pkg/engine/update.go:1015-1042 for a local `--policy-pack`,
+pkg/resource/plugin/analyzer_plugin.go:612-641, which refuses an entry without a valid level).
 
-Stricter than the CLI, because offline a silent no-op is worse than an error: a policy name the
-pack does not have is an error here (the CLI ignores it), and `environments` (Pulumi ESC
-references, resolved by Pulumi Cloud) cannot be resolved offline.
+Not modelled, because this pack has neither: per-policy config schemas (their defaults and
+validation) and an initial config. Stricter than the CLI, because offline a silent no-op is worse
+than an error: a policy name the pack does not have is an error here (the CLI ignores it), and
+`environments` (Pulumi ESC references, resolved by Pulumi Cloud) cannot be resolved offline.
 """
 
 from __future__ import annotations
@@ -56,20 +58,27 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
     found = {}
     for name, value in raw.items():
         if isinstance(value, str):
-            level, properties = value, {}
+            level, properties, where = value, {}, name
         elif isinstance(value, dict):
             properties = {k: v for k, v in value.items() if k != "enforcementLevel"}
-            level = value.get("enforcementLevel", "")
-            if not isinstance(level, str):
-                raise ValueError(f"{flag}: {name}.enforcementLevel: {level!r} is not an enforcement level (valid: {', '.join(LEVELS)})")
+            level, where = value.get("enforcementLevel"), f"{name}.enforcementLevel"
+            if level is None:
+                level = ""
+            elif level not in LEVELS:
+                raise ValueError(f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})")
         else:
-            raise ValueError(f"{flag}: {name}: {value!r} is neither an enforcement level nor an object "
+            raise ValueError(f"{flag}: {name}: {_shown(value)} is neither an enforcement level nor an object "
                              f'(e.g. "advisory" or {{"enforcementLevel": "advisory"}})')
-        if level and level not in LEVELS:
-            raise ValueError(f"{flag}: {name}: {level!r} is not an enforcement level (valid: {', '.join(LEVELS)})")
+        if isinstance(value, str) and level not in LEVELS:
+            raise ValueError(f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})")
         if level or properties:
             found[name] = PolicyConfig(level, properties)
     return found
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def load(path: Optional[Path]) -> dict[str, PolicyConfig]:

@@ -123,9 +123,12 @@ def summary(recording: Recording, violations: list[Violation], source: str,
         lines.append(f"  {number}. {operand.name} ({operand.type.removeprefix(_OPERAND_PREFIX)})")
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
-    lines += ["", f"Policy violations (as pulumi up sees the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]
+    lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]
     for v in violations:
         lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
+    if mandatory:
+        lines.append("  (pulumi up stops at the first resource with a mandatory violation, before creating it; "
+                     "what was created before it stays, and stack policies run only when every resource passed)")
     if first_preview is not None:
         undecided, only_up, only_first = differences(violations, first_preview, recording.stack_urn)
         same = not (undecided or only_up or only_first)

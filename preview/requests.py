@@ -15,8 +15,11 @@ pinned here), by file and line:
   KeepResources (pkg/resource/plugin/analyzer_plugin.go:301-390): unknowns stay sentinels, secrets
   stay secret objects, top-level `__` keys go, a resource reference becomes its id or URN
   (sdk/go/common/resource/plugin/rpc.go:95-118, 253-262).
-- Options carry protect, ignoreChanges, deleteBeforeReplace, additionalSecretOutputs, aliases,
-  custom timeouts in seconds and the parent (analyzer_plugin.go:737-764).
+- Options carry protect, ignoreChanges, deleteBeforeReplace, additionalSecretOutputs, custom
+  timeouts in seconds and the parent (analyzer_plugin.go:737-764); the aliases are those that matched
+  a resource of the old state (step_generator.go:775, 825), so none in a stack's first deployment.
+- An explicit provider's inputs carry the plugin `version` the SDK asked for
+  (source_eval.go:2576-2583).
 - A resource without an explicit provider runs on the package's default provider
   `pulumi:providers:<pkg>::default_<major>_<minor>_<patch>`, whose inputs are the package's stack
   config plus `version` (pkg/resource/deploy/default_providers.go:139-200,
@@ -41,9 +44,9 @@ from preview.engine import STACK_TYPE, Recording, Registration
 _SIG = "4dabf18193072939515e22adb298388d"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
 _PROVIDER_PREFIX = "pulumi:providers:"
-# Go's time.ParseDuration units, as the engine reads the SDK's custom timeout strings.
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Go's time.ParseDuration, as the engine reads the SDK's custom timeout strings (source_eval.go:2855-2883).
+_DURATION = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -63,13 +66,18 @@ class EngineResource:
 
 
 def seconds(duration: str) -> float:
-    """`150m` -> 9000.0; "" -> 0.0 (no custom timeout)."""
+    """`150m` -> 9000.0; "" -> 0.0 (no custom timeout); Go's grammar: a sign, then number-unit
+    pairs, or a bare 0."""
     if not duration:
         return 0.0
-    parts = _DURATION.findall(duration)
-    if "".join(n + u for n, u in parts) != duration:
+    sign = -1.0 if duration.startswith("-") else 1.0
+    body = duration.lstrip("+-")
+    if body == "0":
+        return 0.0
+    parts = _DURATION.findall(body)
+    if not parts or "".join(n + u for n, u in parts) != body:
         raise ValueError(f"custom timeout {duration!r} is not a Go duration (e.g. 90m, 1h30m)")
-    return sum(float(n) * _SECONDS[u] for n, u in parts)
+    return sign * sum(float(n) * _SECONDS[u] for n, u in parts)
 
 
 def _marshal_value(value: struct_pb2.Value) -> struct_pb2.Value:
@@ -99,14 +107,6 @@ def _marshal_struct(struct: struct_pb2.Struct, top: bool = True) -> struct_pb2.S
     return out
 
 
-def _alias_urns(r: Registration) -> list[str]:
-    """Type-only aliases as the engine resolves them: the same URN with the alias's type."""
-    head, _, name = r.urn.rpartition("::")
-    prefix, _, chain = head.rpartition("::")
-    parents = chain.rsplit("$", 1)[0] + "$" if "$" in chain else ""
-    return [f"{prefix}::{parents}{alias}::{name}" for alias in r.alias_types]
-
-
 def _options(r: Registration) -> analyzer_pb2.AnalyzerResourceOptions:
     create, update, delete = (seconds(t) for t in r.custom_timeouts)
     return analyzer_pb2.AnalyzerResourceOptions(
@@ -115,17 +115,20 @@ def _options(r: Registration) -> analyzer_pb2.AnalyzerResourceOptions:
         deleteBeforeReplace=bool(r.delete_before_replace),
         deleteBeforeReplaceDefined=r.delete_before_replace is not None,
         additionalSecretOutputs=list(r.additional_secret_outputs),
-        aliases=_alias_urns(r),
         customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts(create=create, update=update, delete=delete),
         parent=r.parent,
     )
 
 
 def _default_provider_name(version: str) -> str:
-    numbers = version.split("+", 1)[0].split("-", 1)
-    core = "_".join(numbers[0].split("."))
-    extra = "".join("_" + part for part in numbers[1].split(".")) if len(numbers) > 1 else ""
-    return f"default_{core}{extra}" if version else "default"
+    """`7.51.1` -> `default_7_51_1`; pre-release and build parts follow, each behind `_`
+    (providers/provider.go:105-135)."""
+    if not version:
+        return "default"
+    rest, _, build = version.partition("+")
+    core, _, pre = rest.partition("-")
+    parts = core.split(".") + (pre.split(".") if pre else []) + (build.split(".") if build else [])
+    return "default_" + "_".join(parts)
 
 
 def _package_config(recording: Recording, package: str) -> struct_pb2.Struct:
@@ -135,7 +138,8 @@ def _package_config(recording: Recording, package: str) -> struct_pb2.Struct:
     for key, value in sorted(recording.config.items()):
         namespace, _, name = key.partition(":")
         if namespace == package and name:
-            inputs.fields[name].string_value = value if isinstance(value, str) else json.dumps(value)
+            # Go's encoding/json: compact, keys sorted.
+            inputs.fields[name].string_value = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
     return inputs
 
 
@@ -187,10 +191,17 @@ def resources(recording: Recording) -> list[EngineResource]:
                 found.append(defaults[key])
             # The engine's reference: the provider's URN and id (unknown until it exists).
             provider = f"{defaults[key].urn}::{'04da6b54-80e4-46f7-96ec-b56ff0331ba9'}"
+        inputs = r.sent
+        if r.is_provider and r.version:
+            inputs = struct_pb2.Struct()
+            inputs.CopyFrom(r.sent)
+            inputs.fields["version"].string_value = r.version
         outputs = r.state if r.custom else recording.component_outputs.get(r.urn, struct_pb2.Struct())
+        if r.is_provider:
+            outputs = inputs  # a provider's state is its inputs
         found.append(EngineResource(
-            urn=r.urn, type=r.type, name=r.name, parent=r.parent or recording.stack_urn,
-            inputs=r.sent, outputs=outputs, provider=provider, dependencies=r.dependencies,
+            urn=r.urn, type=r.type, name=r.name, parent=r.parent,
+            inputs=inputs, outputs=outputs, provider=provider, dependencies=r.dependencies,
             property_dependencies=r.property_dependencies, options=_options(r),
         ))
     return found

@@ -6,7 +6,7 @@ that access."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import pulumi
@@ -33,7 +33,9 @@ class ClusterArgs:
     tags: dict[str, str]
     adopted: Optional[AdoptedCluster] = None  # create: false; looked up before anything registers
     partition: str = "aws"
-    runner: Optional[str] = None  # the IAM role or user running the stack (cluster_access.principals)
+    runner: Optional[str] = None  # the IAM role or user running the stack: warned about when no admin
+    existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> tags of its entry
+    stack: str = ""
 
 
 def _kubeconfig(name, endpoint, ca) -> pulumi.Output[str]:
@@ -83,7 +85,10 @@ class EksCluster(pulumi.ComponentResource):
         else:
             self._adopt(args.adopted)
         # A created cluster admits no one but these entries (bootstrap off).
-        principals = cluster_access.principals(args.runner, cfg.admins, cfg.create)
+        principals, kept = cluster_access.principals(cfg.admins, args.existing_entries, args.stack)
+        for arn in kept:
+            pulumi.log.warn(f"gpu-platform:cluster.admins: {arn} already has an access entry to {cfg.name} that this "
+                            f"stack did not create; it is left as it is (an IAM principal has one entry per cluster)")
         if cluster_access.runner_without_access(args.runner, cfg.admins):
             pulumi.log.warn(
                 f"gpu-platform:cluster.admins does not list {args.runner}, which runs this update: the stack gives "
@@ -126,16 +131,19 @@ class EksCluster(pulumi.ComponentResource):
                 "endpoint_private_access": True,
                 "endpoint_public_access": cfg.endpoint_public_access,
             },
-            # No bootstrap entry for the creator: the runner's explicit entry (cluster_access) would
-            # collide with it, one principal in two entries (ResourceInUseException; pulumi/pulumi-eks#2373).
-            # The provider replaces a cluster whose bootstrap flag changes (pulumi/pulumi-aws#3997,
-            # hashicorp/terraform-provider-aws#35824).
+            # No bootstrap entry for the creator: the named admins' entries are the way in, and the
+            # creator among them would collide with it (one entry per principal, ResourceInUseException;
+            # pulumi/pulumi-eks#2373).
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
             encryption_config={"provider": {"key_arn": key.arn}, "resources": ["secrets"]},
             enabled_cluster_log_types=_LOG_TYPES,
             tags=args.tags,
             # The control plane acts through its role from the first minute: the policy must be on it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(control_plane.attachments)),
+            # The bootstrap flag is create-only (the provider replaces a cluster whose flag changes:
+            # pulumi/pulumi-aws#3997, hashicorp/terraform-provider-aws#35824): a cluster created with
+            # it on keeps it, and its creator's entry is left alone (cluster_access.principals).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(control_plane.attachments),
+                                        ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"]),
         )
         self.name = cluster.name
         self.endpoint = cluster.endpoint

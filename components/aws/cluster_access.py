@@ -1,7 +1,7 @@
-"""Who may administer the cluster: one EKS access entry per IAM principal (the identity running the
-stack and the named admins), each with AmazonEKSClusterAdminPolicy over the whole cluster. Explicit
-entries instead of the creator's bootstrap permission: they are visible in the stack, survive a
-change of who runs it, and can be reviewed and removed like any other resource."""
+"""Who may administer the cluster: one EKS access entry per named admin (`cluster.admins`), each
+with AmazonEKSClusterAdminPolicy over the whole cluster. Explicit entries instead of the creator's
+bootstrap permission: they are in the reviewed stack file and the audit report, do not change with
+whoever runs an update, and can be removed like any other resource."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ import re
 import pulumi
 import pulumi_aws as aws
 
+from gpu_platform.config import principal_key
+
+STACK_TAG = "gpu-platform.io/stack"  # components/aws/tags.py stack_tags
 # EKS User Guide, "Review access policy permissions": `arn:<partition>:eks::aws:cluster-access-policy/<name>`;
 # AmazonEKSClusterAdminPolicy grants every verb on every resource, like Kubernetes' cluster-admin.
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
@@ -21,29 +24,30 @@ def access_policy_arn(partition: str, name: str) -> str:
 
 def principal_label(arn: str) -> str:
     """`<account>-<role|user>-<name>` for `arn:<p>:iam::<account>:<role|user>/<path/><name>`: unique
-    per principal (IAM names are unique per account, whatever the path), and stable when a
-    principal moves between the runner and the admins list, so its entry is not replaced."""
+    per principal, as IAM names are unique per account whatever the path and not case-sensitive
+    (the config refuses two ARNs that name one principal)."""
     _, _, _, _, account, resource = arn.split(":", 5)
     kind, _, path = resource.partition("/")
-    return re.sub(r"[^A-Za-z0-9_.@=,+-]", "-", f"{account}-{kind}-{path.rsplit('/', 1)[-1]}")
+    return re.sub(r"[^a-z0-9_.@=,+-]", "-", f"{account}-{kind}-{path.rsplit('/', 1)[-1].lower()}")
 
 
-def principals(runner: str | None, admins: tuple[str, ...], create: bool) -> list[str]:
-    """Who gets an entry. A stack that names its admins gets exactly those: were the runner added
-    too, every update by another identity (a CI role after a person, a preview role) would replace
-    the entry of the one before and lock it out. A created cluster without named admins gives the
-    entry to whoever runs the stack, as the creator's bootstrap permission would; an adopted one
-    already admits its runner. Each principal once: one access entry per IAM principal (EKS User
-    Guide, "Create access entries")."""
-    if admins:
-        return list(dict.fromkeys(admins))
-    return [runner] if create and runner else []
+def principals(admins: tuple[str, ...], existing: dict[str, dict[str, str]], stack: str) -> tuple[list[str], list[str]]:
+    """(the admins that get an entry from this stack, the admins left as they are). An IAM principal
+    has one access entry per cluster (EKS User Guide, "Create access entries"): one that already has
+    an entry this stack did not make (the creator's bootstrap entry, one made by hand) keeps it, or
+    creating ours would fail with ResourceInUseException. The stack's own entries carry its stack
+    tag, so a later update keeps managing them."""
+    ours, kept = [], []
+    for arn in admins:
+        tags = existing.get(arn)
+        (kept if tags is not None and tags.get(STACK_TAG) != stack else ours).append(arn)
+    return ours, kept
 
 
 def runner_without_access(runner: str | None, admins: tuple[str, ...]) -> bool:
-    """The stack names its admins, and whoever runs it now is not one of them: its Kubernetes calls
-    will be refused unless it has access to the cluster some other way."""
-    return bool(admins and runner and runner not in admins)
+    """Whoever runs the update is not a named admin: its Kubernetes calls will be refused unless it
+    has access to the cluster some other way."""
+    return bool(runner) and principal_key(runner) not in {principal_key(a) for a in admins}
 
 
 def cluster_admins(name: str, cluster_name: pulumi.Input[str], arns: list[str], partition: str,

@@ -5,7 +5,7 @@ the user's mistake, so it becomes a ConfigError naming the key, and nothing has 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import re
@@ -55,8 +55,9 @@ class Discovered:
     partition: str = "aws"  # aws | aws-cn | aws-us-gov: every ARN the stack builds starts arn:<partition>:
     runner: Optional[str] = None  # the IAM role or user running the stack
     # The cluster exists already: adopted, or created by an earlier `pulumi up` of this stack. Only
-    # then can it hold what others install into it (the Prometheus operator's CRDs).
+    # then can it hold what others install into it (the Prometheus operator's CRDs, access entries).
     cluster_exists: bool = False
+    existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> its entry's tags
 
 
 # Access entries take IAM roles (a path allowed) and users only (EKS User Guide, "Create access entries").
@@ -134,22 +135,26 @@ def _base_image(config: StackConfig) -> BaseImage:
         ) from None
 
 
-def _runner(config: StackConfig) -> Optional[str]:
-    """The IAM principal running the stack: an assumed-role session is turned into its role, since
-    access entries take roles and users, never sessions (pulumi_aws iam.get_session_context:
-    `issuer_arn` is the source role of an assumed role, the ARN itself otherwise). It needs an entry
-    of its own only on a created cluster whose stack names no admins."""
+def _runner() -> Optional[str]:
+    """The IAM principal running the stack (warned about when it is no named admin): an assumed-role
+    session is turned into its role, since access entries take roles and users, never sessions
+    (pulumi_aws iam.get_session_context: `issuer_arn` is the source role of an assumed role, the ARN
+    itself otherwise). None for an identity that cannot have an entry at all (the account root)."""
     caller = aws.get_caller_identity().arn
     principal = aws.iam.get_session_context(arn=caller).issuer_arn
-    if _PRINCIPAL.fullmatch(principal or ""):
-        return principal
-    if config.cluster.create and not config.cluster.admins:
-        raise ConfigError(
-            f"gpu-platform:cluster.create: the identity running the stack ({caller}) is not an IAM role or user, "
-            "so it cannot get an EKS access entry to the cluster it creates; run it as an IAM role or user, "
-            "or name the cluster's admins in gpu-platform:cluster.admins"
-        )
-    return None
+    return principal if _PRINCIPAL.fullmatch(principal or "") else None
+
+
+def _existing_entries(config: StackConfig) -> dict[str, dict[str, str]]:
+    """The named admins that already have an access entry to the cluster, with that entry's tags."""
+    found = {}
+    for arn in config.cluster.admins:
+        try:
+            entry = aws.eks.get_access_entry(cluster_name=config.cluster.name, principal_arn=arn)
+        except Exception:  # no entry (ResourceNotFoundException): the stack creates it
+            continue
+        found[arn] = dict(entry.tags or {})
+    return found
 
 
 def _admins_in_partition(config: StackConfig, partition: str) -> None:
@@ -175,6 +180,7 @@ def discover(config: StackConfig) -> Discovered:
     partition = aws.get_partition().partition
     _admins_in_partition(config, partition)
     bake = config.node_image.source == "bake"
+    exists = not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or [])
     return Discovered(
         gpus={pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)},
         base_image=_base_image(config) if bake else None,
@@ -182,6 +188,7 @@ def discover(config: StackConfig) -> Discovered:
         adopted=None if config.cluster.create else _adopt(config),
         partition=partition,
         # Without named admins, a created cluster's entry goes to whoever runs the stack.
-        runner=_runner(config) if config.cluster.create or config.cluster.admins else None,
-        cluster_exists=not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or []),
+        runner=_runner(),
+        cluster_exists=exists,
+        existing_entries=_existing_entries(config) if exists else {},
     )

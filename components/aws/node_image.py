@@ -137,12 +137,24 @@ def _resource_name(text: str) -> str:
 
 
 def stack_scope(project: str, stack: str) -> str:
-    """`<project>-<stack>` in Image Builder's alphabet. Pulumi stack names may hold dots, which Image
-    Builder names may not: a stack whose name had to change gets a digest of its real name, so
-    `team.dev` and `team-dev` never share a scope."""
+    """`<project>-<stack>`, unique as Image Builder compares names. Pulumi stack names may hold dots,
+    which Image Builder names may not, and Image Builder holds names that differ only in case,
+    spaces or underscores to be the same name (botocore imagebuilder 2019-12-02 service-2.json,
+    CreateComponent/CreateInfrastructureConfiguration/CreateDistributionConfiguration `name`): a
+    stack whose name had to change gets a digest of its real name, so `team.dev`, `team_dev`,
+    `Team-Dev` and `team-dev` never share a scope."""
     scope = f"{project}-{stack}"
-    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", scope)
+    cleaned = re.sub(r"[^a-z0-9-]", "-", scope.lower())
     return cleaned if cleaned == scope else f"{cleaned}-{_digest(scope)[:6]}"
+
+
+_AMI_PREFIX_LIMIT = 100
+
+
+def ami_name_prefix(scope: str, name: str, kubernetes_version: str, driver: str) -> str:
+    """The AMI name before the build date; a long stack name keeps its head and a digest."""
+    prefix = f"{scope}-{name}-k8s{kubernetes_version}-nvidia-{driver}"
+    return prefix if len(prefix) <= _AMI_PREFIX_LIMIT else f"{prefix[:_AMI_PREFIX_LIMIT - 11]}-{_digest(prefix)}"
 
 
 class NodeImage(pulumi.ComponentResource):
@@ -239,8 +251,9 @@ class NodeImage(pulumi.ComponentResource):
                 {
                     "region": args.region,
                     "ami_distribution_configuration": {
-                        # AMI names are unique per account and region too.
-                        "name": f"{scope}-{name}-k8s{args.kubernetes_version}-nvidia-{driver}-{{{{ imagebuilder:buildDate }}}}",
+                        # AMI names are unique per account and region too, 3-128 characters with the
+                        # build date (about 24) filled in.
+                        "name": f"{ami_name_prefix(scope, name, args.kubernetes_version, driver)}-{{{{ imagebuilder:buildDate }}}}",
                         "ami_tags": {**tags, BASE_RELEASE_TAG: base.release},
                     },
                 }

@@ -20,6 +20,8 @@ class Resource:
     type: str
     name: str
     props: dict[str, Any] = field(hash=False)
+    # property -> the resources it was built from, as the engine hands them to stack policies
+    property_dependencies: dict[str, tuple["Resource", ...]] = field(default_factory=dict, hash=False)
 
     @property
     def urn(self) -> str:

@@ -72,3 +72,46 @@ def test_a_gpu_resource_that_declares_no_version_fact_fails_instead_of_passing_u
     # Without the fact, the version policies checked on it would have nothing to compare.
     found = violations(privileged_software_tagged, [build()])
     assert len(found) == 1 and fact in found[0][0] and "cannot check" in found[0][0]
+
+
+def _untagged(resource):
+    resource.props["tags"] = {}
+    return resource
+
+
+@pytest.mark.parametrize("build", [
+    lambda: resource("aws:eks/nodeGroup:NodeGroup", "rogue-ng", {"instanceTypes": ["p5.48xlarge"], "tags": {}}),
+    lambda: resource("aws:eks/nodeGroup:NodeGroup", "rogue-ng", {"amiType": "AL2023_x86_64_NVIDIA", "instanceTypes": ["g4dn.xlarge"]}),
+])
+def test_a_gpu_node_group_is_known_by_what_it_launches_not_by_its_tags(build):
+    # Without tags it would otherwise look like no GPU resource at all, and pass unchecked.
+    found = violations(privileged_software_tagged, [build()])
+    assert any(contract.AUDIT_TAG_APPROVAL in message for message, _ in found)
+    assert any(contract.DRIVER_VERSION_TAG in message and "cannot check" in message for message, _ in found)
+
+
+@pytest.mark.parametrize("build, fragments", [
+    (lambda: node_image(driver="latest"), ["'latest' is not an NVIDIA driver version"]),
+    (lambda: node_image(release="v99.1"), ["'v99.1' is not a GPU Operator release"]),
+    (lambda: node_image(cuda="12.8 13.9"), ["13.9 not a CUDA toolkit version"]),
+    (lambda: node_image(kubernetes="1.33.2"), ["'1.33.2' is not a Kubernetes minor"]),
+    (lambda: node_group(gpu_model="X100"), ["'X100' is not a GPU of the matrix"]),
+    (lambda: launch_template(source="latest"), ["image-source 'latest' is not one of bake, ami"]),
+])
+def test_a_malformed_or_unknown_fact_fails_instead_of_being_skipped(build, fragments):
+    found = violations(privileged_software_tagged, [build()])
+    assert len(found) == 1 and all(f in found[0][0] for f in fragments), found
+
+
+def test_a_declared_gpu_model_that_its_instance_type_contradicts_fails():
+    group = node_group(gpu_model="L4")
+    group.props["instanceTypes"] = ["p5.48xlarge"]
+    found = violations(privileged_software_tagged, [group])
+    assert len(found) == 1 and "declares gpu-platform.io/gpu-model 'L4'" in found[0][0] and "carries H100-80GB" in found[0][0]
+
+
+def test_an_nvidia_node_group_of_a_family_the_matrix_lacks_fails():
+    group = node_group(gpu_model="L4")
+    group.props["instanceTypes"] = ["g4dn.xlarge"]
+    found = violations(privileged_software_tagged, [group])
+    assert len(found) == 1 and "g4dn.xlarge is of no GPU family the matrix covers" in found[0][0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policy.consistency import declared_facts_agree
-from tests.policy.resources import cluster, launch_template, namespace, node_group, node_image, workload
+from tests.policy.resources import Resource, cluster, launch_template, namespace, node_group, node_image, resource, workload
 from tests.policy.verdict import violations
 
 
@@ -52,3 +52,19 @@ def test_resources_that_declare_nothing_are_left_alone():
     system = node_group(pool="system")
     system.props["tags"] = {"gpu-platform.io/owner": "ml-platform"}
     assert violations(declared_facts_agree, _stack() + [other, system]) == []
+
+
+def test_the_driver_the_image_build_installs_must_be_the_one_declared():
+    component = resource("aws:imagebuilder/component:Component", "gpu-node-image-driver",
+                         {"data": "phases:\n- steps:\n  - inputs: {commands: ['export DRIVER_VERSION=570.211.01\\nexport X=1']}\n"})
+    found = violations(declared_facts_agree, _stack() + [component])
+    assert len(found) == 1 and "570.211.01" in found[0][0] and "580.105.08" in found[0][0] and "gpu-node-image-driver" in found[0][0]
+
+
+def test_a_gpu_node_group_launching_from_an_undeclared_template_fails():
+    bare = resource("aws:ec2/launchTemplate:LaunchTemplate", "plain-lt", {"metadataOptions": {"httpTokens": "optional"}})
+    group = node_group(cuda="12.8 13.0")
+    group = Resource(group.type, group.name, group.props, {"launchTemplate": (bare,)})
+    found = violations(declared_facts_agree, _stack(group=group) + [bare])
+    assert len(found) == 1 and "plain-lt" in found[0][0] and "gpu-launch-templates-hardened" in found[0][0]
+    assert found[0][1] == bare.urn

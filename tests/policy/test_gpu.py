@@ -47,3 +47,11 @@ def test_mig_configuration_of_another_gpu_fails_naming_both(gpu, config):
 def test_mig_on_a_gpu_without_mig_fails(gpu):
     found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config="all-balanced")])
     assert len(found) == 1 and "not MIG-capable" in found[0][0] and gpu in found[0][0]
+
+
+def test_the_gpu_comes_from_the_instance_type_not_from_the_declared_model():
+    # Declared L4 (which 550 serves), launching B200s (which need 570 or later).
+    group = node_group(gpu_model="L4", driver="550.163.01")
+    group.props["instanceTypes"] = ["p6-b200.48xlarge"]
+    found = violations(driver_supports_gpu, [group])
+    assert len(found) == 1 and "B200" in found[0][0] and "p6-b200.48xlarge" in found[0][0]

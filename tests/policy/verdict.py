@@ -35,9 +35,11 @@ def diagnostics(resources: Iterable[Resource], config: Optional[dict] = None) ->
         for d in response.diagnostics:
             d.urn = r.urn
             found.append(d)
-    stack = analyzer_pb2.AnalyzeStackRequest(resources=[
-        analyzer_pb2.AnalyzerResource(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props)) for r in resources
-    ])
+    stack = analyzer_pb2.AnalyzeStackRequest()
+    for r in resources:
+        added = stack.resources.add(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props))
+        for key, sources in r.property_dependencies.items():
+            added.propertyDependencies[key].urns.extend(source.urn for source in sources)
     found += list(pack.AnalyzeStack(stack).diagnostics)
     return found
 

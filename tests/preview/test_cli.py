@@ -180,7 +180,7 @@ def test_a_pack_that_cannot_start_is_an_internal_error_exit_3(monkeypatch, capsy
 def test_the_summary_shows_both_views_of_the_stack(capsys):
     assert main(["--stack", "dev"]) == 0
     out = capsys.readouterr().out
-    assert "Policy violations (as pulumi up sees the stack): 0 mandatory, 0 advisory" in out
+    assert "Policy violations (every value known, as pulumi up checks the stack): 0 mandatory, 0 advisory" in out
     assert "First pulumi preview of a new stack (ids and computed outputs unknown): the same verdicts" in out
 
 

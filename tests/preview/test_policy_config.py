@@ -45,6 +45,9 @@ def test_an_empty_file_is_no_config():
     ('{"driver-supports-gpu": 3}', "neither an enforcement level nor an object"),
     ('{"environments": ["prod-env"]}', "Pulumi ESC"),
     ("{", "not JSON"),
+    ('{"driver-supports-gpu": ""}', "'' is not an enforcement level"),
+    ('{"driver-supports-gpu": {"enforcementLevel": ""}}', "driver-supports-gpu.enforcementLevel: '' is not"),
+    ('{"driver-supports-gpu": "Mandatory"}', "'Mandatory' is not an enforcement level"),
 ])
 def test_a_malformed_file_names_the_flag_and_the_key(text, fragment):
     with pytest.raises(ValueError) as caught:

@@ -1,7 +1,8 @@
 """Who can administer the cluster: an EKS access entry with cluster-wide AmazonEKSClusterAdminPolicy
-for each named admin, or, when the stack names none, for the identity running the stack that creates
-the cluster (its role, never its session); no bootstrap permission for the creator; nothing
-Kubernetes before that access exists."""
+for each named admin (`cluster.admins`, required when the stack creates the cluster); no bootstrap
+permission for the creator; an admin that already has an entry this stack did not make keeps it;
+nothing Kubernetes before that access exists; whoever runs an update without being an admin is
+warned about."""
 
 from __future__ import annotations
 
@@ -9,23 +10,26 @@ import copy
 
 import pytest
 
-from gpu_platform.config import ConfigError
 from preview import aws_answers, engine
 from tests.conftest import stack_config, write_stack
 
 ENTRY = "aws:eks/accessEntry:AccessEntry"
 ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 CLUSTER_ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-# The offline caller is an assumed-role session of this role (preview/fixtures/aws.yaml).
+# The offline caller is an assumed-role session of this role (preview/fixtures/aws.yaml); the shipped
+# stacks name it as their admin.
 RUNNER_ROLE = "arn:aws:iam::123456789012:role/gpu-platform-deployer"
 ADMINS = ["arn:aws:iam::123456789012:role/platform/platform-admins", "arn:aws:iam::123456789012:user/alice"]
+# gpu-shared's creator, whose bootstrap entry exists (preview/fixtures/aws.yaml).
+CREATOR = "arn:aws:iam::123456789012:role/cluster-creator"
+ADOPT = {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False}
 
 
 def principals(recording: engine.Recording) -> list[str]:
     return sorted(e.inputs["principalArn"] for e in recording.of_type(ENTRY))
 
 
-def test_the_runner_gets_cluster_admin_as_its_role_not_its_session(shipped):
+def test_the_named_admin_gets_cluster_admin_over_the_whole_cluster(shipped):
     assert principals(shipped) == [RUNNER_ROLE]
     (association,) = shipped.of_type(ASSOCIATION)
     assert association.inputs["principalArn"] == RUNNER_ROLE
@@ -34,13 +38,15 @@ def test_the_runner_gets_cluster_admin_as_its_role_not_its_session(shipped):
     assert association.inputs["clusterName"] == shipped.config["gpu-platform:cluster"]["name"]
 
 
-def test_the_creator_gets_no_bootstrap_permission(shipped):
-    # Its bootstrap entry and the runner's explicit one would be the same principal twice.
-    access = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["accessConfig"]
-    assert access == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
+def test_the_creator_gets_no_bootstrap_permission_and_a_cluster_made_with_one_is_not_replaced(shipped):
+    # Its bootstrap entry and an admin's explicit one would be the same principal twice; the flag is
+    # create-only, so a cluster created with it on keeps it rather than being replaced.
+    cluster = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster")
+    assert cluster.inputs["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
+    assert "accessConfig.bootstrapClusterCreatorAdminPermissions" in cluster.ignore_changes
 
 
-def test_every_kubernetes_object_waits_for_the_runners_access(shipped):
+def test_every_kubernetes_object_waits_for_the_admins_access(shipped):
     provider = shipped.one("pulumi:providers:kubernetes", "gpu-cluster-k8s")
     runner_access = [a.urn for a in shipped.of_type(ASSOCIATION) if a.inputs["principalArn"] == RUNNER_ROLE]
     assert runner_access and set(runner_access) <= set(provider.dependencies)
@@ -48,38 +54,52 @@ def test_every_kubernetes_object_waits_for_the_runners_access(shipped):
     assert kubernetes and all(r.provider.startswith(provider.urn + "::") for r in kubernetes)
 
 
-@pytest.fixture(scope="module")
-def with_admins(record_variant) -> engine.Recording:
+def test_named_admins_are_exactly_who_gets_an_entry(record_variant):
     def change(config):
-        # The runner listed again: it must still get one entry only.
         config["gpu-platform:cluster"]["admins"] = [*ADMINS, RUNNER_ROLE]
 
-    return record_variant("named-admins", change)
+    recording = record_variant("named-admins", change)
+    assert principals(recording) == sorted([*ADMINS, RUNNER_ROLE])
+    assert {a.inputs["policyArn"] for a in recording.of_type(ASSOCIATION)} == {CLUSTER_ADMIN}
+    assert recording.warnings == ()
 
 
-def test_named_admins_get_cluster_admin_and_a_listed_runner_is_not_repeated(with_admins):
-    assert principals(with_admins) == sorted([*ADMINS, RUNNER_ROLE])
-    associations = with_admins.of_type(ASSOCIATION)
-    assert sorted(a.inputs["principalArn"] for a in associations) == sorted([*ADMINS, RUNNER_ROLE])
-    assert {a.inputs["policyArn"] for a in associations} == {CLUSTER_ADMIN}
-
-
-def test_an_adopted_cluster_gets_entries_for_the_named_admins_only(record_variant):
+def test_a_runner_who_is_no_admin_gets_no_entry_and_a_warning(record_variant):
+    # Were it added, an update by another identity would replace the entry of the one before.
     def change(config):
-        config["gpu-platform:cluster"].update(
-            {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False, "admins": ADMINS}
-        )
+        config["gpu-platform:cluster"]["admins"] = ADMINS
+
+    recording = record_variant("admins-without-runner", change)
+    assert principals(recording) == sorted(ADMINS)
+    assert any(RUNNER_ROLE in w and "refused" in w for w in recording.warnings)
+
+
+def test_an_adopted_cluster_gets_entries_for_its_admins_but_not_one_that_already_has_an_entry(record_variant):
+    def change(config):
+        config["gpu-platform:cluster"].update({**ADOPT, "admins": [*ADMINS, CREATOR]})
 
     adopted = record_variant("adopted-with-admins", change)
+    # The creator's bootstrap entry exists and is not this stack's: creating another would fail.
     assert principals(adopted) == sorted(ADMINS)
     assert {e.inputs["clusterName"] for e in adopted.of_type(ENTRY)} == {"gpu-shared"}
+    assert any(CREATOR in w and "left as it is" in w for w in adopted.warnings)
+
+
+def test_an_entry_this_stack_made_earlier_stays_managed(monkeypatch, tmp_path):
+    fixtures = copy.deepcopy(aws_answers._fixtures())
+    fixtures["clusters"]["gpu-shared"]["accessEntries"][ADMINS[0]] = {"tags": {"gpu-platform.io/stack": "dev"}}
+    monkeypatch.setattr(aws_answers, "_fixtures", lambda: fixtures)
+    config = stack_config("dev")
+    config["gpu-platform:cluster"].update({**ADOPT, "admins": ADMINS})
+    assert principals(engine.run(write_stack(tmp_path, config, name="dev"))) == sorted(ADMINS)
 
 
 def test_an_adopted_cluster_without_admins_gets_no_entry(record_variant):
     def change(config):
-        config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
+        config["gpu-platform:cluster"].update(ADOPT)
+        config["gpu-platform:cluster"].pop("admins")
 
-    assert record_variant("adopt-gpu-shared", change).of_type(ENTRY) == []
+    assert record_variant("adopt-gpu-shared-without-admins", change).of_type(ENTRY) == []
 
 
 def _runner_is(monkeypatch, arn: str) -> None:
@@ -91,21 +111,10 @@ def _runner_is(monkeypatch, arn: str) -> None:
     monkeypatch.setattr(aws_answers, "_ANSWERS", answers)
 
 
-def test_an_iam_user_running_the_stack_gets_its_own_arn(monkeypatch, tmp_path):
-    _runner_is(monkeypatch, "arn:aws:iam::123456789012:user/ci")
-    recording = engine.run(write_stack(tmp_path, stack_config("dev"), name="dev"))
-    assert principals(recording) == ["arn:aws:iam::123456789012:user/ci"]
-
-
-def test_a_runner_that_cannot_have_an_access_entry_is_a_config_error(monkeypatch, tmp_path):
+def test_a_root_runner_is_only_warned_about(monkeypatch, tmp_path):
     _runner_is(monkeypatch, "arn:aws:iam::123456789012:root")
-    registered: list = []
-    with pytest.raises(ConfigError) as error:
-        engine.run(write_stack(tmp_path, stack_config("dev"), name="dev"), sink=registered)
-    assert str(error.value).startswith(
-        "gpu-platform:cluster.create: the identity running the stack (arn:aws:iam::123456789012:root) is not an IAM role or user"
-    )
-    assert registered == []
+    recording = engine.run(write_stack(tmp_path, stack_config("dev"), name="dev"))
+    assert principals(recording) == [RUNNER_ROLE]
 
 
 def test_the_offline_session_context_turns_a_session_into_its_role():
@@ -117,20 +126,3 @@ def test_the_offline_session_context_turns_a_session_into_its_role():
     assert answer["issuerArn"] == user
 
 
-def test_named_admins_are_the_whole_list_and_a_runner_outside_it_is_warned(record_variant):
-    # Were the runner added too, an update by another identity would replace the entry of the one
-    # before and lock it out of the cluster.
-    def change(config):
-        config["gpu-platform:cluster"]["admins"] = ADMINS
-
-    recording = record_variant("admins-without-runner", change)
-    assert principals(recording) == sorted(ADMINS)
-    assert any(RUNNER_ROLE in w and "cluster.admins" in w and "refused" in w for w in recording.warnings)
-
-
-def test_a_runner_that_cannot_have_an_entry_is_fine_when_admins_are_named(monkeypatch, tmp_path):
-    _runner_is(monkeypatch, "arn:aws:iam::123456789012:root")
-    config = stack_config("dev")
-    config["gpu-platform:cluster"]["admins"] = ADMINS
-    recording = engine.run(write_stack(tmp_path, config))
-    assert principals(recording) == sorted(ADMINS)

@@ -3,12 +3,12 @@ discovery: an `arn:aws:` policy does not exist in China or GovCloud, and attachi
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Iterator
 
 import pytest
 
 from preview import aws_answers, engine
+from tests.conftest import stack_config, write_stack
 
 # AWS-owned policies: IAM managed policies (arn:<p>:iam::aws:policy/...) and EKS access policies
 # (arn:<p>:eks::aws:cluster-access-policy/...): the account field is "aws".
@@ -30,17 +30,25 @@ def aws_owned_arns(recording: engine.Recording) -> list[str]:
     return [s for r in recording.resources for s in strings(r.inputs) if s.startswith("arn:") and any(k in s for k in AWS_OWNED)]
 
 
-@pytest.fixture(params=["aws-cn", "aws-us-gov"])
-def other_partition(request, monkeypatch) -> str:
-    """The offline answers of an account in another partition (GetPartition, and the caller's ARN)."""
-    fixtures = copy.deepcopy(aws_answers._fixtures())
-    fixtures["partition"] = request.param
-    monkeypatch.setattr(aws_answers, "_fixtures", lambda: fixtures)
+REGIONS = {"aws-cn": "cn-north-1", "aws-us-gov": "us-gov-west-1"}
+
+
+@pytest.fixture(params=sorted(REGIONS))
+def other_partition(request) -> str:
     return request.param
 
 
-def test_every_policy_arn_starts_with_the_accounts_partition(other_partition):
-    recording = engine.run(engine.stack_file("dev"))
+def test_the_offline_partition_follows_the_region():
+    # botocore partitions.json's region patterns (gpu_platform/aws_limits.yaml).
+    assert [aws_answers.partition_of(r) for r in ("us-west-2", "cn-north-1", "cn-northwest-1", "us-gov-east-1")] == \
+        ["aws", "aws-cn", "aws-cn", "aws-us-gov"]
+
+
+def test_every_policy_arn_starts_with_the_accounts_partition(other_partition, tmp_path):
+    config = stack_config("dev")
+    config["aws:region"] = REGIONS[other_partition]
+    config["gpu-platform:cluster"]["admins"] = [f"arn:{other_partition}:iam::123456789012:role/gpu-platform-deployer"]
+    recording = engine.run(write_stack(tmp_path, config, name="dev"))
     arns = aws_owned_arns(recording)
     # node role (3), image builder role (2), control plane (1), the runner's cluster-admin access (1)
     assert len(arns) == 7

@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import pytest
 
+from components.aws import node_image
 from preview import engine
 from tests.conftest import stack_config, write_stack
 
@@ -89,3 +90,20 @@ def test_a_stack_name_with_a_dot_gives_valid_names_of_its_own(dotted_and_dashed)
                 assert IMAGE_BUILDER_NAME.match(r.inputs["name"]), r.inputs["name"]
     image_builder = {n for n in unique_names(dotted) if n.startswith("image builder")}
     assert image_builder and image_builder.isdisjoint(unique_names(dashed))
+
+
+@pytest.mark.parametrize("stacks", [("team_dev", "team-dev"), ("Dev", "dev"), ("team dev", "team-dev"), ("team.dev", "team-dev")])
+def test_stack_names_image_builder_would_hold_the_same_get_different_scopes(stacks):
+    # Image Builder: names that differ only in case, spaces or underscores are the same name.
+    def canonical(text):
+        return text.lower().replace("_", "-").replace(" ", "-")
+
+    first, second = (node_image.stack_scope("gpu-platform", s) for s in stacks)
+    assert canonical(first) != canonical(second)
+    assert all(re.fullmatch(r"[a-z0-9-]+", scope) for scope in (first, second))
+
+
+def test_the_ami_name_stays_within_awss_limit_with_the_build_date():
+    prefix = node_image.ami_name_prefix(node_image.stack_scope("gpu-platform", "x" * 200), "gpu-node-image", "1.33", "580.105.08")
+    # An AMI name is at most 128 characters; the build date adds about 24 and a dash.
+    assert len(prefix) + 1 + len("2026-11-30T10-11-12.123Z") <= 128
