@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 
 from preview import aws_answers, engine
 from tests.conftest import stack_config, write_stack
