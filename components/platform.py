@@ -30,8 +30,9 @@ def service_monitor(config: StackConfig, found: Discovered) -> dict[str, str] | 
     if not found.cluster_exists:
         pulumi.log.warn(
             f"gpu-platform:monitoring.serviceMonitor: cluster {config.cluster.name!r} does not exist yet, so it has no "
-            "Prometheus operator CRDs; the DCGM exporter's ServiceMonitor is created by the first `pulumi up` after "
-            "the cluster exists and kube-prometheus-stack is installed in it"
+            "Prometheus operator CRDs; the DCGM exporter's ServiceMonitor is left out of this update and created by the "
+            "next `pulumi up`: install kube-prometheus-stack in the cluster before that run, or the ServiceMonitor fails "
+            "with \"no matches for kind ServiceMonitor\""
         )
         return None
     return dict(config.monitoring.service_monitor_labels)
@@ -104,7 +105,8 @@ class GpuPlatform(pulumi.ComponentResource):
                 toolkit_version=release.toolkit_version,
                 fabric_manager=fabric_manager,
                 tags=privileged_tags,
-                declared=declared,
+                declared={**declared, contract.GPU_MODELS_TAG: contract.join_values(
+                    sorted({found.gpus[p.name].model.key for p in config.node_pools}))},
                 region=config.region,
                 build_network=found.build_network,
                 partition=found.partition,

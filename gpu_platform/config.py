@@ -306,6 +306,8 @@ class Audit(_Model):
 # unless prometheusSpec.serviceMonitorSelectorNilUsesHelmValues is false
 # (prometheus-community/helm-charts, charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml).
 DEFAULT_SERVICE_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
+# What the stack labels its own objects with (components/kubernetes/operands/base.py).
+OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
@@ -324,10 +326,13 @@ class Monitoring(_Model):
     @classmethod
     def _labels(cls, value: Mapping[str, str]) -> Mapping[str, str]:
         for key, label in value.items():
-            if not _LABEL_KEY.match(key):
+            prefix = key.rpartition("/")[0]
+            if not _LABEL_KEY.fullmatch(key) or len(prefix) > 253:
                 raise ValueError(f"{key!r} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
-            if not isinstance(label, str) or not _LABEL_VALUE.match(label):
-                raise ValueError(f"{key}: {label!r} is not a Kubernetes label value (63 characters at most: letters, "
+            if key in OWN_LABELS:
+                raise ValueError(f"{key!r} is the ServiceMonitor's own label (the stack sets it); pick another key")
+            if not isinstance(label, str) or not _LABEL_VALUE.fullmatch(label):
+                raise ValueError(f"{key}: {_shown(label)} is not a Kubernetes label value (63 characters at most: letters, "
                                  "digits, '-', '_', '.', starting and ending with a letter or digit)")
         return dict(sorted(value.items()))
 

@@ -36,6 +36,9 @@ TOOLKIT_BAKED_TAG = "gpu-platform.io/toolkit-baked"
 KUBERNETES_VERSION_TAG = "gpu-platform.io/kubernetes-version"
 GPU_MODEL_TAG = GPU_MODEL_LABEL
 GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
+# On the node image: the GPU models of the pools it is built for, so a driver too old for one of
+# them stops the bake.
+GPU_MODELS_TAG = "gpu-platform.io/gpu-models"
 # bake (EC2 Image Builder in the stack) or ami (a pinned AMI the launch templates boot).
 IMAGE_SOURCE_TAG = "gpu-platform.io/image-source"
 OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"

@@ -68,8 +68,10 @@ def _fact_problems(gpu: facts.GpuResource) -> list[str]:
         if tags.get(key, "") and tags[key] not in valid:
             problems.append(f"{key} {tags[key]!r} is not one of {', '.join(valid)}")
     declared = gpu.gpu_model
-    if declared and declared not in table.gpus:
-        problems.append(f"{contract.GPU_MODEL_TAG} {declared!r} is not a GPU of the matrix (valid: {', '.join(table.gpus)})")
+    unknown_models = [m for m in gpu.gpu_models if m not in table.gpus]
+    if unknown_models:
+        key = contract.GPU_MODELS_TAG if gpu.type == facts.IMAGE else contract.GPU_MODEL_TAG
+        problems.append(f"{key} {', '.join(map(repr, unknown_models))} not a GPU of the matrix (valid: {', '.join(table.gpus)})")
     for instance_type, real in gpu.gpus().items() if gpu.instance_types else ():
         if real is None:
             problems.append(f"instance type {instance_type} is of no GPU family the matrix covers, so no policy can check its "

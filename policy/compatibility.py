@@ -19,38 +19,47 @@ def _fitting(releases, fits) -> list[str]:
     return [r.name for r in releases if fits(r)][-3:]
 
 
+def _release_fits(what: str, name: str, minor: str, report_violation) -> None:
+    table = matrix.load()
+    release = table.releases.get(name)
+    if release is None or not re.fullmatch(r"1\.\d{1,2}", minor) or release.supports_kubernetes(minor):
+        return
+    fitting = _fitting(table.releases.values(), lambda r: r.supports_kubernetes(minor))
+    fix = f"use a release that supports {minor} ({', '.join(fitting)})" if fitting else f"no release in the matrix supports {minor}"
+    report_violation(
+        f"GPU Operator {release.name} (declared by {what}) supports Kubernetes {release.kubernetes_range}, but the "
+        f"cluster runs {minor}; {fix}, or run a Kubernetes version in {release.kubernetes_range}"
+    )
+
+
 @resource_policy(
     "release-supports-kubernetes", EnforcementLevel.MANDATORY,
     "The GPU Operator release whose versions the operands follow supports the cluster's Kubernetes minor.",
-    types(facts.NAMESPACE),
+    types(facts.NAMESPACE, facts.IMAGE, facts.LAUNCH_TEMPLATE),
 )
 def release_supports_kubernetes(args, report_violation) -> None:
+    # On the namespace, before any operand; and on the node image (or the launch templates of a
+    # pinned one), so that `pulumi up --skip-preview` stops before a 30-60 minute bake too.
+    if args.resource_type != facts.NAMESPACE:
+        image = facts.of(args)
+        if image.brings_node_image:  # malformed facts: privileged-software-tagged reports them
+            _release_fits(image.describe(), image.release, image.kubernetes, report_violation)
+        return
     notes = facts.annotations(args.props)
     name, minor = notes.get(contract.OPERATOR_RELEASE_KEY, ""), notes.get(contract.KUBERNETES_VERSION_TAG, "")
+    what = f"namespace {args.name!r}, {args.urn}"
     if not name:
         return  # not the operands' namespace
     if not minor:
         report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name} but no "
                          f"{contract.KUBERNETES_VERSION_TAG} annotation, so the pair cannot be checked")
-        return
-    table = matrix.load()
-    release = table.releases.get(name)
-    if release is None:
+    elif name not in matrix.load().releases:
         report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name!r}, which is not in the version matrix")
-        return
-    if not re.fullmatch(r"1\.\d{1,2}", minor):
+    elif not re.fullmatch(r"1\.\d{1,2}", minor):
         report_violation(f"namespace {args.name!r} ({args.urn}) declares Kubernetes {minor!r}, which is not a minor "
                          f"version (e.g. 1.33), so the release cannot be checked against it")
-        return
-    if release.supports_kubernetes(minor):
-        return
-    fitting = _fitting(table.releases.values(), lambda r: r.supports_kubernetes(minor))
-    fix = f"use a release that supports {minor} ({', '.join(fitting)})" if fitting else f"no release in the matrix supports {minor}"
-    report_violation(
-        f"GPU Operator {release.name} (declared by namespace {args.name!r}, {args.urn}) supports Kubernetes "
-        f"{release.kubernetes_range}, but the cluster runs {minor}; {fix}, or run a Kubernetes version in "
-        f"{release.kubernetes_range}"
-    )
+    else:
+        _release_fits(what, name, minor, report_violation)
 
 
 def _image_facts(args):

@@ -67,12 +67,28 @@ def _undeclared_templates(resources):
                 yield r, template
 
 
+def _image_models_differ(resources):
+    """(node image, the models it is built for, the models the GPU pools carry) when they differ."""
+    pools = {m for p in facts.gpu_pools(resources) for m in p.gpu_models}
+    for r in resources:
+        if r.resource_type == facts.IMAGE:
+            built = set(facts.of(r).gpu_models)
+            if built != pools:
+                yield r, built, pools
+
+
 @stack_policy(
     "declared-facts-agree", EnforcementLevel.MANDATORY,
     "Every resource declares the same operator release, Kubernetes version (the cluster's), driver (the one the "
     "image build installs) and CUDA versions, and every GPU node group's launch template declares itself a GPU one.",
 )
 def declared_facts_agree(args, report_violation) -> None:
+    for image, built, pools in _image_models_differ(args.resources):
+        report_violation(
+            f"node image {image.name!r} ({image.urn}) is built for GPU models {', '.join(sorted(built)) or 'none'}, but the "
+            f"GPU pools carry {', '.join(sorted(pools)) or 'none'}; the driver checks on the image must see every pool's GPU",
+            image.urn,
+        )
     for group, template in _undeclared_templates(args.resources):
         report_violation(
             f"GPU node group {group.name!r} ({group.urn}) launches from launch template {template.name!r} "

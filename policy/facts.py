@@ -21,7 +21,7 @@ BAKED = "bake"
 # fact would make them skip it): policy/audit.py requires them with the audit tags.
 DECLARED_TAGS = {
     IMAGE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
-            contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.TOOLKIT_BAKED_TAG),
+            contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.TOOLKIT_BAKED_TAG, contract.GPU_MODELS_TAG),
     LAUNCH_TEMPLATE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
                       contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.GPU_MODEL_TAG, contract.POOL_LABEL),
     NODE_GROUP: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
@@ -123,6 +123,13 @@ class GpuResource:
         if self.instance_types:
             return {t: table.gpu_for_instance_type(t) for t in self.instance_types}
         return {"(declared)": table.gpus.get(self.gpu_model)}
+
+    @property
+    def gpu_models(self) -> list[str]:
+        """The GPU models it runs on: the node image's list of them, else its own model."""
+        if contract.GPU_MODELS_TAG in self.tags:
+            return contract.split_values(self.tags[contract.GPU_MODELS_TAG])
+        return [self.gpu_model] if self.gpu_model else []
 
     @property
     def pool(self) -> str:

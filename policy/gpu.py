@@ -24,12 +24,33 @@ def _where(pool, instance_type: str) -> str:
     return pool.describe() if instance_type.startswith("(") else f"{pool.describe()}, instance type {instance_type},"
 
 
+def _image_too_old(args, report_violation) -> None:
+    """The node image (or a pinned one's launch template) and the GPUs it is built for: checked
+    before the bake, so a driver too old for a pool's GPU stops `pulumi up` before 30-60 minutes."""
+    image = facts.of(args)
+    if not image.brings_node_image or not versions.is_version(image.driver):
+        return
+    gpus = matrix.load().gpus
+    for model in image.gpu_models:
+        gpu = gpus.get(model)
+        if gpu is None or versions.at_least(image.driver, gpu.min_driver):
+            continue
+        report_violation(
+            f"{image.describe()} is built with NVIDIA driver {image.driver} for {gpu.key} GPUs, which need >= "
+            f"{gpu.min_driver} ({gpu.min_driver_basis}); bake a driver >= {gpu.min_driver}, or move the pool to a "
+            f"GPU that this driver supports"
+        )
+
+
 @resource_policy(
     "driver-supports-gpu", EnforcementLevel.MANDATORY,
     "Every GPU pool's driver is at least its GPU model's minimum driver.",
-    types(facts.NODE_GROUP),
+    types(facts.NODE_GROUP, facts.IMAGE, facts.LAUNCH_TEMPLATE),
 )
 def driver_supports_gpu(args, report_violation) -> None:
+    if args.resource_type != facts.NODE_GROUP:
+        _image_too_old(args, report_violation)
+        return
     pool, found = _pool_gpus(args)
     if pool is None or not versions.is_version(pool.driver):
         return

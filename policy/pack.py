@@ -1,5 +1,5 @@
-"""The pack: every declared policy, module by module in the order below (the order reports list
-them). Enforcement levels are each policy's own; `--policy-pack-config` (and the offline preview's
+"""The pack: every declared policy, module by module in the order below (the order the pack serves
+them and the README lists them). Enforcement levels are each policy's own; `--policy-pack-config` (and the offline preview's
 `--policy-config`) changes them per policy."""
 
 from pulumi_policy import EnforcementLevel
@@ -8,7 +8,8 @@ from policy import audit, compatibility, consistency, gpu, images, node_security
 from policy.declare import declared_in
 
 NAME = "gpu-platform"
-MODULES = (compatibility, gpu, images, audit, scheduling, runtime, consistency, node_security)
+# Resource policies first (checked before each resource's step), then stack policies (at the end).
+MODULES = (compatibility, gpu, images, audit, node_security, scheduling, runtime, consistency)
 DECLARATIONS = declared_in(MODULES)
 POLICIES = [d.policy for d in DECLARATIONS]
 # Every policy states its own level; this is only the default for one that would not.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Optional, Sequence
 import yaml
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
 ANALYZERS = ("in-process", "grpc")
 
 
@@ -53,34 +55,56 @@ def _parser() -> argparse.ArgumentParser:
 _GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")
 
 
+def _inputs(args: argparse.Namespace) -> list[tuple[str, Optional[Path]]]:
+    return [("--config", args.config), ("--policy-config", args.policy_config),
+            ("--against", args.against), ("--audit-against", args.audit_against)]
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse unwritable output paths before the run, so a typo never costs a half-written set of
+    """Refuse unusable output paths before the run, so a typo never costs a half-written set of
     reports (and never reads as exit 1, which means policy violations)."""
-    for flag, path in (("--json", args.json), ("--audit", args.audit), ("--graph", args.graph)):
-        if path is None:
-            continue
-        if path.is_dir():
-            raise ValueError(f"{flag} {path}: is a directory; give a file name")
-        if any(parent.exists() and not parent.is_dir() for parent in path.parents):
-            raise ValueError(f"{flag} {path}: a parent of it is a file")
+    from preview import writing
+
+    for flag, path in (("--json", args.json), ("--audit", args.audit), ("--graph", args.graph), ("--manifests", args.manifests)):
+        if path is not None:
+            writing.check(flag, path, directory=flag == "--manifests", inputs=_inputs(args))
     if args.graph is not None and args.graph.suffix not in _GRAPH_SUFFIXES:
         raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(_GRAPH_SUFFIXES)})")
-    if args.manifests is not None and args.manifests.exists() and not args.manifests.is_dir():
-        raise ValueError(f"--manifests {args.manifests}: is a file; give a directory")
 
 
-def _outputs(args: argparse.Namespace, recording, violations):
-    """(path, text producer) for the optional reports; modules are imported only when asked for."""
+def read_text(flag: str, path: Path) -> str:
+    """An input file's text, or a ValueError naming the flag (exit 2)."""
+    if not path.exists():
+        raise ValueError(f"{flag} {path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{flag} {path}: is not a UTF-8 text file") from None
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _outputs(args: argparse.Namespace, recording, violations, first, audit_against: Optional[str]):
+    """What this run writes, each rendered only when every input was good; modules are imported only
+    when asked for."""
+    from preview import manifests, report
+    from preview.writing import Output
+
+    if args.json:
+        yield Output("--json", args.json, lambda: report.as_json(recording, violations, first_preview=first))
+    if args.manifests:
+        yield Output("--manifests", args.manifests, lambda: manifests.files(recording))
     if args.audit:
         from preview import audit
 
-        old = args.audit_against.read_text() if args.audit_against else None
-        yield args.audit, lambda: audit.report(recording, against=old)
+        yield Output("--audit", args.audit, lambda: audit.report(recording, against=audit_against))
     if args.graph:
         from preview import graph
 
         as_dot = args.graph.suffix in (".dot", ".gv")
-        yield args.graph, lambda: graph.dot(recording) if as_dot else graph.mermaid(recording)
+        yield Output("--graph", args.graph, lambda: graph.dot(recording) if as_dot else graph.mermaid(recording))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -97,10 +121,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from preview import analyze
 
     pack = None
+    # A terminated preview still stops its pack subprocess (the finally below): SIGTERM ends the run
+    # like an exception would.
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         # Started first: as a subprocess it comes up while the program runs.
         pack = analyze.PackProcess() if args.analyzer == "grpc" else analyze.in_process()
         return _preview(args, pack)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except analyze.PackError as exc:
         print(f"internal error: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
@@ -109,29 +139,33 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("internal error: the preview failed (the traceback above); please report it", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
+        signal.signal(signal.SIGTERM, previous)
         close = getattr(pack, "close", None)
         if close is not None:
             close()
 
 
+def _terminated(signum, _frame) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _preview(args: argparse.Namespace, pack) -> int:
     from gpu_platform.config import ConfigError
-    from preview import analyze, engine, manifests, policy_config, report
+    from preview import analyze, engine, policy_config, report, writing
 
     shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
         path, shown = engine.resolve_stack(args.stack, args.config)
-        for flag, old in (("--audit-against", args.audit_against), ("--against", args.against)):
-            if old is not None and not old.is_file():
-                raise FileNotFoundError(f"{flag} {old}: no such file")
-        levels = policy_config.load(args.policy_config)
+        audit_against = read_text("--audit-against", args.audit_against) if args.audit_against else None
+        levels = policy_config.parse(read_text("--policy-config", args.policy_config), f"--policy-config {args.policy_config}") \
+            if args.policy_config else {}
         policy_config.validate(levels, analyze.policy_names(pack), f"--policy-config {args.policy_config}")
         _check_outputs(args)
         old_report = None
         if args.against:
             from preview import changes
 
-            old_report = changes.load(args.against)  # a ValueError names the file: exit 2
+            old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
         recordings = {mode: engine.run(path, mode=mode) for mode in engine.MODES}
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
@@ -142,15 +176,12 @@ def _preview(args: argparse.Namespace, pack) -> int:
     verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
     recording, violations = recordings[engine.UP], verdicts[engine.UP]
     first = verdicts[engine.FIRST_PREVIEW]
+    try:
+        writing.write_all(list(_outputs(args, recording, violations, first, audit_against)))
+    except writing.OutputError as exc:
+        print(f"error: {exc}; no report was written", file=sys.stderr)
+        return EXIT_CONFIG
     sys.stdout.write(report.summary(recording, violations, shown, first_preview=first))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(report.as_json(recording, violations, first_preview=first))
-    if args.manifests:
-        manifests.write(recording, args.manifests)
-    for path, write in _outputs(args, recording, violations):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(write())
     if old_report is not None:
         from preview import changes
 

@@ -88,7 +88,9 @@ def _ssm_parameter(args: dict, config: dict) -> dict:
     ami = _eks_ami(name)
     if ami:
         return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
-    raise InvokeError(f"ParameterNotFound: {name}")
+    releases = ", ".join(sorted(_fixtures()["eksOptimizedAmis"]["releases"]))
+    raise InvokeError(f"ParameterNotFound: {name} (offline, preview/fixtures/aws.yaml records the EKS AMI "
+                      f"releases {releases}; pulumi preview asks AWS itself)")
 
 
 def _cluster(args: dict, config: dict) -> dict:

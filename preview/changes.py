@@ -59,14 +59,19 @@ def _resources(report: Any, which: str) -> dict[str, dict[str, Any]]:
     return found
 
 
-def load(path: Path) -> dict[str, Any]:
-    """An older `--json` report, checked to be one: a ValueError names the file and what is wrong."""
+def parse(text: str, which: str) -> dict[str, Any]:
+    """An older `--json` report's text, checked to be one: a ValueError starting with `which` (the
+    flag and the file) says what is wrong."""
     try:
-        report = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc})") from None
-    _resources(report, str(path))
+        report = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"{which}: not JSON ({str(exc)[:120]})") from None
+    _resources(report, which)
     return report
+
+
+def load(path: Path) -> dict[str, Any]:
+    return parse(path.read_text(), str(path))
 
 
 def changed_keys(old: Any, new: Any, path: str = "") -> list[str]:

@@ -27,13 +27,14 @@ def policy_table() -> str:
     lines = [
         POLICIES_BEGIN,
         f"<!-- generated from the policy declarations (policy/*.py) by `{REGENERATE}`; CI fails when it is stale -->",
-        "| policy | kind | reads | level | checks |",
+        "| policy | kind | level | runs | checks |",
         "| --- | --- | --- | --- | --- |",
     ]
     for d in DECLARATIONS:
-        reads = d.targets.label if d.targets else "every resource of the stack"
+        runs = (f"before each of {d.targets.label} is created or updated" if d.targets
+                else "once every resource's step is done (after the deployment, under `--skip-preview`)")
         level = d.policy.enforcement_level.value
-        lines.append(f"| `{d.policy.name}` | {d.kind} | {reads} | {level} | {d.policy.description} |")
+        lines.append(f"| `{d.policy.name}` | {d.kind} | {level} | {runs} | {d.policy.description} |")
     lines.append(POLICIES_END)
     return "\n".join(lines)
 

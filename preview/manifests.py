@@ -54,15 +54,9 @@ def files(recording: Recording) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def write(recording: Recording, directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    # Files of an earlier run (another stack, a removed operand) would read as part of this one;
-    # only our own numbered files go, nothing else a user keeps there.
-    for stale in directory.glob("[0-9][0-9]-*.yaml"):
-        stale.unlink()
-    written = []
-    for filename, text in files(recording).items():
-        path = directory / filename
-        path.write_text(text)
-        written.append(path)
-    return written
+def write(recording: Recording, directory: Path) -> None:
+    """Every manifest into `directory`, replacing the numbered files of an earlier run (only those:
+    nothing else a user keeps there), all or nothing."""
+    from preview.writing import Output, write_all
+
+    write_all([Output("--manifests", directory, lambda: files(recording))])

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -42,6 +41,20 @@ class PolicyConfig:
     properties: Mapping[str, Any]
 
 
+# Nesting the pack never needs; deeper objects only risk the recursion limit of both analyzers.
+MAX_DEPTH = 32
+
+
+def _depth(value: Any, limit: int) -> int:
+    if limit < 0:
+        return 0
+    if isinstance(value, dict):
+        return 1 + max((_depth(v, limit - 1) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v, limit - 1) for v in value), default=0)
+    return 0
+
+
 def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
     """The file's entries by policy name. Every mistake is a ValueError that starts with `flag`."""
     if not text.strip():
@@ -49,7 +62,9 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
     try:
         raw = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"{flag}: not JSON ({exc})") from None
+        raise ValueError(f"{flag}: not JSON ({str(exc)[:120]})") from None
+    if _depth(raw, MAX_DEPTH + 1) > MAX_DEPTH:
+        raise ValueError(f"{flag}: nested deeper than {MAX_DEPTH} levels; a policy's config is a flat object")
     if not isinstance(raw, dict):
         raise ValueError(f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}')
     if "environments" in raw:
@@ -79,19 +94,6 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def load(path: Optional[Path]) -> dict[str, PolicyConfig]:
-    if path is None:
-        return {}
-    flag = f"--policy-config {path}"
-    if not path.is_file():
-        raise ValueError(f"{flag}: no such file")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{flag}: cannot be read as text ({exc})") from None
-    return parse(text, flag)
 
 
 def validate(config: Mapping[str, PolicyConfig], policies: list[str], flag: str) -> None:

@@ -61,6 +61,7 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
             for r in sorted(recording.resources, key=lambda r: r.urn)
         ],
         "violations": [v.as_dict() for v in violations],
+        "warnings": list(recording.warnings),
     }
     if first_preview is not None:
         document["firstPreview"] = {"violations": [v.as_dict() for v in first_preview]}

@@ -130,7 +130,7 @@ def _base_image(config: StackConfig) -> BaseImage:
     except Exception as exc:
         raise ConfigError(
             f"{base_image.KEY}: {release!r} has no EKS-optimized AL2023 x86_64 image for Kubernetes {k8s!r} "
-            f"in this region ({parameter}: {exc}); pick a release whose notes list {k8s} "
+            f"in {config.region} ({parameter}: {exc}); pick a release whose notes list {k8s} "
             "(github.com/awslabs/amazon-eks-ami/releases)"
         ) from None
 

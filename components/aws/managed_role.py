@@ -2,10 +2,14 @@
 ARNs of AWS-owned policies built from the stack's partition.
 
 `aws.iam.Role(managed_policy_arns=...)` is deprecated (pulumi_aws iam/role.py: "The
-`managed_policy_arns` argument is deprecated. Use the `iam.RolePolicyAttachment` resource
-instead"). An attachment is a resource of its own, created after the role: whatever needs the role's
-permissions (a node group joining, a control plane, an image build) must wait for the attachments,
-not only for the role, so callers get them back to depend on."""
+`managed_policy_arns` argument is deprecated. Use the `iam.RolePolicyAttachment` resource instead.
+If Pulumi should exclusively manage all managed policy attachments (the current behavior of this
+argument), use the `iam.RolePolicyAttachmentsExclusive` resource as well"). Exclusive it stays: a
+policy attached to these roles outside the stack is detached on the next update, so the audit
+report's list of a role's policies is the whole list. An attachment is a resource of its own,
+created after the role: whatever needs the role's permissions (a node group joining, a control
+plane, an image build) must wait for the attachments, not only for the role, so callers get them
+back to depend on."""
 
 from __future__ import annotations
 
@@ -47,5 +51,9 @@ def managed_role(name: str, assume_role_policy: str, policies: tuple[str, ...], 
     attachments = tuple(
         aws.iam.RolePolicyAttachment(f"{name}-{policy}", role=role.name, policy_arn=policy_arn(partition, policy), opts=child)
         for policy in policies
+    )
+    aws.iam.RolePolicyAttachmentsExclusive(
+        f"{name}-exclusive", role_name=role.name, policy_arns=[policy_arn(partition, p) for p in policies],
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(attachments)),
     )
     return ManagedRole(role, attachments)

@@ -87,3 +87,17 @@ def test_without_them_no_admins_and_the_default_base_release():
     parsed = config_model.parse(raw)
     assert parsed.cluster.admins == ()
     assert parsed.node_image.base_image_release is None  # the minor's row of gpu_platform/eks_ami_releases.yaml
+
+
+@pytest.mark.parametrize("labels, fragment", [
+    ({"release\n": "x"}, "is not a Kubernetes label key"),
+    ({"release": "kps\n"}, "is not a Kubernetes label value"),
+    ({"a" * 254 + "/release": "x"}, "is not a Kubernetes label key"),
+    ({"app.kubernetes.io/name": "evil"}, "is the ServiceMonitor's own label"),
+])
+def test_service_monitor_labels_kubernetes_would_refuse_or_that_clash_are_errors(labels, fragment):
+    raw = engine.read_stack_file(engine.stack_file("prod"))
+    raw["gpu-platform:monitoring"] = {"serviceMonitor": True, "serviceMonitorLabels": labels}
+    with pytest.raises(config_model.ConfigError) as error:
+        config_model.parse(raw)
+    assert "gpu-platform:monitoring.serviceMonitorLabels" in str(error.value) and fragment in str(error.value)

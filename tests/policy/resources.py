@@ -76,8 +76,9 @@ def facts(driver: str = DRIVER, release: str = RELEASE, cuda: str = CUDA, kubern
     }
 
 
-def node_image(driver: str = DRIVER, audit: bool = True, **declared) -> Resource:
-    tags = {**facts(driver=driver, **declared), **(audit_tags(driver) if audit else {})}
+def node_image(driver: str = DRIVER, audit: bool = True, gpu_models: str = "L4", **declared) -> Resource:
+    """The baked node image: its facts, the GPU models of the pools it is built for, the audit tags."""
+    tags = {**facts(driver=driver, **declared), contract.GPU_MODELS_TAG: gpu_models, **(audit_tags(driver) if audit else {})}
     return resource("aws:imagebuilder/image:Image", "gpu-node-image-image", {"tags": tags})
 
 

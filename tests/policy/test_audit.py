@@ -95,7 +95,8 @@ def test_a_gpu_node_group_is_known_by_what_it_launches_not_by_its_tags(build):
     (lambda: node_image(release="v99.1"), ["'v99.1' is not a GPU Operator release"]),
     (lambda: node_image(cuda="12.8 13.9"), ["13.9 not a CUDA toolkit version"]),
     (lambda: node_image(kubernetes="1.33.2"), ["'1.33.2' is not a Kubernetes minor"]),
-    (lambda: node_group(gpu_model="X100"), ["'X100' is not a GPU of the matrix"]),
+    (lambda: node_group(gpu_model="X100"), ["'X100' not a GPU of the matrix"]),
+    (lambda: node_image(gpu_models="L4 X100"), ["gpu-models 'X100' not a GPU of the matrix"]),
     (lambda: launch_template(source="latest"), ["image-source 'latest' is not one of bake, ami"]),
 ])
 def test_a_malformed_or_unknown_fact_fails_instead_of_being_skipped(build, fragments):

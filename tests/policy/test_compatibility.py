@@ -116,3 +116,14 @@ def test_driver_below_the_toolkit_minimum_but_above_the_floor_is_advisory(driver
     found = violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1 and need in found[0][0] and driver in found[0][0]
     assert violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)]) == []
+
+
+def test_the_node_image_is_checked_for_release_and_kubernetes_too_so_no_bake_starts():
+    found = violations(release_supports_kubernetes, [node_image(release="v24.3.0", kubernetes="1.33")])
+    assert len(found) == 1 and "v24.3.0" in found[0][0] and "1.33" in found[0][0] and found[0][1] == node_image().urn
+
+
+def test_a_pinned_amis_launch_template_is_checked_for_release_and_kubernetes():
+    template = launch_template(release="v24.3.0", kubernetes="1.33", source="ami")
+    assert [urn for _, urn in violations(release_supports_kubernetes, [template])] == [template.urn]
+    assert violations(release_supports_kubernetes, [launch_template(release="v24.3.0", kubernetes="1.33")]) == []

@@ -68,3 +68,8 @@ def test_a_gpu_node_group_launching_from_an_undeclared_template_fails():
     found = violations(declared_facts_agree, _stack(group=group) + [bare])
     assert len(found) == 1 and "plain-lt" in found[0][0] and "gpu-launch-templates-hardened" in found[0][0]
     assert found[0][1] == bare.urn
+
+
+def test_the_image_must_be_built_for_every_pools_gpu():
+    found = violations(declared_facts_agree, _stack(image=node_image(cuda="12.8 13.0", gpu_models="H100-80GB")))
+    assert len(found) == 1 and "built for GPU models H100-80GB" in found[0][0] and "carry L4" in found[0][0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policy.gpu import driver_supports_gpu, mig_config_fits_gpu
-from tests.policy.resources import namespace, node_group
+from tests.policy.resources import namespace, node_group, node_image
 from tests.policy.verdict import violations
 
 
@@ -55,3 +55,9 @@ def test_the_gpu_comes_from_the_instance_type_not_from_the_declared_model():
     group.props["instanceTypes"] = ["p6-b200.48xlarge"]
     found = violations(driver_supports_gpu, [group])
     assert len(found) == 1 and "B200" in found[0][0] and "p6-b200.48xlarge" in found[0][0]
+
+
+def test_the_node_image_is_checked_for_every_gpu_it_is_built_for_before_the_bake():
+    # B200 needs 570 or later (matrix.yaml); L4 is served by 550.
+    found = violations(driver_supports_gpu, [node_image(driver="550.163.01", gpu_models="B200 L4")])
+    assert len(found) == 1 and "B200" in found[0][0] and "550.163.01" in found[0][0] and found[0][1] == node_image().urn

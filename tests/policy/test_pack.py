@@ -33,12 +33,12 @@ EXPECTED = [
     ("operand-images-match-release", RESOURCE, MANDATORY),
     ("privileged-workloads-audited", RESOURCE, MANDATORY),
     ("privileged-software-tagged", RESOURCE, MANDATORY),
+    ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
+    ("cluster-endpoint-private", RESOURCE, ADVISORY),
     ("operands-tolerate-gpu-taints", STACK, MANDATORY),
     ("operand-gates-set-by-pools", STACK, MANDATORY),
     ("one-runtime-owner", STACK, MANDATORY),
     ("declared-facts-agree", STACK, MANDATORY),
-    ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
-    ("cluster-endpoint-private", RESOURCE, ADVISORY),
 ]
 
 

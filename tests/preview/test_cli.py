@@ -34,9 +34,10 @@ def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
     assert main(["--config", str(FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"), "--json", str(report)]) == 1
     assert "Verdict: FAIL" in capsys.readouterr().out
     violations = json.loads(report.read_text())["violations"]
-    assert [v["policy"] for v in violations] == ["release-supports-kubernetes"]
-    assert violations[0]["enforcementLevel"] == "mandatory"
-    assert "v24.3.0" in violations[0]["message"] and "1.33" in violations[0]["message"]
+    # On the namespace (before any operand) and on the node image (before the bake).
+    assert [(v["policy"], v["urn"].rsplit("::", 1)[-1]) for v in violations] == [
+        ("release-supports-kubernetes", "gpu-node-image-image"), ("release-supports-kubernetes", "gpu-namespace")]
+    assert all(v["enforcementLevel"] == "mandatory" and "v24.3.0" in v["message"] and "1.33" in v["message"] for v in violations)
 
 
 def test_policy_config_can_make_a_policy_advisory(tmp_path):
@@ -62,7 +63,8 @@ def test_json_report_has_the_documented_shape(tmp_path):
     report = tmp_path / "dev.json"
     assert main(["--stack", "dev", "--json", str(report)]) == 0
     document = json.loads(report.read_text())
-    assert set(document) == {"stack", "resources", "violations", "firstPreview"}
+    assert set(document) == {"stack", "resources", "violations", "warnings", "firstPreview"}
+    assert document["warnings"] == []
     assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"
     for resource in document["resources"]:
@@ -131,7 +133,9 @@ def test_a_bad_policy_config_exits_2_naming_the_file(tmp_path, capsys, content, 
         ("--json", "dir", "is a directory"),
         ("--audit", "dir", "is a directory"),
         ("--graph", "dir", "is a directory"),
-        ("--graph", "file/rollout.md", "a parent of it is a file"),
+        ("--graph", "file/rollout.md", "file is a file, not a directory"),
+        ("--json", "/dev/full", "is not a regular file"),
+        ("--audit", "/proc/audit.md", "--audit /proc/audit.md: "),  # refused up front, or when written (as root)
         ("--graph", "rollout.txt", "unknown format (valid endings: .md, .mmd, .dot, .gv)"),
         ("--manifests", "file", "is a file; give a directory"),
     ],
@@ -144,6 +148,49 @@ def test_an_unwritable_output_exits_2_before_anything_is_written(tmp_path, capsy
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == ""
     assert not report.exists() and not (tmp_path / "a.md").exists()
+
+
+def test_an_output_that_is_also_an_input_is_refused(tmp_path, capsys):
+    levels = tmp_path / "levels.json"
+    levels.write_text('{"all": "advisory"}')
+    assert main(["--stack", "dev", "--policy-config", str(levels), "--json", str(levels)]) == 2
+    assert "is also the input of --policy-config" in capsys.readouterr().err
+    assert levels.read_text() == '{"all": "advisory"}'
+
+
+def test_a_write_that_fails_midway_leaves_no_report(tmp_path, capsys, monkeypatch):
+    # The second output fails while being written: the first must not be left behind either.
+    from preview import writing
+
+    real = writing._temporary
+
+    def failing(directory, text):
+        if directory.name == "audit":
+            raise OSError(28, "No space left on device")
+        return real(directory, text)
+
+    monkeypatch.setattr(writing, "_temporary", failing)
+    report, audit = tmp_path / "report.json", tmp_path / "audit" / "a.md"
+    assert main(["--stack", "dev", "--json", str(report), "--audit", str(audit)]) == 2
+    err = capsys.readouterr().err
+    assert "--audit" in err and "No space left on device" in err and "no report was written" in err
+    assert not report.exists() and list(tmp_path.rglob("*.tmp")) == []
+
+
+@pytest.mark.parametrize("flag, make, message", [
+    ("--audit-against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
+    ("--against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
+    ("--policy-config", lambda p: p.mkdir(), "is a directory"),
+    ("--policy-config", lambda p: p.write_text("{" * 300 + "}" * 300), "not JSON"),
+    ("--policy-config", lambda p: p.write_text('{"all": ' + '{"x": ' * 40 + '1' + "}" * 40 + "}"), "nested deeper than 32"),
+])
+def test_an_unreadable_input_file_exits_2_naming_the_flag(tmp_path, capsys, flag, make, message):
+    target = tmp_path / "input"
+    make(target)
+    extra = ["--audit", str(tmp_path / "a.md")] if flag == "--audit-against" else []
+    assert main(["--stack", "dev", flag, str(target), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flag} {target}") and message in err and "Traceback" not in err
 
 
 def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
@@ -193,3 +240,36 @@ def test_a_bug_is_an_internal_error_exit_3_never_1(monkeypatch, capsys):
     monkeypatch.setattr(report, "summary", broken)
     assert main(["--stack", "dev"]) == 3
     assert "internal error" in capsys.readouterr().err
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def test_a_terminated_grpc_preview_stops_its_policy_pack():
+    import signal
+    import time
+
+    preview = subprocess.Popen([sys.executable, "-m", "preview", "--stack", "prod", "--analyzer", "grpc"],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline, pack = time.monotonic() + 30, []
+    while not pack and time.monotonic() < deadline and preview.poll() is None:
+        pack = _children(preview.pid)
+        time.sleep(0.05)
+    assert pack, "the pack subprocess never started"
+    preview.send_signal(signal.SIGTERM)
+    assert preview.wait(timeout=30) == 128 + signal.SIGTERM
+    assert "Traceback" not in preview.stderr.read().decode()
+    time.sleep(0.2)
+    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in pack)

@@ -17,14 +17,14 @@ def test_the_policy_table_lists_every_policy_of_the_pack_with_its_kind_and_level
     rows = _table_rows(docs.policy_table())
     kinds = {1: "resource", 2: "stack"}
     levels = {0: "advisory", 1: "mandatory"}
-    assert [(r[0].strip("`"), r[1], r[3]) for r in rows] == [(n, kinds[k], levels[lvl]) for n, k, lvl in EXPECTED]
+    assert [(r[0].strip("`"), r[1], r[2]) for r in rows] == [(n, kinds[k], levels[lvl]) for n, k, lvl in EXPECTED]
 
 
-def test_a_resource_policy_row_names_what_it_reads_and_a_stack_policy_row_says_the_whole_stack():
+def test_a_resource_policy_row_says_before_which_steps_it_runs_and_a_stack_policy_row_says_at_the_end():
     rows = {r[0].strip("`"): r for r in _table_rows(docs.policy_table())}
-    assert rows["driver-supports-gpu"][2] == "`NodeGroup`"
-    assert rows["driver-branch-supported-by-release"][2] == "`Image`, `LaunchTemplate`"
-    assert rows["one-runtime-owner"][2] == "every resource of the stack"
+    assert rows["mig-config-fits-gpu"][3] == "before each of `NodeGroup` is created or updated"
+    assert rows["driver-branch-supported-by-release"][3] == "before each of `Image`, `LaunchTemplate` is created or updated"
+    assert rows["one-runtime-owner"][3].startswith("once every resource's step is done")
 
 
 def test_a_stale_policy_table_is_reported_and_rewritten(tmp_path, prod):

@@ -103,3 +103,14 @@ def test_the_cluster_waits_for_its_control_plane_policy(shipped):
     policies = _attachments_of(shipped, "gpu-cluster-control-plane")
     assert len(policies) == 1
     assert policies <= shipped.waits_for(shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").urn)
+
+
+def test_every_role_manages_its_policies_exclusively(dev):
+    # A policy attached outside the stack is detached on the next update: the audit's list is whole.
+    exclusive = {r.inputs["roleName"]: sorted(r.inputs["policyArns"])
+                 for r in dev.of_type("aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive")}
+    attached: dict[str, list[str]] = {}
+    for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
+        attached.setdefault(a.inputs["role"], []).append(a.inputs["policyArn"])
+    assert exclusive == {role: sorted(arns) for role, arns in attached.items()}
+    assert len(exclusive) == 3  # node, control plane, image builder

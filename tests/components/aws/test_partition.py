@@ -50,8 +50,9 @@ def test_every_policy_arn_starts_with_the_accounts_partition(other_partition, tm
     config["gpu-platform:cluster"]["admins"] = [f"arn:{other_partition}:iam::123456789012:role/gpu-platform-deployer"]
     recording = engine.run(write_stack(tmp_path, config, name="dev"))
     arns = aws_owned_arns(recording)
-    # node role (3), image builder role (2), control plane (1), the runner's cluster-admin access (1)
-    assert len(arns) == 7
+    # node role (3), image builder role (2), control plane (1), each attached and listed again as the
+    # role's exclusive set, and the admin's cluster-admin access (1)
+    assert len(arns) == 2 * 6 + 1
     assert [a for a in arns if not a.startswith(f"arn:{other_partition}:")] == []
     (entry,) = recording.of_type("aws:eks/accessEntry:AccessEntry")
     assert entry.inputs["principalArn"].startswith(f"arn:{other_partition}:iam::")
