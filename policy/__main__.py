@@ -1,6 +1,6 @@
 """Entry point of `pulumi preview --policy-pack policy`: builds the PolicyPack (this starts the
 analyzer's gRPC server and blocks, so nothing else may import this file; the offline preview runs
-it with the server's start intercepted, preview/analyze.py)."""
+it with the server's start intercepted, preview/offline/analyze.py)."""
 
 import sys
 from pathlib import Path

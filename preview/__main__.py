@@ -89,7 +89,7 @@ def read_text(flag: str, path: Path) -> str:
 def _outputs(args: argparse.Namespace, recording, violations, first, audit_against: Optional[str]):
     """What this run writes, each rendered only when every input was good; modules are imported only
     when asked for."""
-    from preview import manifests, report
+    from preview.reports import manifests, report
     from preview.writing import Output
 
     if args.json:
@@ -97,11 +97,11 @@ def _outputs(args: argparse.Namespace, recording, violations, first, audit_again
     if args.manifests:
         yield Output("--manifests", args.manifests, lambda: manifests.files(recording))
     if args.audit:
-        from preview import audit
+        from preview.reports import audit
 
         yield Output("--audit", args.audit, lambda: audit.report(recording, against=audit_against))
     if args.graph:
-        from preview import graph
+        from preview.reports import graph
 
         as_dot = args.graph.suffix in (".dot", ".gv")
         yield Output("--graph", args.graph, lambda: graph.dot(recording) if as_dot else graph.mermaid(recording))
@@ -118,7 +118,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.audit_against and not args.audit:
         _parser().error("--audit-against goes with --audit")
     # Imported here so `--help` stays instant.
-    from preview import analyze
+    from preview.offline import analyze
 
     pack = None
     # A terminated preview still stops its pack subprocess (the finally below): SIGTERM ends the run
@@ -151,7 +151,9 @@ def _terminated(signum, _frame) -> None:
 
 def _preview(args: argparse.Namespace, pack) -> int:
     from gpu_platform.config import ConfigError
-    from preview import analyze, engine, policy_config, report, writing
+    from preview.offline import analyze, engine, policy_config
+    from preview.reports import report
+    from preview import writing
 
     shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
@@ -163,7 +165,7 @@ def _preview(args: argparse.Namespace, pack) -> int:
         _check_outputs(args)
         old_report = None
         if args.against:
-            from preview import changes
+            from preview.reports import changes
 
             old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
         recordings = {mode: engine.run(path, mode=mode) for mode in engine.MODES}
@@ -183,7 +185,7 @@ def _preview(args: argparse.Namespace, pack) -> int:
         return EXIT_CONFIG
     sys.stdout.write(report.summary(recording, violations, shown, first_preview=first))
     if old_report is not None:
-        from preview import changes
+        from preview.reports import changes
 
         sys.stdout.write(changes.describe(changes.compare(old_report, json.loads(report.as_json(recording, violations)))))
     return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK

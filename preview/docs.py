@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from preview.engine import ROOT
+from preview.stack_file import ROOT
 
 README = ROOT / "README.md"
 REGENERATE = "make docs"
@@ -47,7 +47,8 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 
 
 def stale(readme: Path = README) -> list[str]:
-    from preview import engine, graph
+    from preview.offline import engine
+    from preview.reports import graph
 
     found = []
     try:
@@ -61,7 +62,8 @@ def stale(readme: Path = README) -> list[str]:
 
 
 def write(readme: Path = README) -> None:
-    from preview import engine, graph
+    from preview.offline import engine
+    from preview.reports import graph
 
     readme.write_text(replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table()))
     graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)

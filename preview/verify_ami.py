@@ -87,7 +87,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from gpu_platform.config import ConfigError, parse
-    from preview import engine
+    from preview.offline import engine
 
     try:
         path, shown = engine.resolve_stack(args.stack, args.config)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from preview import engine
+from preview.offline import engine
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -25,7 +25,7 @@ def record(path: Path) -> engine.Recording:
 @pytest.fixture(scope="session")
 def real_pack():
     """The policy pack started as the Pulumi CLI starts it (a subprocess, over gRPC), once per worker."""
-    from preview import analyze
+    from preview.offline import analyze
 
     with analyze.PackProcess() as pack:
         yield pack

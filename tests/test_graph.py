@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from preview.engine import Recording
+from preview.recording import Recording
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"

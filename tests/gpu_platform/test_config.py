@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import config as config_model
-from preview import engine
+from preview.offline import engine
 from preview.__main__ import main
 from tests.conftest import FIXTURES, SHIPPED_STACKS
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_platform import matrix, versions
-from preview.aws_answers import instance_catalogue
+from preview.offline.aws_answers import instance_catalogue
 
 MATRIX = matrix.load()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pulumi.runtime.proto import analyzer_pb2
 
-from preview import analyze
+from preview.offline import analyze
 from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"

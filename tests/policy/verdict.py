@@ -10,7 +10,7 @@ from typing import Iterable, Optional
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
-from preview import analyze, policy_config
+from preview.offline import analyze, policy_config
 from tests.policy.resources import Resource
 
 # Any value the engine passes during a preview for something not known yet (pulumi's

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from preview import analyze, engine, policy_config, report
+from preview.offline import analyze, engine, policy_config
+from preview.reports import report
 from tests.conftest import FIXTURES, SHIPPED_STACKS, record_mode
 from tests.policy.resources import launch_template, node_image
 from tests.policy.verdict import UNKNOWN, diagnostics

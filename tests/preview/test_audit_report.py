@@ -10,7 +10,8 @@ import re
 import pytest
 
 from gpu_platform import contract
-from preview import audit, engine, ledger
+from preview.offline import engine
+from preview.reports import audit, ledger
 from preview.__main__ import main
 from tests.golden import assert_golden
 

@@ -6,10 +6,11 @@ import json
 
 import pytest
 
-from preview import changes, engine
+from preview.offline import engine
+from preview.reports import changes
 from preview.__main__ import main
-from preview.engine import Recording
-from preview.report import as_json
+from preview.recording import Recording
+from preview.reports.report import as_json
 from tests.conftest import stack_config, write_stack
 
 IMAGE_BUILDER = "aws:imagebuilder/"

@@ -213,7 +213,7 @@ def test_the_pack_started_as_the_cli_starts_it_gives_the_same_report(tmp_path):
 
 
 def test_a_pack_that_cannot_start_is_an_internal_error_exit_3(monkeypatch, capsys):
-    from preview import analyze
+    from preview.offline import analyze
 
     def broken(*_args, **_kwargs):
         raise analyze.PackError("the policy pack did not start (python -m pulumi.policy ...): ModuleNotFoundError")
@@ -232,7 +232,7 @@ def test_the_summary_shows_both_views_of_the_stack(capsys):
 
 
 def test_a_bug_is_an_internal_error_exit_3_never_1(monkeypatch, capsys):
-    from preview import report
+    from preview.reports import report
 
     def broken(*_args, **_kwargs):
         raise AttributeError("planted bug")

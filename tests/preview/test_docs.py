@@ -4,7 +4,8 @@ generated part is stale."""
 
 from __future__ import annotations
 
-from preview import docs, graph
+from preview.reports import graph
+from preview import docs
 from tests.policy.test_pack import EXPECTED
 
 

@@ -6,9 +6,10 @@ import re
 
 import pytest
 
-from preview import engine, graph
+from preview.offline import engine
+from preview.reports import graph
 from preview.__main__ import main
-from preview.engine import Recording
+from preview.recording import Recording
 
 OPERAND = "gpu-platform:operands:"
 DECLARED = re.compile(r'^\s+(n_\w+)\["(?:\d+\. )?([^<"]+)<br/>')

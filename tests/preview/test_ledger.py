@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from preview import ledger
+from preview.reports import ledger
 
 ROWS = [
     ("DaemonSet gpu-operator/a", "(pod)", "hostPID"),

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from preview import analyze, policy_config
+from preview.offline import analyze, policy_config
 from preview.__main__ import main
 from tests.conftest import FIXTURES
 
@@ -77,7 +77,7 @@ def test_all_advisory_lets_a_violating_stack_pass(tmp_path):
 def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
     # The same Configure request, over gRPC: the level the CLI pack applies is the file's.
     from tests.conftest import record_mode
-    from preview import engine
+    from preview.offline import engine
 
     recording = record_mode(FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", engine.UP)
     config = policy_config.parse('{"driver-supports-gpu": "advisory"}', "f")

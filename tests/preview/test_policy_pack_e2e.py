@@ -11,7 +11,7 @@ import yaml
 
 from gpu_platform import contract
 from preview.__main__ import main
-from preview.analyze import analyze
+from preview.offline.analyze import analyze
 from tests.conftest import FIXTURES, SHIPPED_STACKS, stack_config, write_stack
 
 VIOLATING = sorted((FIXTURES / "violating").glob("*.yaml"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from google.protobuf import json_format, struct_pb2
 
-from preview import engine, requests
+from preview.offline import engine, requests
 from tests.conftest import record_mode
 
 STACK = "urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"

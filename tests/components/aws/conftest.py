@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import pytest
 
-from preview import engine
+from preview.offline import engine
 from tests.conftest import stack_config, write_stack
 
 # family -> one real instance type of it (the smallest that exists)

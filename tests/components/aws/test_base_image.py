@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from components.aws import base_image
-from preview import aws_answers, changes, engine
-from preview.report import as_json, clean
+from preview.offline import aws_answers, engine
+from preview.reports import changes
+from preview.reports.report import as_json, clean
 from tests.conftest import stack_config, write_stack
 
 RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import pytest
 
-from preview.engine import Recording
-from preview.report import clean
+from preview.recording import Recording
+from preview.reports.report import clean
 
 ALLOWED = ("aws:imagebuilder/", "aws:ec2/launchTemplate:LaunchTemplate", "aws:eks/nodeGroup:NodeGroup")
 # The value edges of the AWS layer: an output of the left feeds an input of the right.

@@ -9,17 +9,17 @@ from __future__ import annotations
 import copy
 
 
-from preview import aws_answers, engine
+from preview.offline import aws_answers, engine
 from tests.conftest import stack_config, write_stack
 
 ENTRY = "aws:eks/accessEntry:AccessEntry"
 ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 CLUSTER_ADMIN = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-# The offline caller is an assumed-role session of this role (preview/fixtures/aws.yaml); the shipped
+# The offline caller is an assumed-role session of this role (preview/offline/fixtures/aws.yaml); the shipped
 # stacks name it as their admin.
 RUNNER_ROLE = "arn:aws:iam::123456789012:role/gpu-platform-deployer"
 ADMINS = ["arn:aws:iam::123456789012:role/platform/platform-admins", "arn:aws:iam::123456789012:user/alice"]
-# gpu-shared's creator, whose bootstrap entry exists (preview/fixtures/aws.yaml).
+# gpu-shared's creator, whose bootstrap entry exists (preview/offline/fixtures/aws.yaml).
 CREATOR = "arn:aws:iam::123456789012:role/cluster-creator"
 ADOPT = {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False}
 

@@ -29,7 +29,7 @@ import pulumi_aws as aws
 import pytest
 
 from pulumi import _types
-from preview import engine
+from preview.offline import engine
 
 # Resources the SDK has no class for: Kubernetes objects of a CRD the program brings itself.
 NO_SDK_CLASS = {"kubernetes:monitoring.coreos.com/v1:ServiceMonitor"}

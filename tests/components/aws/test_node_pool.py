@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_platform import contract
-from preview.aws_answers import instance_catalogue
+from preview.offline.aws_answers import instance_catalogue
 from tests.components.aws.conftest import (
     FAMILIES,
     IMAGE,

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from preview import aws_answers, engine
+from preview.offline import aws_answers, engine
 from tests.conftest import stack_config, write_stack
 
 # AWS-owned policies: IAM managed policies (arn:<p>:iam::aws:policy/...) and EKS access policies

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import pytest
 
 from components.aws import node_image
-from preview import engine
+from preview.offline import engine
 from tests.conftest import stack_config, write_stack
 
 # What AWS requires to be unique, and where: type -> the unique names a resource's inputs claim.

@@ -27,7 +27,7 @@ def test_every_shipped_pool_has_a_golden_file(dev, prod):
 def test_user_data_joins_the_cluster_it_was_built_for(shipped):
     cluster = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster")
     # The mock engine fills these outputs exactly as outputs.py derives them from the cluster name.
-    from preview import outputs
+    from preview.offline import outputs
 
     computed = outputs.fill(cluster.type, cluster.name, cluster.inputs)[1]
     for pool in pool_names(shipped):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from preview.engine import Recording, Registration
+from preview.recording import Recording, Registration
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -10,7 +10,7 @@ import pytest
 
 from components.kubernetes.dashboard import DATA_KEY, DASHBOARD_FILE
 from components.kubernetes.namespace import NAMESPACE
-from preview.engine import Recording, Registration
+from preview.recording import Recording, Registration
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DASHBOARD = "gpu-platform:kubernetes:GpuDashboard"

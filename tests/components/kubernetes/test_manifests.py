@@ -9,7 +9,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from preview import manifests
+from preview.reports import manifests
 from tests.golden import GOLDEN, assert_golden
 
 # Objects of custom resource kinds have no schema kubernetes-validate knows; only these are skipped.

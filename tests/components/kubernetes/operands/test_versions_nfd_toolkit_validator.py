@@ -27,7 +27,7 @@ from components.kubernetes.operands import base, container_toolkit, node_feature
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
 from gpu_platform.config import Audit, ConfigError
-from preview import manifests
+from preview.reports import manifests
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT, pod_spec
 
 MATRIX = matrix.load()

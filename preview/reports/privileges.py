@@ -13,8 +13,8 @@ from typing import Optional
 
 from gpu_platform import contract
 from policy import workloads
-from preview.engine import Recording, Registration
-from preview.report import clean, operand_order
+from preview.recording import Recording
+from preview.reports.report import clean, operand_order
 
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
 # The ledger's container column for what belongs to the pod, not to one container.
@@ -89,12 +89,9 @@ def _container(raw: dict, init: bool, volumes: dict[str, str]) -> Container:
 def _stages(recording: Recording) -> dict[str, int]:
     """Workload URN -> the rollout position of the operand component that owns it."""
     stage_of = {op.urn: n for n, op in enumerate(operand_order(recording), 1)}
-    index = recording.by_urn()
     found = {}
     for r in recording.resources:
-        node: Optional[Registration] = r
-        while node is not None and node.urn not in stage_of:
-            node = index.get(node.parent)
+        node = recording.owner(r.urn, stage_of)
         if node is not None:
             found[r.urn] = stage_of[node.urn]
     return found

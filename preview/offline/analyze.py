@@ -7,8 +7,8 @@ The pack is never re-implemented here. Two ways to reach it, with the same calls
   the Python language host runs for a policy pack (pulumi/pulumi v3.259.0,
   sdk/python/cmd/pulumi-language-python/main.go:1608-1618), over its gRPC Analyzer service.
 
-Either way the engine's half is preview/requests.py (what Analyze and AnalyzeStack receive) and
-preview/policy_config.py (what Configure receives), and the diagnostics are read back as the engine
+Either way the engine's half is preview/offline/requests.py (what Analyze and AnalyzeStack receive) and
+preview/offline/policy_config.py (what Configure receives), and the diagnostics are read back as the engine
 reads them: a resource policy's diagnostic belongs to the analyzed resource, a stack policy's to the
 resource it names or else the root stack (pkg/resource/deploy/analyze_snapshot.go:40-101,
 step_generator.go:3548-3553).
@@ -26,8 +26,8 @@ from typing import Any, Mapping, Optional, Protocol
 
 from pulumi.runtime.proto import analyzer_pb2
 
-from preview import policy_config, requests
-from preview.engine import ROOT, Recording
+from preview.offline import policy_config, requests
+from preview.offline.engine import ROOT, Recording
 
 POLICY_DIR = ROOT / "policy"
 # The pack logs to the engine at this address; none listens offline, which only loses log lines.

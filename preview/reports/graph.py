@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from preview.engine import ROOT, Recording
-from preview.report import operand_order
+from preview.recording import Recording
+from preview.stack_file import ROOT
+from preview.reports.report import operand_order
 
 OPERAND_PREFIX = "gpu-platform:operands:"
 # The components the picture shows, in the order it lists them (operands follow, in rollout order).
@@ -75,14 +76,9 @@ def picture(recording: Recording) -> Picture:
 
 def component_waits(recording: Recording, components: Sequence[str]) -> dict[str, frozenset[str]]:
     """For each of `components`, the others it waits for through anything under it."""
-    index = recording.by_urn()
-    wanted = set(components)
-
     def owner(urn: str) -> Optional[str]:
-        node = index.get(urn)
-        while node is not None and node.urn not in wanted:
-            node = index.get(node.parent)
-        return node.urn if node is not None else None
+        found = recording.owner(urn, components)
+        return found.urn if found is not None else None
 
     waits: dict[str, set[str]] = {urn: set() for urn in components}
     for r in recording.resources:

@@ -16,18 +16,14 @@ Two modes, the two views a policy pack gets of a stack:
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import json
 import logging
 import runpy
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import pulumi
-import yaml
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc
 from pulumi.runtime.settings import get_root_resource, set_root_resource
@@ -35,118 +31,11 @@ from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.config import PROJECT
-from preview import aws_answers, outputs
+from preview.offline import aws_answers, outputs
+from preview.recording import FIRST_PREVIEW, MODES, STACK_TYPE, UP, Recording, Registration  # noqa: F401 (re-exported)
+from preview.stack_file import ROOT, STACKS, read_stack_file, resolve_stack, stack_file, stack_name  # noqa: F401 (re-exported)
 
-ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
-STACKS = ROOT / "stacks"
-UP, FIRST_PREVIEW = "up", "first-preview"
-MODES = (UP, FIRST_PREVIEW)
-STACK_TYPE = "pulumi:pulumi:Stack"
-
-
-@dataclass(frozen=True)
-class Registration:
-    urn: str
-    type: str
-    name: str
-    parent: str
-    custom: bool
-    dependencies: tuple[str, ...]
-    provider: str
-    # The inputs as plain data (secrets still wrapped, unknowns left out) for the reports; the
-    # analyzer reads `sent` instead, which keeps the unknowns.
-    inputs: dict[str, Any]
-    ignore_changes: tuple[str, ...] = ()
-    # What the engine keeps of the request and the provider's answer (preview/requests.py hands
-    # them to the policy pack): the inputs exactly as the SDK serialized them, the resulting state.
-    sent: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, compare=False, repr=False)
-    state: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, compare=False, repr=False)
-    property_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    version: str = ""  # the SDK package's version: names the engine's default provider
-    protect: bool = False
-    delete_before_replace: Optional[bool] = None
-    additional_secret_outputs: tuple[str, ...] = ()
-    custom_timeouts: tuple[str, str, str] = ("", "", "")  # create, update, delete, as the SDK sent them
-
-    @property
-    def is_provider(self) -> bool:
-        return self.type.startswith("pulumi:providers:")
-
-    def with_inputs(self, inputs: dict[str, Any]) -> "Registration":
-        """The same registration with other inputs (and state), as if the program had sent them:
-        for tests of what no valid stack file produces."""
-        sent = struct_pb2.Struct()
-        json_format.ParseDict(inputs, sent)
-        state = struct_pb2.Struct()
-        state.CopyFrom(self.state)
-        state.update(json_format.MessageToDict(sent))
-        return dataclasses.replace(self, inputs=inputs, sent=sent, state=state)
-
-
-@dataclass
-class Recording:
-    stack: str
-    config: dict[str, Any]
-    resources: list[Registration] = field(default_factory=list)
-    mode: str = UP
-    project: str = PROJECT
-    # The root stack's outputs (the program's exports) and each component's registered outputs.
-    stack_outputs: struct_pb2.Struct = field(default_factory=struct_pb2.Struct, repr=False)
-    component_outputs: dict[str, struct_pb2.Struct] = field(default_factory=dict, repr=False)
-    warnings: tuple[str, ...] = ()  # what the program logged as warnings (pulumi up shows them too)
-
-    @property
-    def stack_urn(self) -> str:
-        return f"urn:pulumi:{self.stack}::{self.project}::{STACK_TYPE}::{self.project}-{self.stack}"
-
-    def by_urn(self) -> dict[str, Registration]:
-        return {r.urn: r for r in self.resources}
-
-    def of_type(self, type_: str) -> list[Registration]:
-        return [r for r in self.resources if r.type == type_]
-
-    def one(self, type_: str, name: str) -> Registration:
-        found = [r for r in self.resources if r.type == type_ and r.name == name]
-        if len(found) != 1:
-            raise KeyError(f"{len(found)} registrations of {type_} named {name!r}")
-        return found[0]
-
-    def children(self, urn: str) -> list[Registration]:
-        return [r for r in self.resources if r.parent == urn]
-
-    def descendants(self, urn: str) -> list[Registration]:
-        found, frontier = [], [urn]
-        while frontier:
-            kids = [r for r in self.resources if r.parent in frontier]
-            found.extend(kids)
-            frontier = [k.urn for k in kids]
-        return found
-
-    def replaced(self, type_: str, name: str, change) -> "Recording":
-        """A copy in which `change(inputs)` edited one resource's inputs (a deep copy of them)."""
-        resources = [
-            r.with_inputs(_edited(r.inputs, change)) if r.type == type_ and r.name == name else r
-            for r in self.resources
-        ]
-        return dataclasses.replace(self, resources=resources)
-
-    def waits_for(self, urn: str) -> set[str]:
-        """Every URN a resource waits for before it is created: its own dependencies and those of
-        each ancestor (a child of a component with `depends_on` carries none of its own)."""
-        index = self.by_urn()
-        waits: set[str] = set()
-        current: Optional[Registration] = index.get(urn)
-        while current is not None:
-            waits.update(current.dependencies)
-            current = index.get(current.parent)
-        return waits
-
-
-def _edited(inputs: dict[str, Any], change) -> dict[str, Any]:
-    edited = copy.deepcopy(inputs)
-    change(edited)
-    return edited
 
 
 def _copy(struct: struct_pb2.Struct) -> struct_pb2.Struct:
@@ -217,40 +106,6 @@ class _OfflineMocks(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         return aws_answers.answer(args.token, args.args, self._config)
-
-
-def stack_file(stack: str) -> Path:
-    return STACKS / f"Pulumi.{stack}.yaml"
-
-
-def read_stack_file(path: Path) -> dict[str, Any]:
-    """The `config:` map of a stack file, as Pulumi reads it."""
-    document = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
-    if not isinstance(document, dict) or not isinstance(document.get("config", {}), dict):
-        raise ValueError(f"{path}: a stack file is a mapping with a 'config:' mapping")
-    return dict(document.get("config") or {})
-
-
-def resolve_stack(stack: Optional[str], config: Optional[Path]) -> tuple[Path, str]:
-    """The stack file a command reads (`--config FILE`, else `--stack NAME`, default dev), and how
-    to name it in output: relative, so reports do not depend on where the clone lives."""
-    if config is not None:
-        if not config.is_file():
-            raise FileNotFoundError(f"--config {config}: no such stack file")
-        return config, str(config)
-    name = stack or "dev"
-    path = stack_file(name)
-    if not path.is_file():
-        known = sorted(p.name.split(".")[1] for p in STACKS.glob("Pulumi.*.yaml"))
-        raise FileNotFoundError(f"--stack {name}: no stacks/Pulumi.{name}.yaml (stacks: {', '.join(known)})")
-    return path, f"stacks/{path.name}"
-
-
-def stack_name(path: Path) -> str:
-    name = path.name
-    if name.startswith("Pulumi.") and name.endswith((".yaml", ".yml")):
-        return name.split(".", 1)[1].rsplit(".", 1)[0]
-    return path.stem
 
 
 def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:

@@ -14,8 +14,8 @@ Sections, in order:
 4. one section per Kubernetes workload that keeps a privilege: the stated reason, owner, approval,
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
-5. the AWS side (`preview/aws_exposure.py`);
-6. the privilege ledger (`preview/ledger.py`): one privilege per table row, between HTML comment
+5. the AWS side (`preview/reports/aws_exposure.py`);
+6. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
    markers; it is what `--audit-against` reads back from the previous report.
 """
 
@@ -25,10 +25,10 @@ from collections import Counter
 from typing import Optional
 
 from gpu_platform import contract
-from preview import aws_exposure, ledger, privileges
-from preview.engine import Recording
-from preview.privileges import Workload
-from preview.report import clean
+from preview.reports import aws_exposure, ledger, privileges
+from preview.recording import Recording
+from preview.reports.privileges import Workload
+from preview.reports.report import clean
 
 _NAMESPACE = "kubernetes:core/v1:Namespace"
 _OPERAND_KINDS = ("DaemonSet", "Deployment")

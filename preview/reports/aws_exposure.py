@@ -14,8 +14,8 @@ from typing import Any
 
 from gpu_platform import contract
 from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
-from preview.engine import Recording, Registration
-from preview.report import clean
+from preview.recording import Recording, Registration
+from preview.reports.report import clean
 
 ROLE = "aws:iam/role:Role"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"

@@ -1,7 +1,7 @@
 """The requests the Pulumi engine sends a policy pack, built from a recording.
 
 This module stands in for the engine's half of the analyzer protocol; the pack's half is
-pulumi_policy's own servicer (preview/analyze.py). Each rule below is what the engine does at
+pulumi_policy's own servicer (preview/offline/analyze.py). Each rule below is what the engine does at
 pulumi/pulumi v3.259.0 (the newest tag read; the analyzer protocol is unchanged up to the 3.272 SDK
 pinned here), by file and line:
 
@@ -39,7 +39,7 @@ from typing import Iterator, Optional
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
-from preview.engine import STACK_TYPE, Recording, Registration
+from preview.offline.engine import STACK_TYPE, Recording, Registration
 
 _SIG = "4dabf18193072939515e22adb298388d"
 _RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import yaml
 
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
-AWS_LIMITS = Path(__file__).resolve().parent.parent / "gpu_platform" / "aws_limits.yaml"
+AWS_LIMITS = Path(__file__).resolve().parents[2] / "gpu_platform" / "aws_limits.yaml"
 _EKS_AMI_PREFIX = "/aws/service/eks/optimized-ami/"
 
 
@@ -89,7 +89,7 @@ def _ssm_parameter(args: dict, config: dict) -> dict:
     if ami:
         return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
     releases = ", ".join(sorted(_fixtures()["eksOptimizedAmis"]["releases"]))
-    raise InvokeError(f"ParameterNotFound: {name} (offline, preview/fixtures/aws.yaml records the EKS AMI "
+    raise InvokeError(f"ParameterNotFound: {name} (offline, preview/offline/fixtures/aws.yaml records the EKS AMI "
                       f"releases {releases}; pulumi preview asks AWS itself)")
 
 
@@ -214,7 +214,7 @@ def answer(token: str, args: dict, config: dict) -> tuple[dict, list[tuple[str, 
     one, so the program can catch it where it made the call."""
     handler = _ANSWERS.get(token)
     if handler is None:
-        raise InvokeError(f"the offline preview has no answer for invoke {token}; add one to preview/aws_answers.py")
+        raise InvokeError(f"the offline preview has no answer for invoke {token}; add one to preview/offline/aws_answers.py")
     try:
         return handler(args, config), []
     except InvokeError as exc:

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from preview.engine import Recording, Registration
-from preview.report import clean, operand_order
+from preview.recording import Recording, Registration
+from preview.reports.report import clean, operand_order
 
 _TOP = ("apiVersion", "kind", "metadata")
 
@@ -32,13 +32,10 @@ def _slug(text: str) -> str:
 
 def files(recording: Recording) -> dict[str, str]:
     """File name -> YAML text, for every Kubernetes object."""
-    index = recording.by_urn()
     stage_of = {op.urn: number for number, op in enumerate(operand_order(recording), 1)}
 
     def operand_stage(urn: str) -> int:
-        node = index.get(urn)
-        while node is not None and node.urn not in stage_of:
-            node = index.get(node.parent)
+        node = recording.owner(urn, stage_of)
         return stage_of[node.urn] if node is not None else 0
 
     out: dict[str, str] = {}

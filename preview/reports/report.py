@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 from pulumi.runtime import rpc
 
-from preview.analyze import Violation
-from preview.engine import Recording, Registration
+from preview.offline.analyze import Violation
+from preview.recording import Recording, Registration
 
 REDACTED = "[secret]"
 _OPERAND_PREFIX = "gpu-platform:operands:"
@@ -90,15 +90,8 @@ def operand_order(recording: Recording) -> list[Registration]:
 
 def _operand_waits(recording: Recording, operand: Registration, operands: dict[str, Registration]) -> set[str]:
     """The operand components whose children this operand depends on."""
-    index = recording.by_urn()
-    owners = set()
-    for dep in operand.dependencies:
-        node = index.get(dep)
-        while node is not None and node.urn not in operands:
-            node = index.get(node.parent)
-        if node is not None:
-            owners.add(node.urn)
-    return owners
+    owners = (recording.owner(dep, operands) for dep in operand.dependencies)
+    return {node.urn for node in owners if node is not None}
 
 
 def summary(recording: Recording, violations: list[Violation], source: str,
