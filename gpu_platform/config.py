@@ -8,14 +8,18 @@ policy pack, which sees the whole stack.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import importlib.util
 import json
 import re
+from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import matrix, versions
+from gpu_platform import aws_limits, matrix, versions
 
 PROJECT = "gpu-platform"
 
@@ -272,6 +276,18 @@ class NodePool(_Model):
         default=None, alias="capacityReservationId", pattern=r"^cr-[0-9a-f]{17}$"
     )
 
+    @field_validator("max_size")
+    @classmethod
+    def _node_group_quota(cls, value: int) -> int:
+        quota = aws_limits.nodes_per_node_group()
+        if value > quota:
+            raise ValueError(
+                f"{value} is above the {quota} nodes a managed node group may have (the default EKS quota "
+                f"{aws_limits.node_group_quota_code()}, raised in Service Quotas only); split the pool, or ask AWS to "
+                f"raise the quota first"
+            )
+        return value
+
     @model_validator(mode="after")
     def _sizes(self) -> "NodePool":
         if not self.min_size <= self.desired_size <= self.max_size:
@@ -299,6 +315,10 @@ class Audit(_Model):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank: the audit trail names a real owner and approval")
+        # Both become tags of every AWS resource that runs the driver, IAM roles among them.
+        problem = aws_limits.tag_value_problem(value.strip())
+        if problem:
+            raise ValueError(f"{_shown(value)} {problem}")
         return value.strip()
 
 
@@ -338,7 +358,7 @@ class Monitoring(_Model):
 
 
 class StackConfig(_Model):
-    region: str = Field(alias="aws:region", pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
+    region: str = Field(alias="aws:region")
     cluster: Cluster = Field(alias="gpu-platform:cluster")
     operator: Operator = Field(alias="gpu-platform:operator")
     node_image: NodeImage = Field(alias="gpu-platform:nodeImage")
@@ -346,6 +366,16 @@ class StackConfig(_Model):
     node_pools: tuple[NodePool, ...] = Field(alias="gpu-platform:nodePools", min_length=1)
     audit: Audit = Field(alias="gpu-platform:audit")
     monitoring: Monitoring = Field(default_factory=Monitoring, alias="gpu-platform:monitoring")
+
+    @field_validator("region", mode="before")
+    @classmethod
+    def _known_region(cls, value: Any) -> Any:
+        if not isinstance(value, str) or aws_limits.partition_of(value) is None:
+            near = difflib.get_close_matches(str(value), list(aws_limits.regions()), n=3)
+            hint = f"did you mean {', '.join(near[:-1]) + ' or ' + near[-1] if len(near) > 1 else near[0]}?" if near else "e.g. us-west-2, eu-central-1, cn-north-1, us-gov-west-1"
+            raise ValueError(f"{_shown(value)} is not a region of the aws, aws-cn or aws-us-gov partition ({hint}); a "
+                             f"region AWS opened after gpu_platform/aws_limits.yaml was written is added there")
+        return value
 
     @field_validator("node_pools")
     @classmethod
@@ -405,17 +435,61 @@ def _alias_loc(loc: tuple) -> tuple:
     return tuple(part for part in loc if part not in ("function-after", "function-before"))
 
 
+# Namespaces this program's packages read: the project's own, and the AWS provider's (its default
+# provider, which every AWS resource uses). The Kubernetes provider is built from the cluster, so
+# `kubernetes:` config would do nothing.
+_PROVIDER_NAMESPACES = ("aws",)
+
+
+@functools.lru_cache(maxsize=None)
+def provider_config_keys(package: str) -> tuple[str, ...]:
+    """The config keys a provider SDK reads (`aws:region`, `aws:profile`, ...), from the installed
+    SDK's own `config/vars.py` (`__config__.get('region')`), read as text: importing it is slow."""
+    spec = importlib.util.find_spec(f"pulumi_{package}")
+    if spec is None or not spec.submodule_search_locations:
+        return ()
+    source = Path(spec.submodule_search_locations[0], "config", "vars.py").read_text()
+    return tuple(sorted(set(re.findall(r"__config__\.get[a-z_]*\('([A-Za-z0-9]+)'", source))))
+
+
+def _key_problem(key: str) -> Optional[str]:
+    """What is wrong with a config key's name, or None. Pulumi reads `namespace:key`; a key this
+    program reads nowhere would be ignored silently, so it is an error."""
+    namespace, sep, name = key.partition(":")
+    if namespace == "pulumi":
+        return None  # the engine's own settings (pulumi:disable-default-providers, ...)
+    if not sep:
+        guess = f"{PROJECT}:{key}" if f"{PROJECT}:{key}" in _KNOWN_KEYS else None
+        return (f"{key}: a config key is namespace:key" + (f"; did you mean {guess}?" if guess else
+                f" ({', '.join(_KNOWN_KEYS)} or aws:<provider setting>)"))
+    if namespace == PROJECT:
+        if key in _KNOWN_KEYS:
+            return None
+        near = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+        return f"{key}: unknown key ({'did you mean ' + near[0] + '? ' if near else ''}valid: {', '.join(_KNOWN_KEYS)})"
+    if namespace in _PROVIDER_NAMESPACES:
+        known = provider_config_keys(namespace)
+        if name in known:
+            return None
+        near = difflib.get_close_matches(name, known, n=1)
+        return (f"{key}: not a setting of the {namespace} provider" +
+                (f"; did you mean {namespace}:{near[0]}?" if near else f" (its settings: {', '.join(known)})"))
+    near = difflib.get_close_matches(namespace, [PROJECT, *_PROVIDER_NAMESPACES], n=1)
+    return (f"{key}: no package of this program reads the namespace {namespace!r}" +
+            (f"; did you mean {near[0]}:{name}?" if near else f" (namespaces: {PROJECT}, {', '.join(_PROVIDER_NAMESPACES)})"))
+
+
 def parse(raw: Mapping[str, Any]) -> StackConfig:
     """Validate a stack's config (`project:key` -> value, objects already decoded) or raise
     ConfigError listing every problem as `key.path: what is wrong (what is valid)`."""
     problems = []
     values = {}
     for key, value in raw.items():
-        namespace = key.split(":", 1)[0]
-        if namespace == PROJECT and key not in _KNOWN_KEYS:
-            problems.append(f"{key}: unknown key (valid: {', '.join(_KNOWN_KEYS)})")
+        problem = _key_problem(key)
+        if problem:
+            problems.append(problem)
             continue
-        if namespace == PROJECT or key == "aws:region":
+        if key.split(":", 1)[0] == PROJECT or key == "aws:region":
             values[key] = value
     try:
         if not problems:

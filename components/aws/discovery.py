@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from components.aws import base_image
 from components.aws.base_image import BaseImage
-from gpu_platform import matrix
+from gpu_platform import aws_limits, matrix
 from gpu_platform.config import ConfigError, StackConfig
 
 
@@ -66,6 +66,14 @@ _PRINCIPAL = re.compile(r"arn:(?P<partition>[a-z-]+):iam::\d{12}:(role|user)/.+"
 
 def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     key = f"gpu-platform:nodePools[{index}].instanceType"
+    other = aws_limits.non_nvidia_accelerator(instance_type)
+    if other is not None:
+        # Known before asking: AWS lists some of these families' accelerators as GPUs (g4ad's AMD
+        # Radeon, dl1's Habana Gaudi), and moto's catalogue lacks some of them.
+        raise ConfigError(
+            f"{key}: {instance_type!r} has no NVIDIA data-center GPU: it carries the {other.accelerator}, which needs "
+            f"{other.driver}; GPU pools need one the baked NVIDIA driver serves (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)"
+        )
     try:
         found = aws.ec2.get_instance_type(instance_type=instance_type)
     except Exception as exc:  # the provider's error text is the useful part
@@ -74,6 +82,14 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     if not nvidia:
         raise ConfigError(f"{key}: {instance_type!r} has no NVIDIA GPU; GPU pools need one (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)")
     gpu = nvidia[0]
+    if not gpu.count:
+        # DescribeInstanceTypes: Count 0 with a GpuPartitionSize below 1 is a fraction of a GPU (g6f,
+        # gr6f), a vGPU that needs NVIDIA's GRID driver, not the data-center driver baked here.
+        raise ConfigError(
+            f"{key}: {instance_type!r} carries a fraction of an NVIDIA {gpu.name} (a vGPU, {gpu.memory_size} MiB), which "
+            f"needs NVIDIA's GRID driver; the node image bakes the data-center driver: use a whole-GPU type "
+            f"(e.g. g6.xlarge for one L4)"
+        )
     model = matrix.load().gpu_for_aws(gpu.name, gpu.memory_size)
     if model is None:
         known = ", ".join(f"{g.key} ({'/'.join(g.families)})" for g in matrix.load().gpus.values())

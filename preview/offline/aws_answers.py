@@ -19,8 +19,9 @@ from typing import Any, Callable
 
 import yaml
 
+from gpu_platform import aws_limits
+
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
-AWS_LIMITS = Path(__file__).resolve().parents[2] / "gpu_platform" / "aws_limits.yaml"
 _EKS_AMI_PREFIX = "/aws/service/eks/optimized-ami/"
 
 
@@ -129,20 +130,10 @@ def _subnet(args: dict, config: dict) -> dict:
     return {"id": subnet, "vpcId": vpc, "availabilityZone": "us-west-2a", "mapPublicIpOnLaunch": False, "state": "available"}
 
 
-@functools.lru_cache(maxsize=None)
-def _partitions() -> list[tuple[str, re.Pattern]]:
-    rows = yaml.load(AWS_LIMITS.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["partitions"]
-    return [(row["partition"], re.compile(row["region_regex"])) for row in rows]
-
-
 def partition_of(region: str) -> str:
-    """The partition a region belongs to, by AWS's own region-name patterns (botocore partitions.json,
-    gpu_platform/aws_limits.yaml): a stack in cn-north-1 runs in aws-cn, as its account does."""
-    # aws's pattern would take us-gov-* too: the others are asked first.
-    for name, pattern in sorted(_partitions(), key=lambda row: row[0] == "aws"):
-        if pattern.match(region):
-            return name
-    return _fixtures()["partition"]
+    """The partition of the stack's region (gpu_platform/aws_limits.py): a stack in cn-north-1 runs
+    in aws-cn, as its account does."""
+    return aws_limits.partition_of(region) or _fixtures()["partition"]
 
 
 def _caller_identity(args: dict, config: dict) -> dict:

@@ -1,0 +1,87 @@
+"""AWS's own limits and rules for what the stack asks AWS to create, read from aws_limits.yaml (each
+row with its source): the regions of each partition, the nodes a managed node group may have, what
+an IAM tag value may hold, the instance families whose accelerators the baked NVIDIA data-center
+driver does not serve. The config model and discovery turn them into errors before anything is
+registered, so AWS never refuses halfway through an update."""
+
+from __future__ import annotations
+
+import functools
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+
+DATA = Path(__file__).with_name("aws_limits.yaml")
+# IAM's tag value pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]* (botocore iam service-2 tagValueType): Python's
+# `re` has no Unicode property classes, so the categories are checked by name.
+_TAG_CATEGORIES = ("L", "Z", "N")
+_TAG_PUNCTUATION = set("_.:/=+-@")
+
+
+@functools.lru_cache(maxsize=None)
+def _data() -> dict[str, Any]:
+    return yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.lru_cache(maxsize=None)
+def regions() -> dict[str, str]:
+    """Region name -> its partition (aws, aws-cn, aws-us-gov)."""
+    return {row["region"]: row["partition"] for row in _data()["regions"]}
+
+
+def partition_of(region: str) -> Optional[str]:
+    """A region's partition, or None for a name no partition lists. AWS's region-name patterns
+    would take typos too (us-wset-2 fits `(us|eu|...)-\\w+-\\d+`), so only the list counts; a
+    region AWS opened after the data is added to aws_limits.yaml."""
+    return regions().get(region)
+
+
+@functools.lru_cache(maxsize=None)
+def nodes_per_node_group() -> int:
+    """The default quota of nodes per managed node group (adjustable in Service Quotas)."""
+    (row,) = [q for q in _data()["eks"]["quotas"] if q["quota"] == "Nodes per managed node group"]
+    return int(row["default"])
+
+
+@functools.lru_cache(maxsize=None)
+def node_group_quota_code() -> str:
+    (row,) = [q for q in _data()["eks"]["quotas"] if q["quota"] == "Nodes per managed node group"]
+    return row["code"]
+
+
+def tag_value_problem(value: str) -> Optional[str]:
+    """Why IAM (the strictest service the stack tags) would refuse `value` as a tag value, or None:
+    at most 256 characters of letters, spaces, digits and _ . : / = + - @, not starting with aws:."""
+    if len(value) > 256:
+        return f"is {len(value)} characters long; AWS tag values hold at most 256"
+    bad = sorted({c for c in value if c not in _TAG_PUNCTUATION and unicodedata.category(c)[0] not in _TAG_CATEGORIES})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad[:5])
+        return f"holds {shown}, which AWS tag values refuse (letters, digits, spaces and _ . : / = + - @ only)"
+    if value.lower().startswith("aws:"):
+        return "starts with aws:, which AWS reserves for its own tags"
+    return None
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    family: str
+    accelerator: str
+    driver: str
+
+
+@functools.lru_cache(maxsize=None)
+def _accelerators() -> dict[str, Accelerator]:
+    return {
+        row["family"]: Accelerator(row["family"], row["accelerator"], row["driver"])
+        for row in _data()["non_nvidia_datacenter_accelerators"]
+        if "accelerator" in row
+    }
+
+
+def non_nvidia_accelerator(instance_type: str) -> Optional[Accelerator]:
+    """What an instance family carries instead of an NVIDIA data-center GPU, when the data knows."""
+    return _accelerators().get(instance_type.split(".", 1)[0])
