@@ -28,7 +28,6 @@ import traceback
 from pathlib import Path
 from typing import Optional, Sequence
 
-import yaml
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
@@ -168,11 +167,11 @@ def _preview(args: argparse.Namespace, pack) -> int:
             from preview.reports import changes
 
             old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
-        recordings = {mode: engine.run(path, mode=mode) for mode in engine.MODES}
+        recordings = {mode: engine.run(path, mode=mode, shown=shown) for mode in engine.MODES}
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except (FileNotFoundError, yaml.YAMLError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}

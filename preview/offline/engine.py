@@ -133,13 +133,14 @@ def _program_log() -> tuple[logging.Logger, _Warnings]:
     return logger, logger.handlers[0]
 
 
-def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None, mode: str = UP) -> Recording:
+def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None, mode: str = UP,
+        shown: Optional[str] = None) -> Recording:
     """Run the program for one stack file and return what it registered. A configuration error
     raises `gpu_platform.config.ConfigError` before anything is registered; `sink`, when given,
     receives registrations as they happen (so a caller can see what an error left behind)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
-    config = read_stack_file(path)
+    config = read_stack_file(path, shown)
     name = stack or stack_name(path)
     mocks = _OfflineMocks(config, mode)
     monitor = _RecordingMonitor(mocks)

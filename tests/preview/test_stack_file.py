@@ -1,0 +1,110 @@
+"""The front door: a stack file read as Pulumi reads it (YAML 1.2 scalars as go-yaml v3 resolves
+them, duplicate keys refused), only config values Pulumi can hold, bounded in size, nesting and
+alias expansion; every mistake names the file and the key."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+
+from preview.__main__ import main
+from preview.stack_file import MAX_BYTES, StackFileError, parse, read_stack_file, resolve_stack
+
+
+@pytest.mark.parametrize("text, expected", [
+    # YAML 1.2: the 1.1 booleans and sexagesimals are text.
+    ("create: yes", {"create": "yes"}),
+    ("create: on", {"create": "on"}),
+    ("create: True", {"create": True}),
+    ("time: 1:30", {"time": "1:30"}),
+    ("mode: 0o17", {"mode": 15}),
+    ("mode: 0x1F", {"mode": 31}),
+    ("version: 1.30", {"version": 1.3}),  # a number: the config model says to quote it
+    ("x: ~", {"x": None}),
+    # An ARN in a flow list, as go-yaml (a libyaml port) reads it.
+    ("admins: [arn:aws:iam::123456789012:role/x]", {"admins": ["arn:aws:iam::123456789012:role/x"]}),
+    # A section given as JSON text is decoded, as the program decodes it.
+    ("gpu-platform:audit: '{\"owner\": \"a\"}'", {"gpu-platform:audit": {"owner": "a"}}),
+])
+def test_values_are_read_as_pulumi_reads_them(text, expected):
+    assert parse("config:\n  " + text.replace("\n", "\n  "), "f.yaml") == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("config:\n  a: 1\n  a: 2", "f.yaml: line 3, column 3: found duplicate key 'a'"),
+    ("config:\n  approval: 2024-01-01", "f.yaml: config.approval: a date is not a value"),
+    ("config:\n  a: !!binary aGVsbG8=", "f.yaml: config.a: binary data (!!binary) is not a value"),
+    ("config:\n  a: !!set {x, y}", "f.yaml: config.a: a set (!!set) is not a value"),
+    ("config:\n  42: x", "f.yaml: config.42: a key must be text (got int 42)"),
+    ("config:\n  ~: x", "f.yaml: config.None: a key must be text (got NoneType None)"),
+    ("config:\n  a: " + "9" * 400, "f.yaml: config.a: a 400-digit number"),
+    ("config:\n  a: .inf", "f.yaml: config.a: inf is not a number"),
+    ("config:\n  a: {secure: AAABAC==}", "f.yaml: config.a: an encrypted secret"),
+    ("configs:\n  a: 1", "f.yaml: configs: not a key of a Pulumi stack file (valid: config, "),
+    ("config: [1, 2]", "f.yaml: config: a mapping of namespace:key to value (got list)"),
+    ("- config", "f.yaml: a stack file is a mapping with a 'config:' mapping (got list)"),
+    ("config: {a: [unclosed", "f.yaml: line 2, column 1: did not find expected ',' or ']'"),
+])
+def test_what_pulumi_could_not_read_is_an_error_naming_file_and_key(text, message):
+    with pytest.raises(StackFileError) as error:
+        parse(text, "f.yaml")
+    assert str(error.value).startswith(message)
+
+
+def _alias_bomb(levels: int) -> str:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "config:\n  " + "\n  ".join(lines)
+
+
+def test_an_alias_bomb_is_refused_at_once_and_small():
+    bomb = _alias_bomb(9)  # 9**9 values from about 400 bytes
+    started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(StackFileError, match="expands to more than 100000 values"):
+        parse(bomb, "f.yaml")
+    assert time.perf_counter() - started < 1.0
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100 * 1024  # KiB
+
+
+def test_deep_nesting_is_refused():
+    with pytest.raises(StackFileError, match="nested deeper than 32 levels"):
+        parse("config:\n  a: " + "[" * 20000 + "]" * 20000, "f.yaml")
+
+
+def test_a_file_too_large_is_refused_before_it_is_parsed(tmp_path):
+    big = tmp_path / "Pulumi.big.yaml"
+    big.write_text("config:\n  a: '" + "x" * MAX_BYTES + "'\n")
+    with pytest.raises(StackFileError, match="bytes; a stack file is a few KB"):
+        read_stack_file(big)
+
+
+def test_binary_and_unreadable_files_name_the_file(tmp_path):
+    binary = tmp_path / "Pulumi.bin.yaml"
+    binary.write_bytes(b"config:\n  a: \xff\xfe\n")
+    with pytest.raises(StackFileError, match="not UTF-8 text"):
+        read_stack_file(binary)
+    unreadable = tmp_path / "Pulumi.dir.yaml"
+    unreadable.mkdir()
+    with pytest.raises(StackFileError, match="cannot be read"):
+        read_stack_file(unreadable)
+
+
+@pytest.mark.parametrize("stack", ["", "../stacks/Pulumi.dev", ".hidden"])
+def test_a_stack_name_that_is_none_is_refused(stack):
+    with pytest.raises(FileNotFoundError, match="not a stack name"):
+        resolve_stack(stack, None)
+
+
+def test_the_cli_answers_a_bad_stack_file_with_exit_2_and_no_traceback(tmp_path, capsys):
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(_alias_bomb(9))
+    assert main(["--config", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}: expands to more than") and "Traceback" not in err
+
+
+def test_an_empty_stack_name_on_the_command_line_is_not_dev(capsys):
+    assert main(["--stack", ""]) == 2
+    assert "--stack '': not a stack name" in capsys.readouterr().err
