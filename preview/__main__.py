@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=Path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=Path, help="policy-pack config JSON: enforcement level per policy")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
     parser.add_argument("--analyzer", choices=ANALYZERS, default="in-process",
                         help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC")
     parser.add_argument("--audit", type=Path, help="write the Markdown audit report of every privilege here")
@@ -133,9 +134,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except analyze.PackError as exc:
         print(f"internal error: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
-    except Exception:  # noqa: BLE001 a bug: never exit 1, which means policy violations
-        traceback.print_exc()
-        print("internal error: the preview failed (the traceback above); please report it", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 a bug: never exit 1, which means policy violations
+        if args.debug:
+            traceback.print_exc()
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        print(f"internal error: {type(exc).__name__}: {first} (a bug in gpu-platform, please report it; "
+              f"--debug prints the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -190,5 +194,24 @@ def _preview(args: argparse.Namespace, pack) -> int:
     return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK
 
 
+def _close_event_loop() -> None:
+    """The Pulumi SDK runs the program on asyncio's default loop and leaves it open; closed here, so
+    interpreter exit never collects it half torn down (an "Exception ignored ... BaseEventLoop.__del__"
+    after an error once printed after the message)."""
+    import asyncio
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:
+            return
+    if not loop.is_running() and not loop.is_closed():
+        loop.close()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    _close_event_loop()
+    sys.exit(code)

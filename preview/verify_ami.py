@@ -8,7 +8,8 @@ architecture, whether the toolkit is baked (and which, when it is). The keys are
 carries (`components.aws.node_image.image_tags`), so a pinned AMI is held to the same record.
 
 Exit 0: the AMI matches; 1: missing or a tag mismatch (each named with both values); 2: a
-configuration error, or `source: bake` (nothing pinned, nothing to verify).
+configuration error, or `source: bake` (nothing pinned, nothing to verify); 3: AWS could not be
+asked (no credentials, no network, access denied): no verdict either way.
 """
 
 from __future__ import annotations
@@ -18,12 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-import yaml
-
 from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags
 from gpu_platform import contract
 
-EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG = 0, 1, 2
+EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG, EXIT_UNASKED = 0, 1, 2, 3
 
 # Which stack key each declared tag comes from, so a mismatch says what to change on either side.
 _SOURCE_KEYS = {
@@ -87,15 +86,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from gpu_platform.config import ConfigError, parse
-    from preview.offline import engine
+    from preview import stack_file
 
+    shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
     try:
-        path, shown = engine.resolve_stack(args.stack, args.config)
-        config = parse(engine.read_stack_file(path))
+        path, shown = stack_file.resolve_stack(args.stack, args.config)
+        config = parse(stack_file.read_stack_file(path, shown))
     except ConfigError as exc:
         print(f"error: {shown}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
-    except (FileNotFoundError, yaml.YAMLError, ValueError) as exc:
+    except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
 
@@ -111,8 +111,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         found = describe(boto3.client("ec2", region_name=config.region), image.ami_id)
     except (BotoCoreError, ClientError) as exc:
-        print(f"error: {shown}: cannot describe {image.ami_id} in {config.region}: {exc}", file=sys.stderr)
-        return EXIT_MISMATCH
+        print(f"error: {shown}: could not ask EC2 about {image.ami_id} in {config.region}, so nothing is verified: {exc}",
+              file=sys.stderr)
+        return EXIT_UNASKED
     wrong = problems(found, image.ami_id, expected)
     if wrong:
         print(f"{shown}: {image.ami_id} in {config.region} does not match the stack:", file=sys.stderr)

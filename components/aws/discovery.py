@@ -64,6 +64,15 @@ class Discovered:
 _PRINCIPAL = re.compile(r"arn:(?P<partition>[a-z-]+):iam::\d{12}:(role|user)/.+")
 
 
+def aws_said(error: Exception) -> str:
+    """What AWS answered, without the SDK's wrapping ("invoke of aws:ec2/getSubnet:getSubnet failed:
+    ..." and an empty " ()" of failure details)."""
+    text = str(error).strip()
+    text = re.sub(r"^invoke of \S+ failed: ", "", text)
+    text = re.sub(r"^invocation of \S+ returned an error: ", "", text)
+    return re.sub(r"\s*\(\)$", "", text)
+
+
 def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     key = f"gpu-platform:nodePools[{index}].instanceType"
     other = aws_limits.non_nvidia_accelerator(instance_type)
@@ -77,7 +86,7 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     try:
         found = aws.ec2.get_instance_type(instance_type=instance_type)
     except Exception as exc:  # the provider's error text is the useful part
-        raise ConfigError(f"{key}: {instance_type!r} is not an EC2 instance type ({exc})") from None
+        raise ConfigError(f"{key}: {instance_type!r} is not an EC2 instance type ({aws_said(exc)})") from None
     nvidia = [g for g in (found.gpuses or []) if g.manufacturer == "NVIDIA"]
     if not nvidia:
         raise ConfigError(f"{key}: {instance_type!r} has no NVIDIA GPU; GPU pools need one (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)")
@@ -107,7 +116,7 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
     try:
         found = aws.eks.get_cluster(name=cfg.name)
     except Exception as exc:
-        raise ConfigError(f"gpu-platform:cluster.name: no EKS cluster {cfg.name!r} to adopt ({exc}); set create: true to create it") from None
+        raise ConfigError(f"gpu-platform:cluster.name: no EKS cluster {cfg.name!r} to adopt ({aws_said(exc)}); set create: true to create it") from None
     if found.version != cfg.kubernetes_version:
         raise ConfigError(
             f"gpu-platform:cluster.kubernetesVersion: {cfg.kubernetes_version!r}, but the adopted cluster "
@@ -146,7 +155,7 @@ def _base_image(config: StackConfig) -> BaseImage:
     except Exception as exc:
         raise ConfigError(
             f"{base_image.KEY}: {release!r} has no EKS-optimized AL2023 x86_64 image for Kubernetes {k8s!r} "
-            f"in {config.region} ({parameter}: {exc}); pick a release whose notes list {k8s} "
+            f"in {config.region} ({parameter}: {aws_said(exc)}); pick a release whose notes list {k8s} "
             "(github.com/awslabs/amazon-eks-ami/releases)"
         ) from None
 
@@ -188,7 +197,7 @@ def _build_network(config: StackConfig) -> BuildNetwork:
     try:
         found = aws.ec2.get_subnet(id=subnet)
     except Exception as exc:
-        raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({exc}); the node image builds there") from None
+        raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({aws_said(exc)}); the node image builds there") from None
     return BuildNetwork(subnet_id=subnet, vpc_id=found.vpc_id)
 
 

@@ -239,7 +239,11 @@ def test_a_bug_is_an_internal_error_exit_3_never_1(monkeypatch, capsys):
 
     monkeypatch.setattr(report, "summary", broken)
     assert main(["--stack", "dev"]) == 3
-    assert "internal error" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # One line saying so, no traceback unless asked for.
+    assert err == "internal error: AttributeError: planted bug (a bug in gpu-platform, please report it; --debug prints the traceback)\n"
+    assert main(["--stack", "dev", "--debug"]) == 3
+    assert "Traceback" in capsys.readouterr().err
 
 
 def _children(pid: int) -> list[int]:

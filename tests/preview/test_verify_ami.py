@@ -119,3 +119,19 @@ def test_an_unknown_stack_is_a_config_error(capsys):
 def test_the_subcommand_leaves_the_preview_cli_alone(capsys):
     assert main(["--stack", "dev"]) == 0
     assert capsys.readouterr().out.startswith("Stack dev ")
+
+
+def test_aws_that_cannot_be_asked_is_exit_3_not_a_mismatch(tmp_path, capsys, monkeypatch):
+    # No credentials (or no network): no verdict either way, so never exit 1.
+    from botocore.exceptions import NoCredentialsError
+
+    import boto3
+
+    class Unasked:
+        def describe_images(self, **_kwargs):
+            raise NoCredentialsError()
+
+    monkeypatch.setattr(boto3, "client", lambda *_a, **_k: Unasked())
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
+    assert code == 3
+    assert "could not ask EC2 about ami-0123456789abcdef0" in err and "nothing is verified" in err
