@@ -8,7 +8,7 @@ import pulumi
 from components.aws import tags as aws_tags
 from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
-from components.aws.node_image import NodeImage, NodeImageArgs, image_tags
+from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware, image_tags
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
@@ -71,18 +71,23 @@ class GpuPlatform(pulumi.ComponentResource):
         # the operands cannot render is a config error with nothing created.
         images = config.release.images_with(config.operator.overrides)
         planned = plan_operands(config, found, images)
+        hardware = image_hardware(
+            {i: p.instance_type for i, p in enumerate(config.node_pools)},
+            {i: found.gpus[p.name].model for i, p in enumerate(config.node_pools)},
+            bake=config.node_image.source == "bake",
+        )
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         release = config.release
         node_image = config.node_image
         k8s_version = config.cluster.kubernetes_version
         base_tags = aws_tags.stack_tags(stack, config.audit)
-        fabric_manager = any(gpu.model.nvswitch for gpu in found.gpus.values())
         privileged_tags = {
             **base_tags,
             **aws_tags.audit_tags(
                 config.audit,
-                aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, fabric_manager),
+                aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, hardware.fabric_manager,
+                                       hardware.kernel_module, hardware.nvlink_subnet_manager),
             ),
         }
 
@@ -103,7 +108,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 kubernetes_version=k8s_version,
                 base_image=found.base_image,
                 toolkit_version=release.toolkit_version,
-                fabric_manager=fabric_manager,
+                hardware=hardware,
                 tags=privileged_tags,
                 declared={**declared, contract.GPU_MODELS_TAG: contract.join_values(
                     sorted({found.gpus[p.name].model.key for p in config.node_pools}))},

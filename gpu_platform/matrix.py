@@ -98,6 +98,10 @@ class Gpu:
     nvswitch: bool
     mig: Optional[Mig]
     source: str
+    # The kernel module flavours (open, proprietary) an image may load on it, the preferred first.
+    kernel_modules: tuple[str, ...] = ("open",)
+    # Fourth-generation NVSwitch: the NVLink subnet manager and ib_umad run beside the fabric manager.
+    nvlink_subnet_manager: bool = False
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,8 @@ def _gpu(key: str, row: dict) -> Gpu:
         if mig
         else None,
         source=row.get("source", ""),
+        kernel_modules=tuple(row["kernelModules"]),
+        nvlink_subnet_manager=bool(row.get("nvlinkSubnetManager", False)),
     )
 
 

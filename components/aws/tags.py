@@ -31,10 +31,14 @@ def declared_facts(release: str, cuda_versions, image_source: str) -> dict[str, 
     }
 
 
-def node_software(driver_version: str, toolkit_baked: bool, fabric_manager: bool) -> list[str]:
-    software = [f"nvidia-driver {driver_version} (kernel modules)"]
+def node_software(driver_version: str, toolkit_baked: bool, fabric_manager: bool,
+                  kernel_module: str | None = None, nvlink_subnet_manager: bool = False) -> list[str]:
+    """The kernel module flavour is named when the stack bakes the image (and so knows it)."""
+    software = [f"nvidia-driver {driver_version} ({kernel_module + ' ' if kernel_module else ''}kernel modules)"]
     if toolkit_baked:
         software.append("nvidia-container-toolkit (containerd runtime nvidia)")
     if fabric_manager:
         software.append(f"nvidia-fabricmanager {driver_version}")
+    if nvlink_subnet_manager:
+        software.append("nvlsm (NVLink subnet manager)")
     return software

@@ -59,3 +59,13 @@ def test_mig_configurations_are_named_as_nvidias_default_config():
     assert h100["all-balanced"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
     assert "all-1g.10gb" not in MATRIX.gpus["H200-141GB"].mig.configs()
     assert MATRIX.gpus["L40S"].mig is None
+
+
+def test_every_gpu_names_the_kernel_module_flavours_it_runs():
+    for gpu in MATRIX.gpus.values():
+        assert gpu.kernel_modules and set(gpu.kernel_modules) <= {"open", "proprietary"}, gpu.key
+    # Blackwell runs only the open modules (NVIDIA, 2024-07-17); AWS runs g5's A10G on the proprietary
+    # ones with GSP off (amazon-eks-ami v20260714 nvidia-kmod-load.sh 84-93).
+    assert MATRIX.gpus["B200"].kernel_modules == ("open",)
+    assert MATRIX.gpus["A10G"].kernel_modules == ("proprietary",)
+    assert [g.key for g in MATRIX.gpus.values() if g.nvlink_subnet_manager] == ["B200"]

@@ -1,83 +1,203 @@
 #!/usr/bin/env bash
-# Installs the pinned NVIDIA driver (open kernel modules, built for the image's kernel) on
-# the EKS-optimized Amazon Linux 2023 image, and optionally the NVIDIA container toolkit and the
-# fabric manager. Runs once, in the EC2 Image Builder build phase: the node image carries the
-# driver, so no node ever compiles a kernel module at boot.
+# Bakes the pinned NVIDIA driver into the EKS-optimized Amazon Linux 2023 image, the way AWS bakes
+# its own accelerated AMI (awslabs/amazon-eks-ami v20260714, commit b4fffb70,
+# templates/al2023/provisioners/install-nvidia-driver.sh, cited below as "AWS <lines>"), but at the
+# exact versions the stack names, from NVIDIA's repository, signature-checked, and version-locked.
+# Runs once, in the EC2 Image Builder build phase: no node ever builds a kernel module at boot.
 #
-# Inputs (environment):
-#   DRIVER_VERSION    e.g. 580.105.08 (required)
-#   TOOLKIT_VERSION   e.g. 1.18.1; empty: leave the container runtime to the toolkit DaemonSet
-#   FABRIC_MANAGER    "true" on NVSwitch instance families (p4d, p4de, p5, p5e, p5en, p6-b200)
+# Inputs (environment, set by components/aws/node_image.py):
+#   DRIVER_VERSION          e.g. 580.105.08 (required): every driver package at exactly this version
+#   KERNEL_MODULE           open | proprietary (required): the flavour the image's GPUs need
+#   TOOLKIT_VERSION         e.g. 1.18.1; empty: the container runtime is left to the toolkit DaemonSet
+#   FABRIC_MANAGER          "true" when some pool of the image is an NVSwitch family
+#   NVLINK_SUBNET_MANAGER   "true" when some pool is a fourth-generation NVSwitch family (p6-b200)
+#   NVIDIA_DOMAIN           nvidia.com, or nvidia.cn in the China regions (AWS 34-39)
 set -euo pipefail
 
 : "${DRIVER_VERSION:?DRIVER_VERSION is required, e.g. 580.105.08}"
+: "${KERNEL_MODULE:?KERNEL_MODULE is required: open or proprietary}"
 TOOLKIT_VERSION="${TOOLKIT_VERSION:-}"
 FABRIC_MANAGER="${FABRIC_MANAGER:-false}"
+NVLINK_SUBNET_MANAGER="${NVLINK_SUBNET_MANAGER:-false}"
+NVIDIA_DOMAIN="${NVIDIA_DOMAIN:-nvidia.com}"
+# Tests only: a directory standing in for / for the files this script writes.
+ROOT="${ROOT:-}"
 
-readonly DOWNLOADS="https://us.download.nvidia.com/tesla"
-readonly FM_ARCHIVE="https://developer.download.nvidia.com/compute/nvidia-driver/redist/fabricmanager/linux-x86_64"
-readonly TOOLKIT_REPO="https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo"
+readonly MAJOR="${DRIVER_VERSION%%.*}"
+readonly REPO_URL="https://developer.download.${NVIDIA_DOMAIN}/compute/cuda/repos/amzn2023/x86_64"
+# NVIDIA's CUDA repository key for RPM distributions, D42D0685.pub ("cudatools <cudatools@nvidia.com>"),
+# which signs the packages and the repository metadata (repodata/repomd.xml.asc). Its fingerprint,
+# pinned so that a key swapped on the download server is refused: github.com/NVIDIA/cuda-repo-management
+# SIGNATURES.md at commit ee8303df ("RPM repo", examples 9 and 10).
+readonly REPO_KEY_FINGERPRINT="610C7B14E068A878070DA4E99CD0A493D42D0685"
+readonly REPO_KEY_FILE="/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA"
+readonly BOOT_UNIT="gpu-platform-nvswitch.service"
+readonly NVSWITCH_SCRIPT="/usr/libexec/gpu-platform/nvswitch-fabric"
+
+# What the build installed, locked at exactly these versions at the end.
+LOCKED=()
 
 log() { printf '[install-nvidia-driver] %s\n' "$*"; }
+fail() { log "ERROR: $*"; exit 1; }
 
-install_build_dependencies() {
-  local kernel
-  kernel="$(uname -r)"
-  log "kernel ${kernel}: installing its headers and a compiler"
-  # The virtual provide names the headers of exactly the running kernel, whatever the package is
-  # called (kernel-devel on 6.1 images, kernel6.12-devel on 6.12 images).
-  dnf install -y "kernel-devel-uname-r == ${kernel}" gcc make tar xz
+# The kernel package the running kernel came from: AL2023 names them kernel (6.1), kernel6.12,
+# kernel6.18 (AWS 99-106).
+kernel_package() {
+  local release="$1"
+  case "${release}" in
+    6.1.*) echo "kernel" ;;
+    *) echo "kernel$(cut -d. -f1,2 <<<"${release}")" ;;
+  esac
+}
+
+add_repository() {
+  local key fingerprint
+  key="$(mktemp)"
+  log "NVIDIA repository ${REPO_URL}, key ${REPO_KEY_FINGERPRINT}"
+  curl -fsSL --retry 5 -o "${key}" "${REPO_URL}/D42D0685.pub"
+  fingerprint="$(gpg --show-keys --with-colons "${key}" | awk -F: '$1 == "fpr" { print $10; exit }')"
+  if [[ "${fingerprint}" != "${REPO_KEY_FINGERPRINT}" ]]; then
+    fail "the repository key's fingerprint is '${fingerprint}', not ${REPO_KEY_FINGERPRINT}: refusing it"
+  fi
+  install -D -m 0644 "${key}" "${ROOT}${REPO_KEY_FILE}"
+  rm -f "${key}"
+  rpm --import "${ROOT}${REPO_KEY_FILE}"
+  # Our own repo file rather than NVIDIA's downloaded one: packages and metadata both checked
+  # against the pinned key (AWS 47-48 turns gpgcheck on for every repository after adding NVIDIA's).
+  mkdir -p "${ROOT}/etc/yum.repos.d"
+  cat >"${ROOT}/etc/yum.repos.d/nvidia-cuda.repo" <<EOF
+[nvidia-cuda]
+name=NVIDIA CUDA repository for Amazon Linux 2023
+baseurl=${REPO_URL}
+enabled=1
+gpgcheck=1
+repo_gpgcheck=1
+gpgkey=file://${REPO_KEY_FILE}
+EOF
+}
+
+install_kernel_build_dependencies() {
+  local release package version
+  release="$(uname -r)"
+  package="$(kernel_package "${release}")"
+  # 6.12.94-123.180.amzn2023.x86_64 -> 6.12.94-123.180.amzn2023: exactly the running kernel's
+  # headers, so DKMS builds for the kernel this image boots (AWS 108-112 takes the newest instead).
+  version="${release%.*}"
+  log "kernel ${release} (${package}): headers and extra modules at exactly its version"
+  dnf install -y "${package}-devel-${version}" "${package}-modules-extra-${version}"
+  dnf install -y dkms
+  LOCKED+=("${package}-${version}" "${package}-devel-${version}" "${package}-modules-extra-${version}" dkms)
 }
 
 install_driver() {
-  local installer="NVIDIA-Linux-x86_64-${DRIVER_VERSION}.run"
-  local workdir
-  workdir="$(mktemp -d)"
-  log "driver ${DRIVER_VERSION}: downloading ${installer}"
-  curl -fsSL --retry 5 -o "${workdir}/${installer}" "${DOWNLOADS}/${DRIVER_VERSION}/${installer}"
-  # Open kernel modules: required by Blackwell, supported on every GPU the matrix lists. R560+
-  # installers name the choice --kernel-module-type; older ones pick the kernel-open build directory.
-  local module_flag="--kernel-module-type=open"
-  if (( ${DRIVER_VERSION%%.*} < 560 )); then
-    module_flag="--kernel-module-build-directory=kernel-open"
+  local kmod stream license
+  # The CUDA repository's kmod packages come in module streams per branch and flavour (AWS 49-50,
+  # 118-124); the branch's stream of the chosen flavour, then exact versions.
+  if [[ "${KERNEL_MODULE}" == "open" ]]; then
+    kmod="kmod-nvidia-open-dkms"
+    stream="nvidia-driver:${MAJOR}-open"
+    license="Dual MIT/GPL"
+  elif [[ "${KERNEL_MODULE}" == "proprietary" ]]; then
+    kmod="kmod-nvidia-latest-dkms"
+    stream="nvidia-driver:${MAJOR}-dkms"
+    license="NVIDIA"
+  else
+    fail "KERNEL_MODULE is '${KERNEL_MODULE}', not open or proprietary"
   fi
-  # No DKMS: the image is never updated in place. A new kernel comes with a new image, which
-  # builds the modules again here.
-  sh "${workdir}/${installer}" --silent "${module_flag}" --no-questions --ui=none
-  rm -rf "${workdir}"
-  # Persistence keeps the driver initialised between jobs (slow first CUDA call otherwise).
-  systemctl enable nvidia-persistenced.service || log "nvidia-persistenced unit not shipped; skipping"
+  log "driver ${DRIVER_VERSION}, ${KERNEL_MODULE} kernel modules (${kmod})"
+  dnf -y module enable "${stream}"
+  # Compute only: the kernel modules, the CUDA user-space driver with nvidia-smi, and the
+  # persistence daemon (AWS 266-267); no X11 packages.
+  dnf install -y "${kmod}-${DRIVER_VERSION}" "nvidia-driver-cuda-${DRIVER_VERSION}" "nvidia-persistenced-${DRIVER_VERSION}"
+  LOCKED+=("${kmod}-${DRIVER_VERSION}" "nvidia-driver-cuda-${DRIVER_VERSION}" "nvidia-persistenced-${DRIVER_VERSION}")
+  # DKMS built the modules during the install: prove they are this version, this flavour (the open
+  # modules declare MODULE_LICENSE("Dual MIT/GPL"), NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv.c;
+  # the proprietary ones "NVIDIA"), and for the kernel the image boots, or stop the bake here rather
+  # than at the test boot.
+  local built
+  built="$(modinfo -k "$(uname -r)" -F version nvidia)"
+  [[ "${built}" == "${DRIVER_VERSION}" ]] || fail "DKMS built nvidia ${built}, not ${DRIVER_VERSION}, for $(uname -r)"
+  [[ "$(modinfo -k "$(uname -r)" -F license nvidia)" == "${license}" ]] || fail "the nvidia module is not the ${KERNEL_MODULE} flavour"
+  if [[ "${KERNEL_MODULE}" == "proprietary" ]]; then
+    # The image's GPUs include g5's A10G, on which AWS turns the GSP firmware off, which only the
+    # proprietary flavour allows (AWS runtime/gpu/nvidia-kmod-load.sh 80-93).
+    mkdir -p "${ROOT}/etc/modprobe.d"
+    echo "options nvidia NVreg_EnableGpuFirmware=0" >"${ROOT}/etc/modprobe.d/nvidia-gsp.conf"
+  fi
+  # Persistence keeps the driver initialised between jobs; the package ships the unit (AWS 279).
+  systemctl enable nvidia-persistenced.service
 }
 
 install_fabric_manager() {
-  local archive="fabricmanager-linux-x86_64-${DRIVER_VERSION}-archive"
-  local workdir
-  workdir="$(mktemp -d)"
-  log "fabric manager ${DRIVER_VERSION}: NVSwitch family"
-  curl -fsSL --retry 5 -o "${workdir}/${archive}.tar.xz" "${FM_ARCHIVE}/${archive}.tar.xz"
-  tar -xJf "${workdir}/${archive}.tar.xz" -C "${workdir}"
-  cp -r "${workdir}/${archive}/bin/." /usr/bin/
-  cp -r "${workdir}/${archive}/lib/." /usr/lib64/
-  mkdir -p /usr/share/nvidia/nvswitch
-  cp -r "${workdir}/${archive}/share/nvidia/nvswitch/." /usr/share/nvidia/nvswitch/
-  cp "${workdir}/${archive}/systemd/nvidia-fabricmanager.service" /usr/lib/systemd/system/
-  cp "${workdir}/${archive}/etc/fabricmanager.cfg" /usr/share/nvidia/nvswitch/fabricmanager.cfg
-  systemctl enable nvidia-fabricmanager.service
-  rm -rf "${workdir}"
+  # The package was renamed at 580: nvidia-fabric-manager before, nvidia-fabricmanager since (AWS 255-262).
+  local package="nvidia-fabricmanager"
+  if (( MAJOR < 580 )); then
+    package="nvidia-fabric-manager"
+  fi
+  log "fabric manager ${DRIVER_VERSION} (${package}): some pool of this image is an NVSwitch family"
+  dnf install -y "${package}-${DRIVER_VERSION}"
+  LOCKED+=("${package}-${DRIVER_VERSION}")
+  if [[ "${NVLINK_SUBNET_MANAGER}" == "true" ]]; then
+    # Fourth-generation NVSwitch (AWS 230-239); ib_umad is loaded at boot, on such hardware only.
+    log "NVLink subnet manager: some pool of this image has fourth-generation NVSwitch"
+    dnf install -y nvlsm libibumad infiniband-diags
+    LOCKED+=(nvlsm libibumad infiniband-diags)
+  fi
+  # Not enabled here: the boot unit starts it only on hardware with NVSwitch (nvswitch-fabric.sh).
+  [[ -x "${ROOT}${NVSWITCH_SCRIPT}" ]] || fail "${NVSWITCH_SCRIPT} is missing (the component's CreateFile step writes it)"
+  mkdir -p "${ROOT}/etc/systemd/system"
+  cat >"${ROOT}/etc/systemd/system/${BOOT_UNIT}" <<EOF
+[Unit]
+Description=Start the NVIDIA fabric manager where the hardware has NVSwitch
+After=nvidia-persistenced.service systemd-modules-load.service
+Wants=nvidia-persistenced.service
+
+[Service]
+Type=oneshot
+ExecStart=${NVSWITCH_SCRIPT}
+RemainAfterExit=true
+
+[Install]
+WantedBy=multi-user.target
+EOF
+  systemctl enable "${BOOT_UNIT}"
 }
 
 install_toolkit() {
-  log "container toolkit ${TOOLKIT_VERSION}: registering the nvidia runtime in containerd"
-  curl -fsSL --retry 5 -o /etc/yum.repos.d/nvidia-container-toolkit.repo "${TOOLKIT_REPO}"
-  dnf install -y "nvidia-container-toolkit-${TOOLKIT_VERSION}"
-  # A drop-in, not an edit of config.toml: nodeadm regenerates config.toml at every boot and
-  # imports /etc/containerd/config.d/*.toml.
-  mkdir -p /etc/containerd/config.d
-  nvidia-ctk runtime configure --runtime=containerd --config=/etc/containerd/config.d/99-nvidia.toml --set-as-default=false
+  log "container toolkit ${TOOLKIT_VERSION}"
+  # NVIDIA's CUDA repository carries the toolkit (AWS 265 installs it from there); its four packages
+  # at one version, as libnvidia-container requires matching versions.
+  dnf install -y "nvidia-container-toolkit-${TOOLKIT_VERSION}" "nvidia-container-toolkit-base-${TOOLKIT_VERSION}" \
+    "libnvidia-container-tools-${TOOLKIT_VERSION}" "libnvidia-container1-${TOOLKIT_VERSION}"
+  LOCKED+=("nvidia-container-toolkit-${TOOLKIT_VERSION}" "nvidia-container-toolkit-base-${TOOLKIT_VERSION}"
+           "libnvidia-container-tools-${TOOLKIT_VERSION}" "libnvidia-container1-${TOOLKIT_VERSION}")
+  # No containerd configuration: nodeadm renders /etc/containerd/config.toml at every boot from its
+  # own templates, which import no drop-in, and makes `nvidia` the default runtime whenever
+  # /usr/bin/nvidia-container-runtime exists (awslabs/amazon-eks-ami v20260714,
+  # nodeadm/internal/containerd/runtime_config_nvidia.go lines 10-35, config.template.toml lines 8-29).
+  # The binary is the registration.
+  [[ -x "${ROOT}/usr/bin/nvidia-container-runtime" ]] || fail "the toolkit installed no /usr/bin/nvidia-container-runtime"
+  # With `nvidia` the default runtime for every pod, refuse NVIDIA_VISIBLE_DEVICES from unprivileged
+  # containers (the toolkit accepts it by default: internal/config/config.go line 106 at v1.18.1):
+  # a pod gets GPUs only from the device plugin (CDI) or through a /var/run/nvidia-container-devices
+  # volume mount, which needs a hostPath only an admitted pod may have (NVIDIA, "Preventing
+  # unprivileged access to GPUs in Kubernetes"; internal/config/image/cuda_image.go lines 258-292).
+  nvidia-ctk config --in-place \
+    --set accept-nvidia-visible-devices-envvar-when-unprivileged=false \
+    --set accept-nvidia-visible-devices-as-volume-mounts=true
+}
+
+lock_versions() {
+  # A kernel or driver that moves on a node breaks the modules DKMS built for this one: both stay
+  # exactly as baked (AWS 114 locks kernel*; the base image already has the versionlock plugin,
+  # templates/al2023/provisioners/install-worker.sh line 68).
+  log "version locks: ${LOCKED[*]}"
+  dnf versionlock add "${LOCKED[@]}"
 }
 
 main() {
-  install_build_dependencies
+  add_repository
+  install_kernel_build_dependencies
   install_driver
   if [[ "${FABRIC_MANAGER}" == "true" ]]; then
     install_fabric_manager
@@ -85,8 +205,9 @@ main() {
   if [[ -n "${TOOLKIT_VERSION}" ]]; then
     install_toolkit
   fi
+  lock_versions
   dnf clean all
-  log "done: driver ${DRIVER_VERSION}${TOOLKIT_VERSION:+, toolkit ${TOOLKIT_VERSION}}, fabric manager ${FABRIC_MANAGER}"
+  log "done: driver ${DRIVER_VERSION} (${KERNEL_MODULE})${TOOLKIT_VERSION:+, toolkit ${TOOLKIT_VERSION}}, fabric manager ${FABRIC_MANAGER}, subnet manager ${NVLINK_SUBNET_MANAGER}"
 }
 
 main "$@"

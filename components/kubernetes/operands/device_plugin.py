@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import yaml
 
+from components.kubernetes.operands import gpu_access
 from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
@@ -32,7 +33,9 @@ def _cdi_env(ctx: OperandContext) -> tuple[tuple[str, str], ...]:
     NVIDIA_CTK_PATH naming nvidia-ctk; cmd/nvidia-device-plugin/main.go at v0.14.2 and v0.16.1), and
     no release with an older plugin turns CDI on."""
     if not ctx.cdi:
-        return ()
+        # A baked toolkit refuses NVIDIA_VISIBLE_DEVICES from unprivileged pods (gpu_access.py), so
+        # without CDI the plugin hands devices out as volume mounts, which it accepts.
+        return (("DEVICE_LIST_STRATEGY", "volume-mounts"),) if ctx.toolkit_baked else ()
     env = (("CDI_ENABLED", "true"), ("DEVICE_LIST_STRATEGY", "cdi-annotations,cdi-cri"), ("CDI_ANNOTATION_PREFIX", "cdi.k8s.io/"))
     return env if ctx.toolkit_baked else env + (("NVIDIA_CDI_HOOK_PATH", "/usr/local/nvidia/toolkit/nvidia-cdi-hook"),)
 
@@ -83,7 +86,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("NVIDIA_MIG_MONITOR_DEVICES", "all" if mig else "none"),
                     *_cdi_env(ctx),
                 ),
-                host_paths=("device-plugin", *(("cdi-root",) if ctx.cdi else ())),
+                host_paths=("device-plugin", *(("cdi-root",) if ctx.cdi else ()), *gpu_access.volumes(ctx)),
                 mounts=(("config", _CONFIG_DIR, True),),
                 capabilities=("SYS_ADMIN",) if mig else (),
                 run_as_root=True,
@@ -101,6 +104,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         host_paths=(
             HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),
             *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),) if ctx.cdi else ()),
+            *gpu_access.host_paths(ctx),
         ),
         empty_dirs=("config",),
         config_maps={"available-configs": {name: text for name, text in sorted(configs.items())}},

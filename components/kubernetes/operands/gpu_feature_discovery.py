@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.kubernetes.operands import device_plugin
+from components.kubernetes.operands import device_plugin, gpu_access
 from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, for_version
 from components.kubernetes.operands.context import OperandContext
 
@@ -77,7 +77,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
         ),
         field_env=(("NAMESPACE", "metadata.namespace"), ("NODE_NAME", "spec.nodeName")),
-        host_paths=("output-dir", "host-sys"),
+        host_paths=("output-dir", "host-sys", *gpu_access.volumes(ctx)),
         mounts=(("config", "/config", True),),
         capabilities=("SYS_ADMIN",) if mig else (),
         run_as_root=True,
@@ -96,6 +96,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         host_paths=(
             HostPath("output-dir", FEATURES_D, FEATURES_D, False, "DirectoryOrCreate"),
             HostPath("host-sys", "/sys", "/sys", True, "Directory"),
+            *gpu_access.host_paths(ctx),
         ),
         empty_dirs=("config",),
         config_maps=plugin.config_maps,

@@ -22,6 +22,7 @@ using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in f
 
 from __future__ import annotations
 
+from components.kubernetes.operands import gpu_access
 from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec
 from components.kubernetes.operands.context import OperandContext
 
@@ -82,11 +83,12 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         init_containers=(
             driver_check(image),
-            check(image, "toolkit", extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),)),
+            check(image, "toolkit", extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),),
+                  host_paths=("run-nvidia-validations", *gpu_access.volumes(ctx))),
             check(image, "cuda", extra_env=_workload_env(image)),
         ),
         containers=(plugin,),
-        host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW),
+        host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW, *gpu_access.host_paths(ctx)),
         # The CUDA and plugin checks run workload pods in the namespace and read the node's resources.
         namespace_rules=({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},),
         cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},),

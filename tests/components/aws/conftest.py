@@ -107,3 +107,6 @@ def node_config(rec: engine.Recording, pool: str) -> dict[str, Any]:
 @pytest.fixture(params=["dev", "prod"])
 def shipped(request, dev, prod) -> engine.Recording:
     return {"dev": dev, "prod": prod}[request.param]
+
+# The node image's Image Builder component (type, name): its document holds the bake's build step.
+COMPONENT_DOC = ("aws:imagebuilder/component:Component", "gpu-node-image-driver")
