@@ -189,7 +189,9 @@ class NodeImage(_Model):
     source: Literal["bake", "ami"]
     driver_version: str = Field(alias="driverVersion")
     ami_id: Optional[str] = Field(default=None, alias="amiId", pattern=r"^ami-[0-9a-f]{8,17}$")
-    toolkit_baked: StrictBool = Field(default=False, alias="toolkitBaked")
+    # Whether the image registers the NVIDIA runtime itself: a baked image does (the bake installs the
+    # toolkit), a pinned AMI says so itself (default false: the toolkit DaemonSet registers it).
+    toolkit_baked: Optional[StrictBool] = Field(default=None, alias="toolkitBaked")
     # The EKS AMI release the bake starts from (default per Kubernetes minor:
     # gpu_platform/eks_ami_releases.yaml); pinned so that AWS publishing a newer one rebuilds nothing.
     base_image_release: Optional[str] = Field(default=None, alias="baseImageRelease")
@@ -209,6 +211,12 @@ class NodeImage(_Model):
     @classmethod
     def _driver(cls, value: Any) -> Any:
         return _quoted_version(value, r"\d{3}\.\d{1,3}(\.\d{1,3})?", "an NVIDIA driver version", "580.105.08")
+
+    @model_validator(mode="after")
+    def _toolkit_default(self) -> "NodeImage":
+        if self.toolkit_baked is None:
+            object.__setattr__(self, "toolkit_baked", self.source == "bake")
+        return self
 
     @model_validator(mode="after")
     def _ami_with_source(self) -> "NodeImage":

@@ -86,7 +86,7 @@ def test_a_host_paths_annotation_that_disagrees_with_the_mounts_is_flagged(prod)
 def test_the_ledger_reads_back_one_row_per_privilege(prod):
     rows = ledger.parse(audit.report(prod))
     assert ("DaemonSet gpu-operator/nvidia-mig-manager", "(pod)", "hostPID") in rows
-    assert ("DaemonSet gpu-operator/nvidia-container-toolkit", "nvidia-container-toolkit-ctr", "hostPath /etc/containerd rw") in rows
+    assert ("DaemonSet gpu-operator/nvidia-validator", "toolkit-validation", "hostPath /dev/null ro") in rows
     assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "capability SYS_ADMIN") in rows
 
 
@@ -105,8 +105,9 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
 
 
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
-    baked = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=True), stack="prod")
-    changes = _changes(audit.report(baked, against=audit.report(prod)))
+    # prod bakes the toolkit; the same stack with the toolkit DaemonSet is the older report.
+    daemonset = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
+    changes = _changes(audit.report(prod, against=audit.report(daemonset)))
     removed = changes[changes.index("### Removed"):]
     # All the baked image adds: the operands that read every GPU unprivileged ask for the device list
     # by a read-only /dev/null mount, since the node refuses NVIDIA_VISIBLE_DEVICES from them.

@@ -45,8 +45,8 @@ def test_each_family_gets_the_pinned_driver_of_its_flavour_from_nvidias_reposito
     assert "nvidia-persistenced.service" in run.systemctl("enable")
     gsp = run.root / "etc/modprobe.d/nvidia-gsp.conf"
     assert gsp.exists() is (family in PROPRIETARY)
-    # The dev stack leaves the runtime to the toolkit DaemonSet: nothing of it is baked.
-    assert not [p for p in installed if "container" in p] and not run.of("nvidia-ctk")
+    # The dev stack bakes its release's toolkit (v25.10.1: v1.18.1).
+    assert "nvidia-container-toolkit-1.18.1" in installed
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -134,12 +134,8 @@ def test_a_china_region_image_downloads_from_nvidia_cn(record_variant, tmp_path)
     assert run.of("curl")[0][-1].startswith("https://developer.download.nvidia.cn/compute/cuda/repos/amzn2023/x86_64/")
 
 
-def test_the_toolkit_is_baked_and_registered_only_as_nodeadm_registers_it(record_variant, tmp_path):
-    def baked(config):
-        config["gpu-platform:nodeImage"]["toolkitBaked"] = True
-
-    rec = record_variant("toolkit-baked", baked)
-    run = run_bash(build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"]))
+def test_the_toolkit_is_baked_and_registered_only_as_nodeadm_registers_it(dev, tmp_path):
+    run = run_bash(build_step(dev.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"]))
     assert run.returncode == 0, run.output
     toolkit = "1.18.1"  # v25.10.1's container-toolkit image (matrix.yaml), the dev stack's release
     for package in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"):
@@ -169,3 +165,10 @@ def test_the_image_is_tested_for_its_version_and_flavour_on_a_fresh_boot(record_
         assert any("nvidia-smi --query-gpu=driver_version" in c and DRIVER in c for c in commands)
         assert f'test "$(modinfo -F license nvidia)" = "{LICENSE[flavour]}"' in commands
     assert node_image.BUILD_INSTANCE_TYPE.startswith("g6.")  # an L4, which both flavours drive
+
+
+def test_an_image_for_the_toolkit_daemonset_bakes_nothing_of_the_runtime(record_variant, tmp_path):
+    rec = record_variant("toolkit-daemonset", lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False))
+    run = run_bash(build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"]))
+    assert run.returncode == 0, run.output
+    assert not [p for p in run.dnf_installed() if "container" in p] and not run.of("nvidia-ctk")

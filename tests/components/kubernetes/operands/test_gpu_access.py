@@ -44,8 +44,9 @@ def test_unprivileged_containers_that_need_every_gpu_ask_by_volume_mount(variant
         assert mount["readOnly"] is True
 
 
-def test_without_a_baked_toolkit_no_container_mounts_the_device_list(dev):
-    assert not [c for _, _, c in _containers(dev) for m in c.get("volumeMounts", []) if m["mountPath"] == DEVICES_ALL]
+def test_without_a_baked_toolkit_no_container_mounts_the_device_list(variant):
+    rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False))
+    assert not [c for _, _, c in _containers(rec) for m in c.get("volumeMounts", []) if m["mountPath"] == DEVICES_ALL]
 
 
 def test_without_cdi_a_baked_toolkit_makes_the_plugin_hand_out_volume_mounts(variant):

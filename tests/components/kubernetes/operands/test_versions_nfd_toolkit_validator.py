@@ -317,7 +317,12 @@ def test_the_prod_stack_on_the_oldest_release_renders_its_images_traits_and_vali
     # v23.9.2: the oldest release with a Kubernetes version that has an EKS AL2023 image (1.29;
     # v23.9.0 and v23.9.1 end at 1.28). It ships the oldest NFD (v0.14.2) and a 1.14 toolkit.
     oldest = "v23.9.2"
-    rec = variant(_on_release(oldest), stack="prod")
+
+    def with_toolkit_daemonset(cfg: dict) -> None:
+        _on_release(oldest)(cfg)
+        cfg["gpu-platform:nodeImage"]["toolkitBaked"] = False
+
+    rec = variant(with_toolkit_daemonset, stack="prod")
     k8s = rec.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
     mine = ("node-feature-discovery", "container-toolkit", "validator")
     for filename, text in manifests.files(rec).items():
