@@ -8,7 +8,7 @@ import pulumi
 from components.aws import tags as aws_tags
 from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
-from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware, image_tags
+from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
@@ -117,6 +117,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 partition=found.partition,
                 project=pulumi.get_project(),
                 stack=stack,
+                eks_nvidia=found.eks_nvidia,
             ),
             opts=child,
         )
@@ -145,7 +146,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     node_role=node_role,
                     subnet_ids=config.cluster.subnet_ids,
                     labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
-                    tags={**privileged_tags, **image_tags(node_image, k8s_version, release.toolkit_version)},
+                    tags={**privileged_tags, **self.image.declares},
                     declared=declared,
                 ),
                 opts=child,

@@ -186,8 +186,13 @@ class Operator(_Model):
 
 
 class NodeImage(_Model):
-    source: Literal["bake", "ami"]
-    driver_version: str = Field(alias="driverVersion")
+    # bake: EC2 Image Builder in the stack; ami: a pinned, already baked AMI; eks-nvidia: AWS's own
+    # accelerated AL2023 AMI of one amazon-eks-ami release (`release`), its driver AWS's.
+    source: Literal["bake", "ami", "eks-nvidia"]
+    # Required with bake and ami; with eks-nvidia the release's driver (matrix.yaml eksNvidiaAmis).
+    driver_version: Optional[str] = Field(default=None, alias="driverVersion")
+    # With eks-nvidia: the amazon-eks-ami release whose nvidia AMI the nodes boot.
+    release: Optional[str] = None
     ami_id: Optional[str] = Field(default=None, alias="amiId", pattern=r"^ami-[0-9a-f]{8,17}$")
     # Whether the image registers the NVIDIA runtime itself: a baked image does (the bake installs the
     # toolkit), a pinned AMI says so itself (default false: the toolkit DaemonSet registers it).
@@ -195,6 +200,17 @@ class NodeImage(_Model):
     # The EKS AMI release the bake starts from (default per Kubernetes minor:
     # gpu_platform/eks_ami_releases.yaml); pinned so that AWS publishing a newer one rebuilds nothing.
     base_image_release: Optional[str] = Field(default=None, alias="baseImageRelease")
+
+    @field_validator("release")
+    @classmethod
+    def _eks_release(cls, value: Optional[str]) -> Optional[str]:
+        known = matrix.load().eks_nvidia_amis
+        if value is not None and value not in known:
+            raise ValueError(
+                f"{_shown(value)} is not an amazon-eks-ami release the matrix records the nvidia AMI of "
+                f"(valid: {_valid(known)}; a newer one is added to gpu_platform/matrix.yaml eksNvidiaAmis from its CHANGELOG entry)"
+            )
+        return value
 
     @field_validator("base_image_release", mode="before")
     @classmethod
@@ -215,7 +231,32 @@ class NodeImage(_Model):
     @model_validator(mode="after")
     def _toolkit_default(self) -> "NodeImage":
         if self.toolkit_baked is None:
-            object.__setattr__(self, "toolkit_baked", self.source == "bake")
+            object.__setattr__(self, "toolkit_baked", self.source in ("bake", "eks-nvidia"))
+        return self
+
+    @model_validator(mode="after")
+    def _eks_nvidia(self) -> "NodeImage":
+        if self.source != "eks-nvidia":
+            if self.release:
+                raise ValueError(f"release is only for source: eks-nvidia (this image is source: {self.source})")
+            if self.driver_version is None:
+                raise ValueError(f"driverVersion is required with source: {self.source} (e.g. \"580.105.08\")")
+            return self
+        if not self.release:
+            raise ValueError("release is required with source: eks-nvidia (an amazon-eks-ami release, e.g. v20260714; "
+                             f"valid: {_valid(matrix.load().eks_nvidia_amis)})")
+        for key, value in (("amiId", self.ami_id), ("baseImageRelease", self.base_image_release)):
+            if value:
+                raise ValueError(f"{key} is not for source: eks-nvidia (AWS's AMI of release {self.release} is the image)")
+        drivers = {ami.driver for ami in matrix.load().eks_nvidia_amis[self.release].values()}
+        if self.driver_version is None and len(drivers) == 1:
+            object.__setattr__(self, "driver_version", drivers.pop())
+        elif self.driver_version not in drivers:
+            raise ValueError(f"driverVersion {_shown(self.driver_version)} is not the driver of the {self.release} nvidia AMI "
+                             f"(valid: {_valid(drivers)}); with source: eks-nvidia the driver is AWS's")
+        if not self.toolkit_baked:
+            raise ValueError("toolkitBaked: false does not fit source: eks-nvidia: AWS's AMI carries the container toolkit and "
+                             "nodeadm makes nvidia containerd's default runtime, so a toolkit DaemonSet would be a second owner")
         return self
 
     @model_validator(mode="after")

@@ -39,8 +39,10 @@ GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
 # On the node image: the GPU models of the pools it is built for, so a driver too old for one of
 # them stops the bake.
 GPU_MODELS_TAG = "gpu-platform.io/gpu-models"
-# bake (EC2 Image Builder in the stack) or ami (a pinned AMI the launch templates boot).
+# bake (EC2 Image Builder in the stack), ami (a pinned AMI the launch templates boot) or eks-nvidia
+# (AWS's accelerated AMI of a pinned amazon-eks-ami release, booted the same way).
 IMAGE_SOURCE_TAG = "gpu-platform.io/image-source"
+IMAGE_SOURCES = ("bake", "ami", "eks-nvidia")
 OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"
 CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
 OVERRIDES_KEY = "gpu-platform.io/image-overrides"

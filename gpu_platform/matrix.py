@@ -119,11 +119,28 @@ class Cuda:
 
 
 @dataclass(frozen=True)
+class EksNvidiaAmi:
+    """AWS's accelerated AL2023 x86_64 AMI of one amazon-eks-ami release for one Kubernetes minor, and
+    what it carries (its release's CHANGELOG entry)."""
+
+    release: str  # v20260714
+    kubernetes: str  # 1.33
+    ami_name: str  # amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714
+    release_version: str  # 1.33.13-20260714
+    driver: str
+    toolkit: str
+    kernel: str  # the kernel package, e.g. kernel6.12-6.12.94-123.180.amzn2023
+    source: str
+
+
+@dataclass(frozen=True)
 class Matrix:
     releases: Mapping[str, Release]
     cuda: Cuda
     gpus: Mapping[str, Gpu]
     mig_config_names: frozenset[str] = field(default_factory=frozenset)
+    # amazon-eks-ami release -> Kubernetes minor -> its nvidia AMI
+    eks_nvidia_amis: Mapping[str, Mapping[str, EksNvidiaAmi]] = field(default_factory=dict)
 
     def release(self, name: str) -> Release:
         return self.releases[name]
@@ -200,4 +217,19 @@ def load(path: Path = MATRIX_FILE) -> Matrix:
         ),
         gpus=gpus,
         mig_config_names=mig_names,
+        eks_nvidia_amis=_eks_nvidia_amis(raw.get("eksNvidiaAmis") or {}),
     )
+
+
+def _eks_nvidia_amis(raw: dict) -> dict[str, dict[str, EksNvidiaAmi]]:
+    return {
+        release: {
+            minor: EksNvidiaAmi(
+                release=release, kubernetes=str(minor), ami_name=row["ami"], release_version=str(row["releaseVersion"]),
+                driver=str(row["driver"]), toolkit=str(row["toolkit"]), kernel=str(row["kernel"]),
+                source=f"{raw['source']} lines {row['lines']}",
+            )
+            for minor, row in entry["kubernetes"].items()
+        }
+        for release, entry in raw.get("releases", {}).items()
+    }

@@ -64,7 +64,7 @@ def _fact_problems(gpu: facts.GpuResource) -> list[str]:
     unknown_cuda = [c for c in gpu.cuda_versions if c not in table.cuda.toolkits]
     if unknown_cuda:
         problems.append(f"{contract.CUDA_VERSIONS_KEY} {', '.join(unknown_cuda)} not a CUDA toolkit version of the matrix")
-    for key, valid in ((contract.IMAGE_SOURCE_TAG, ("bake", "ami")), (contract.TOOLKIT_BAKED_TAG, ("true", "false"))):
+    for key, valid in ((contract.IMAGE_SOURCE_TAG, contract.IMAGE_SOURCES), (contract.TOOLKIT_BAKED_TAG, ("true", "false"))):
         if tags.get(key, "") and tags[key] not in valid:
             problems.append(f"{key} {tags[key]!r} is not one of {', '.join(valid)}")
     declared = gpu.gpu_model

@@ -35,7 +35,7 @@ def release_for(kubernetes_version: str, pinned: Optional[str]) -> Optional[str]
     return pinned or default_releases().get(kubernetes_version)
 
 
-def parameter(kubernetes_version: str, release: str) -> str:
+def parameter(kubernetes_version: str, release: str, flavour: str = "standard") -> str:
     """The public SSM parameter holding that release's AMI id in the stack's region.
 
     AWS documents `/aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/standard/recommended/image_id`
@@ -43,6 +43,9 @@ def parameter(kubernetes_version: str, release: str) -> str:
     with `recommended` replaced by the AMI name `amazon-eks-node-al2023-x86_64-standard-<k8s>-<release>`,
     the path Karpenter resolves for a pinned `al2023@<release>` alias (aws/karpenter-provider-aws,
     pkg/providers/amifamily/al2023.go, `resolvePath`; karpenter.sh "Managing AMIs" recommends the pin).
+    The accelerated image of a release is published the same way under the `nvidia` flavour
+    (`.../x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id`), its AMI name
+    as the release's CHANGELOG entry lists it (gpu_platform/matrix.yaml eksNvidiaAmis).
     """
-    name = f"amazon-eks-node-al2023-x86_64-standard-{kubernetes_version}-{release}"
-    return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/standard/{name}/image_id"
+    name = f"amazon-eks-node-al2023-x86_64-{flavour}-{kubernetes_version}-{release}"
+    return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/{flavour}/{name}/image_id"

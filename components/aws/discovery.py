@@ -47,6 +47,14 @@ class BuildNetwork:
 
 
 @dataclass(frozen=True)
+class EksNvidiaImage:
+    """AWS's accelerated AMI of the pinned release for the cluster's minor (source: eks-nvidia)."""
+
+    ami_id: str
+    ami: matrix.EksNvidiaAmi  # what the release's CHANGELOG says it carries
+
+
+@dataclass(frozen=True)
 class Discovered:
     gpus: dict[str, PoolGpu]  # by pool name
     base_image: Optional[BaseImage]  # with source: bake
@@ -58,6 +66,7 @@ class Discovered:
     # then can it hold what others install into it (the Prometheus operator's CRDs, access entries).
     cluster_exists: bool = False
     existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> its entry's tags
+    eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
 
 
 # Access entries take IAM roles (a path allowed) and users only (EKS User Guide, "Create access entries").
@@ -160,6 +169,27 @@ def _base_image(config: StackConfig) -> BaseImage:
         ) from None
 
 
+def _eks_nvidia(config: StackConfig) -> EksNvidiaImage:
+    """The release-specific SSM parameter of the nvidia flavour, never `recommended`: the AMI stays the
+    same until the stack names another release."""
+    k8s, release = config.cluster.kubernetes_version, config.node_image.release
+    key = "gpu-platform:nodeImage.release"
+    amis = matrix.load().eks_nvidia_amis[release]
+    if k8s not in amis:
+        raise ConfigError(
+            f"{key}: the matrix records no nvidia AMI of {release} for Kubernetes {k8s!r} (recorded: {', '.join(amis)}); "
+            "pick a release recorded for the cluster's minor, or record it in gpu_platform/matrix.yaml from its CHANGELOG entry"
+        )
+    parameter = base_image.parameter(k8s, release, flavour="nvidia")
+    try:
+        return EksNvidiaImage(ami_id=aws.ssm.get_parameter(name=parameter).value, ami=amis[k8s])
+    except Exception as exc:
+        raise ConfigError(
+            f"{key}: {release!r} has no EKS-optimized AL2023 x86_64 nvidia image for Kubernetes {k8s!r} in "
+            f"{config.region} ({parameter}: {exc}); pick a release AWS published there (github.com/awslabs/amazon-eks-ami/releases)"
+        ) from None
+
+
 def _runner() -> Optional[str]:
     """The IAM principal running the stack (warned about when it is no named admin): an assumed-role
     session is turned into its role, since access entries take roles and users, never sessions
@@ -216,4 +246,5 @@ def discover(config: StackConfig) -> Discovered:
         runner=_runner(),
         cluster_exists=exists,
         existing_entries=_existing_entries(config) if exists else {},
+        eks_nvidia=_eks_nvidia(config) if config.node_image.source == "eks-nvidia" else None,
     )

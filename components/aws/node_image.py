@@ -21,7 +21,7 @@ import pulumi_aws as aws
 import yaml
 
 from components.aws.base_image import BaseImage
-from components.aws.discovery import BuildNetwork
+from components.aws.discovery import BuildNetwork, EksNvidiaImage
 from components.aws.managed_role import managed_role, trust
 from gpu_platform import contract, matrix
 from gpu_platform.config import ConfigError, NodeImage as NodeImageConfig
@@ -112,6 +112,7 @@ class NodeImageArgs:
     project: str
     stack: str
     build_network: Optional[BuildNetwork] = None  # with source: bake
+    eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
 
 
 def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: Optional[str] = None) -> dict[str, str]:
@@ -254,15 +255,30 @@ def ami_name_prefix(scope: str, name: str, kubernetes_version: str, driver: str)
     return prefix if len(prefix) <= _AMI_PREFIX_LIMIT else f"{prefix[:_AMI_PREFIX_LIMIT - 11]}-{_digest(prefix)}"
 
 
+def declared_tags(args: NodeImageArgs) -> dict[str, str]:
+    """What the image declares about itself, and what every launch template and node group booting it
+    repeats: with source: eks-nvidia, the facts of AWS's AMI as its release's CHANGELOG records them
+    (gpu_platform/matrix.yaml eksNvidiaAmis), so the policies check AWS's driver as they check ours."""
+    if args.eks_nvidia is not None:
+        ami = args.eks_nvidia.ami
+        return {**image_tags(args.config, args.kubernetes_version, ami.toolkit), BASE_RELEASE_TAG: ami.release}
+    return image_tags(args.config, args.kubernetes_version, args.toolkit_version)
+
+
 class NodeImage(pulumi.ComponentResource):
     ami_id: pulumi.Output[str]
+    declares: dict[str, str]  # the image's facts, for the resources that boot it
 
     def __init__(self, name: str, args: NodeImageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:NodeImage", name, None, opts)
-        tags = {**args.tags, **image_tags(args.config, args.kubernetes_version, args.toolkit_version)}
+        self.declares = declared_tags(args)
+        tags = {**args.tags, **self.declares}
         if args.config.source == "ami":
             # Pinned by id, never "latest": `python -m preview verify-ami` checks its tags first.
             self.ami_id = pulumi.Output.from_input(args.config.ami_id)
+        elif args.config.source == "eks-nvidia":
+            # AWS's AMI of the pinned release, read from its release-specific SSM parameter (discovery).
+            self.ami_id = pulumi.Output.from_input(args.eks_nvidia.ami_id)
         else:
             self.ami_id = self._bake(name, args, tags)
         self.register_outputs({"ami_id": self.ami_id})

@@ -69,10 +69,32 @@ def _instance_type(args: dict, config: dict) -> dict:
     }
 
 
+def eks_nvidia_ami_id(ami_name: str) -> str:
+    """The offline id of an accelerated EKS AMI: derived from its name, so the answers come from the
+    matrix's record of those AMIs (gpu_platform/matrix.yaml eksNvidiaAmis) and are typed nowhere else."""
+    return "ami-" + hashlib.sha256(ami_name.encode()).hexdigest()[:17]
+
+
+def _eks_nvidia_ami(minor: str, which: str) -> str | None:
+    """`.../x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id`: published
+    for every release the matrix records for that minor; `recommended` is never answered."""
+    from gpu_platform import matrix
+
+    for amis in matrix.load().eks_nvidia_amis.values():
+        ami = amis.get(minor)
+        if ami is not None and ami.ami_name == which:
+            return eks_nvidia_ami_id(ami.ami_name)
+    return None
+
+
 def _eks_ami(name: str) -> str | None:
-    """`<prefix><k8s>/amazon-linux-2023/x86_64/standard/<recommended | AMI name of a release>/image_id`."""
+    """`<prefix><k8s>/amazon-linux-2023/x86_64/<standard | nvidia>/<recommended | AMI name of a release>/image_id`."""
     parts = name[len(_EKS_AMI_PREFIX):].split("/") if name.startswith(_EKS_AMI_PREFIX) else []
-    if len(parts) != 6 or parts[1:4] != ["amazon-linux-2023", "x86_64", "standard"] or parts[5] != "image_id":
+    if len(parts) != 6 or parts[1:3] != ["amazon-linux-2023", "x86_64"] or parts[5] != "image_id":
+        return None
+    if parts[3] == "nvidia":
+        return _eks_nvidia_ami(parts[0], parts[4])
+    if parts[3] != "standard":
         return None
     minor, which = parts[0], parts[4]
     amis = _fixtures()["eksOptimizedAmis"]

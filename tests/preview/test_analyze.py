@@ -13,7 +13,7 @@ from tests.conftest import FIXTURES, SHIPPED_STACKS, record_mode
 from tests.policy.resources import launch_template, node_image
 from tests.policy.verdict import UNKNOWN, diagnostics
 
-STACKS = SHIPPED_STACKS + sorted((FIXTURES / "violating").glob("*.yaml"))
+STACKS = SHIPPED_STACKS + sorted((FIXTURES / "violating").glob("*.yaml")) + sorted((FIXTURES / "passing").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("stack", STACKS, ids=lambda p: p.stem)
