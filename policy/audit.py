@@ -17,6 +17,7 @@ from policy.declare import resource_policy, types
     "privileged-workloads-audited", EnforcementLevel.MANDATORY,
     "Every Kubernetes workload with a privilege carries non-empty audit annotations, and its declared host paths are its real ones.",
     workloads.TARGETS,
+    fix="no stack key: the program built the workload (components/kubernetes/operands); report it",
 )
 def privileged_workloads_audited(args, report_violation) -> None:
     spec = workloads.pod_spec(args.resource_type, args.props)
@@ -87,6 +88,7 @@ def _fact_problems(gpu: facts.GpuResource) -> list[str]:
     "GPU node groups, launch templates and node images (which run the NVIDIA driver) carry the audit tags, "
     "and true, well-formed version facts the matrix knows, which the other policies check on them.",
     types(*facts.GPU_NODE_TYPES),
+    fix="gpu-platform:audit.owner and gpu-platform:audit.approval; anything else the program tags (components/aws); report it",
 )
 def privileged_software_tagged(args, report_violation) -> None:
     if not facts.is_gpu_resource(args.resource_type, args.props):

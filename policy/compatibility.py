@@ -36,6 +36,7 @@ def _release_fits(what: str, name: str, minor: str, report_violation) -> None:
     "release-supports-kubernetes", EnforcementLevel.MANDATORY,
     "The GPU Operator release whose versions the operands follow supports the cluster's Kubernetes minor.",
     types(facts.NAMESPACE, facts.IMAGE, facts.LAUNCH_TEMPLATE),
+    fix="gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion",
 )
 def release_supports_kubernetes(args, report_violation) -> None:
     # On the namespace, before any operand; and on the node image (or the launch templates of a
@@ -78,6 +79,7 @@ _NODE_IMAGES = types(facts.IMAGE, facts.LAUNCH_TEMPLATE)
     "driver-branch-supported-by-release", EnforcementLevel.MANDATORY,
     "The baked NVIDIA driver's branch (major) is one the GPU Operator release supports.",
     _NODE_IMAGES,
+    fix="gpu-platform:nodeImage.driverVersion or gpu-platform:operator.release",
 )
 def driver_branch_supported_by_release(args, report_violation) -> None:
     found = _image_facts(args)
@@ -100,6 +102,7 @@ def driver_branch_supported_by_release(args, report_violation) -> None:
     "driver-version-tested-by-release", EnforcementLevel.ADVISORY,
     "The baked NVIDIA driver is one of the exact versions the GPU Operator release was tested with.",
     _NODE_IMAGES,
+    fix="gpu-platform:nodeImage.driverVersion",
 )
 def driver_version_tested_by_release(args, report_violation) -> None:
     found = _image_facts(args)
@@ -137,6 +140,7 @@ def _cuda_pairs(args):
     "driver-serves-cuda-major", EnforcementLevel.MANDATORY,
     "The baked driver reaches the minor-version-compatibility floor of every workload CUDA major.",
     _NODE_IMAGES,
+    fix="gpu-platform:nodeImage.driverVersion or gpu-platform:workloads.cudaVersions",
 )
 def driver_serves_cuda_major(args, report_violation) -> None:
     for image, declared, cuda in _cuda_pairs(args):
@@ -155,6 +159,7 @@ def driver_serves_cuda_major(args, report_violation) -> None:
     "driver-serves-cuda-toolkit", EnforcementLevel.ADVISORY,
     "The baked driver reaches the exact minimum of every workload CUDA toolkit (below it, only minor-version compatibility).",
     _NODE_IMAGES,
+    fix="gpu-platform:nodeImage.driverVersion or gpu-platform:workloads.cudaVersions",
 )
 def driver_serves_cuda_toolkit(args, report_violation) -> None:
     for image, declared, cuda in _cuda_pairs(args):

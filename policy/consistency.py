@@ -81,6 +81,7 @@ def _image_models_differ(resources):
     "declared-facts-agree", EnforcementLevel.MANDATORY,
     "Every resource declares the same operator release, Kubernetes version (the cluster's), driver (the one the "
     "image build installs) and CUDA versions, and every GPU node group's launch template declares itself a GPU one.",
+    fix="no stack key: every resource declares the facts of one config (components/platform.py); report it",
 )
 def declared_facts_agree(args, report_violation) -> None:
     for image, built, pools in _image_models_differ(args.resources):

@@ -56,8 +56,9 @@ def _known(name: str) -> None:
         raise ValueError(f"policy {name!r} is declared twice")
 
 
-def resource_policy(name: str, level: EnforcementLevel, description: str, targets: Targets):
-    """Declares `validate(args, report_violation)` as a resource policy that sees only `targets`."""
+def resource_policy(name: str, level: EnforcementLevel, description: str, targets: Targets, fix: str):
+    """Declares `validate(args, report_violation)` as a resource policy that sees only `targets`;
+    `fix` says what to change (the stack keys, or that the program is at fault)."""
 
     def declare(validate) -> ResourceValidationPolicy:
         _known(name)
@@ -66,19 +67,21 @@ def resource_policy(name: str, level: EnforcementLevel, description: str, target
             if targets.matches(args.resource_type):
                 validate(args, report_violation)
 
-        policy = ResourceValidationPolicy(name=name, description=description, enforcement_level=level, validate=on_targets)
+        policy = ResourceValidationPolicy(name=name, description=description, enforcement_level=level, validate=on_targets,
+                                          remediation_steps=fix)
         DECLARED.append(Declaration(policy, targets, validate.__module__))
         return policy
 
     return declare
 
 
-def stack_policy(name: str, level: EnforcementLevel, description: str):
-    """Declares `validate(args, report_violation)` as a stack policy."""
+def stack_policy(name: str, level: EnforcementLevel, description: str, fix: str):
+    """Declares `validate(args, report_violation)` as a stack policy; `fix` as for resource_policy."""
 
     def declare(validate) -> StackValidationPolicy:
         _known(name)
-        policy = StackValidationPolicy(name=name, description=description, enforcement_level=level, validate=validate)
+        policy = StackValidationPolicy(name=name, description=description, enforcement_level=level, validate=validate,
+                                       remediation_steps=fix)
         DECLARED.append(Declaration(policy, None, validate.__module__))
         return policy
 

@@ -46,6 +46,7 @@ def _image_too_old(args, report_violation) -> None:
     "driver-supports-gpu", EnforcementLevel.MANDATORY,
     "Every GPU pool's driver is at least its GPU model's minimum driver.",
     types(facts.NODE_GROUP, facts.IMAGE, facts.LAUNCH_TEMPLATE),
+    fix="gpu-platform:nodeImage.driverVersion, or the pool's gpu-platform:nodePools[].instanceType",
 )
 def driver_supports_gpu(args, report_violation) -> None:
     if args.resource_type != facts.NODE_GROUP:
@@ -68,6 +69,7 @@ def driver_supports_gpu(args, report_violation) -> None:
     "mig-config-fits-gpu", EnforcementLevel.MANDATORY,
     "MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU.",
     types(facts.NODE_GROUP),
+    fix="the pool's gpu-platform:nodePools[].mig.config (or its instanceType)",
 )
 def mig_config_fits_gpu(args, report_violation) -> None:
     pool, found = _pool_gpus(args)

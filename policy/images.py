@@ -94,6 +94,7 @@ def _reads(type_: str) -> bool:
     "operand-images-match-release", EnforcementLevel.MANDATORY,
     "Every operand image is its GPU Operator release's, or a same-repository patch bump declared in operator.overrides.",
     Targets("`Namespace`, " + workloads.TARGETS.label, _reads),
+    fix="gpu-platform:operator.overrides or gpu-platform:operator.release",
 )
 def operand_images_match_release(args, report_violation) -> None:
     is_namespace = args.resource_type == facts.NAMESPACE

@@ -48,6 +48,7 @@ def _problems(props: Mapping[str, Any]) -> list[str]:
     "gpu-launch-templates-hardened", EnforcementLevel.MANDATORY,
     "GPU launch templates require IMDSv2 with a hop limit of 1 and keep instance tags out of the metadata, encrypt every volume and assign no public IP.",
     types(facts.LAUNCH_TEMPLATE),
+    fix="no stack key: the program builds launch templates hardened (components/aws/launch_settings.py); report it",
 )
 def gpu_launch_templates_hardened(args, report_violation) -> None:
     if not facts.is_gpu_resource(args.resource_type, args.props):
@@ -60,6 +61,7 @@ def gpu_launch_templates_hardened(args, report_violation) -> None:
     "cluster-endpoint-private", EnforcementLevel.ADVISORY,
     "The EKS API endpoint is private (a public endpoint is reported for review).",
     types(facts.EKS_CLUSTER),
+    fix="gpu-platform:cluster.endpointPublicAccess",
 )
 def cluster_endpoint_private(args, report_violation) -> None:
     vpc = dig(args.props, "vpcConfig")

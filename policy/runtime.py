@@ -16,6 +16,7 @@ TOOLKIT_OPERAND = "container-toolkit"
 @stack_policy(
     "one-runtime-owner", EnforcementLevel.MANDATORY,
     "The container-toolkit DaemonSet and a node image that already configures the NVIDIA runtime never meet on a pool.",
+    fix="gpu-platform:nodeImage.toolkitBaked",
 )
 def one_runtime_owner(args, report_violation) -> None:
     baked = [p for p in facts.gpu_pools(args.resources) if p.toolkit_baked]

@@ -32,6 +32,7 @@ def _describe(r) -> str:
 @stack_policy(
     "operands-tolerate-gpu-taints", EnforcementLevel.MANDATORY,
     "Every operand that runs on nodes tolerates every GPU pool's taint.",
+    fix="no stack key: operands tolerate the GPU taint by construction (components/kubernetes/operands/base.py); report it",
 )
 def operands_tolerate_gpu_taints(args, report_violation) -> None:
     pools = facts.gpu_pools(args.resources)
@@ -51,6 +52,7 @@ def operands_tolerate_gpu_taints(args, report_violation) -> None:
 @stack_policy(
     "operand-gates-set-by-pools", EnforcementLevel.MANDATORY,
     "Every gating label an operand selects on is set by at least one GPU pool.",
+    fix="no stack key: the pools' gates come from the stage order (components/kubernetes/operands/stages.py); report it",
 )
 def operand_gates_set_by_pools(args, report_violation) -> None:
     pools = facts.gpu_pools(args.resources)

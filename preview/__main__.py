@@ -42,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=Path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=Path, help="policy-pack config JSON: enforcement level per policy")
+    parser.add_argument("--tree", action="store_true", help="also print every resource, as a tree under its component")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
     parser.add_argument("--analyzer", choices=ANALYZERS, default="in-process",
                         help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC")
@@ -186,7 +187,7 @@ def _preview(args: argparse.Namespace, pack) -> int:
     except writing.OutputError as exc:
         print(f"error: {exc}; no report was written", file=sys.stderr)
         return EXIT_CONFIG
-    sys.stdout.write(report.summary(recording, violations, shown, first_preview=first))
+    sys.stdout.write(report.summary(recording, violations, shown, first_preview=first, tree=args.tree))
     if old_report is not None:
         from preview.reports import changes
 

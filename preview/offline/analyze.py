@@ -49,9 +49,12 @@ class Violation:
     message: str
     # The analyzer's "can't run policy ... during preview": a value the policy reads is unknown.
     undecided: bool = False
+    fix: str = ""  # the policy's remediation steps: what to change
 
     def as_dict(self) -> dict[str, Any]:
         found = {"policy": self.policy, "enforcementLevel": self.enforcement_level, "urn": self.urn, "message": self.message}
+        if self.fix:
+            found["fix"] = self.fix
         if self.undecided:
             found["undecided"] = True
         return found
@@ -121,7 +124,15 @@ class PackProcess:
             [python, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
             cwd=pack_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        port = self._read_port()
+        try:
+            port = self._read_port()
+        except BaseException:
+            # Interrupted while the pack starts (SIGTERM, Ctrl-C): the caller never gets this object
+            # to close, so the subprocess goes now.
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            raise
         self._channel = grpc.insecure_channel(
             f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", _MAX_MESSAGE),
                                           ("grpc.max_send_message_length", _MAX_MESSAGE)])
@@ -210,7 +221,7 @@ def message(diagnostic: analyzer_pb2.AnalyzeDiagnostic) -> str:
     return text[len(prefix):] if diagnostic.description and text.startswith(prefix) else text
 
 
-def _violations(response: analyzer_pb2.AnalyzeResponse, attribute) -> list[Violation]:
+def _violations(response: analyzer_pb2.AnalyzeResponse, attribute, fixes: Mapping[str, str]) -> list[Violation]:
     return [
         Violation(
             policy=d.policyName,
@@ -218,6 +229,7 @@ def _violations(response: analyzer_pb2.AnalyzeResponse, attribute) -> list[Viola
             urn=attribute(d.urn),
             message=message(d),
             undecided=d.message.startswith(_UNDECIDED),
+            fix=fixes.get(d.policyName, ""),
         )
         for d in response.diagnostics
     ]
@@ -227,12 +239,14 @@ def analyze(recording: Recording, pack: Optional[Pack] = None,
             config: Optional[Mapping[str, policy_config.PolicyConfig]] = None) -> list[Violation]:
     """Configure the pack, Analyze every resource, AnalyzeStack once; every diagnostic, sorted."""
     pack = pack or in_process()
-    pack.Configure(policy_config.configure_request(info(pack), config or {}))
+    described = info(pack)
+    fixes = {p.name: p.remediation_steps for p in described.policies}
+    pack.Configure(policy_config.configure_request(described, config or {}))
     found: list[Violation] = []
     for request in requests.analyze_requests(recording):
-        found += _violations(pack.Analyze(request), lambda _urn, own=request.urn: own)
+        found += _violations(pack.Analyze(request), lambda _urn, own=request.urn: own, fixes)
     stack = requests.analyze_stack_request(recording)
     known = {r.urn for r in stack.resources}
-    found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn)
+    found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn, fixes)
     return sorted(set(found), key=lambda v: (v.policy, v.urn, v.message))
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from preview.reports import replacements
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -23,9 +25,29 @@ class Resource:
 
 
 @dataclass(frozen=True)
+class KeyChange:
+    key: str
+    old: Any  # MISSING where the key is absent
+    new: Any
+    effect: replacements.Effect
+    ignored: bool = False  # the resource's ignoreChanges covers it: pulumi up keeps the old value
+    because: str = ""  # a cascade: the name of the resource whose replacement or update changes this key
+
+
+@dataclass(frozen=True)
 class Changed:
     resource: Resource
-    keys: tuple[str, ...]
+    entries: tuple[KeyChange, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return tuple(e.key for e in self.entries if not e.because)
+
+    @property
+    def verdict(self) -> str:
+        """What pulumi up does to the resource: its strongest key's effect; a resource whose only
+        changes are ignored does not change."""
+        return replacements.verdict(e.effect for e in self.entries if not e.ignored)
 
 
 @dataclass(frozen=True)
@@ -40,6 +62,14 @@ class Changes:
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.changed)
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+MISSING = _Missing()
 
 
 def identity(urn: str) -> str:
@@ -74,25 +104,70 @@ def load(path: Path) -> dict[str, Any]:
     return parse(path.read_text(), str(path))
 
 
-def changed_keys(old: Any, new: Any, path: str = "") -> list[str]:
-    """Dotted paths where two input values differ: dict keys joined with '.', list items as
-    `[i]`; a list that changes length is one change at its own path."""
+def _differences(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]:
     if isinstance(old, dict) and isinstance(new, dict):
-        keys = []
+        found = []
         for key in sorted(set(old) | set(new)):
             sub = f"{path}.{key}" if path else str(key)
             if key not in old or key not in new:
-                keys.append(sub)
+                found.append((sub, old.get(key, MISSING), new.get(key, MISSING)))
             else:
-                keys += changed_keys(old[key], new[key], sub)
-        return keys
+                found += _differences(old[key], new[key], sub)
+        return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [k for i, (a, b) in enumerate(zip(old, new)) for k in changed_keys(a, b, f"{path}[{i}]")]
-    return [] if old == new else [path or "."]
+        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")]
+    return [] if old == new else [(path or ".", old, new)]
+
+
+def changed_keys(old: Any, new: Any) -> list[str]:
+    """Dotted paths where two input values differ: dict keys joined with '.', list items as
+    `[i]`; a list that changes length is one change at its own path."""
+    return [key for key, _, _ in _differences(old, new)]
 
 
 def _resource(r: dict[str, Any]) -> Resource:
     return Resource(r["urn"], r["type"], r["name"])
+
+
+def _direct(old: dict[str, Any], new: dict[str, Any]) -> list[KeyChange]:
+    ignore = new.get("ignoreChanges") or []
+    return [
+        KeyChange(key, a, b, replacements.effect(new["type"], key), ignored=replacements.ignored(key, ignore))
+        for key, a, b in _differences(old.get("inputs", {}), new.get("inputs", {}))
+    ]
+
+
+def _cascade(new: dict[str, dict[str, Any]], entries: dict[str, list[KeyChange]]) -> None:
+    """What follows from a replaced or updated resource, as pulumi up will find it: a replaced
+    resource gets a new id and ARN, so every input that refers to it changes; an update changes the
+    outputs its type lists (a launch template's latestVersion). Offline those outputs are
+    placeholders that never change, so the report shows the consequence instead of the value."""
+    by_urn = {r["urn"]: identity(r["urn"]) for r in new.values()}
+    dependents: dict[str, list[tuple[str, str]]] = {}
+    for ident, r in new.items():
+        for key, urns in (r.get("propertyDependencies") or {}).items():
+            for urn in urns:
+                if urn in by_urn:
+                    dependents.setdefault(by_urn[urn], []).append((ident, key))
+    pending = sorted(entries)
+    while pending:
+        source = pending.pop(0)
+        kind = replacements.verdict(e.effect for e in entries[source] if not e.ignored)
+        source_type = new[source]["type"]
+        for ident, key in sorted(dependents.get(source, [])):
+            changed_key = replacements.follows(new[ident]["type"], key, source_type, kind)
+            if changed_key is None:
+                continue
+            name = new[source]["name"]
+            listed = entries.setdefault(ident, [])
+            if any(e.because == name and e.key == changed_key for e in listed):
+                continue
+            before = replacements.verdict(e.effect for e in listed if not e.ignored)
+            how = "is replaced" if kind in (replacements.REPLACES, replacements.MAY_REPLACE) else "is updated"
+            listed.append(KeyChange(changed_key, MISSING, MISSING, replacements.followed(new[ident]["type"], changed_key, kind),
+                                    because=f"{name} {how}"))
+            if replacements.verdict(e.effect for e in listed if not e.ignored) != before:
+                pending.append(ident)
 
 
 def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> Changes:
@@ -101,11 +176,9 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> Changes:
     def ordered(items):
         return tuple(sorted(items, key=lambda r: (r.type, r.name, r.urn)))
 
-    changed = []
-    for key in set(old) & set(new):
-        keys = changed_keys(old[key].get("inputs", {}), new[key].get("inputs", {}))
-        if keys:
-            changed.append(Changed(_resource(new[key]), tuple(sorted(keys))))
+    entries = {key: found for key in set(old) & set(new) if (found := _direct(old[key], new[key]))}
+    _cascade({k: v for k, v in new.items() if k in old}, entries)
+    changed = [Changed(_resource(new[key]), tuple(found)) for key, found in entries.items()]
     return Changes(
         old_stack=str(old_report.get("stack", "?")),
         new_stack=str(new_report.get("stack", "?")),
@@ -116,16 +189,64 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> Changes:
     )
 
 
+_VERDICTS = {
+    replacements.REPLACES: "REPLACED (deleted and created again)",
+    replacements.MAY_REPLACE: "MAY BE REPLACED",
+    replacements.ROLLS_NODES: "ROLLS ITS NODES (a rolling replacement inside the node group)",
+    replacements.UPDATE: "updated in place",
+    replacements.UNKNOWN: "unknown whether it is replaced (no data for this type in preview/reports/replacements.yaml)",
+    replacements.NO_CHANGE: "no change (only keys its ignoreChanges covers)",
+}
+_SHOWN = 60
+
+
+def _text(value: Any) -> str:
+    return repr(value) if value is MISSING else json.dumps(value, sort_keys=True)
+
+
+def _shown(old: Any, new: Any) -> str:
+    """`old -> new`; two long values are cut to where they first differ, so the change shows."""
+    a, b = _text(old), _text(new)
+    if len(a) <= _SHOWN and len(b) <= _SHOWN:
+        return f"{a} -> {b}"
+    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = max(0, start - 12)
+
+    def cut(text: str, value: Any) -> str:
+        part = text[start:start + _SHOWN // 2]
+        size = len(value) if isinstance(value, str) else len(text)
+        return f"{'...' if start else ''}{part}{'...' if start + len(part) < len(text) else ''} ({size} chars)"
+
+    return f"{cut(a, old)} -> {cut(b, new)}"
+
+
+def _entry(e: KeyChange) -> str:
+    if e.because:
+        line = f"      {e.key}: changes because {e.because}"
+    else:
+        line = f"      {e.key}: {_shown(e.old, e.new)}"
+    if e.ignored:
+        return line + "  (ignored: ignoreChanges keeps the old value)"
+    if e.effect.kind == replacements.UPDATE:
+        return line
+    return line + f"  [{e.effect.kind}{': ' + e.effect.why if e.effect.why else ''}]"
+
+
 def describe(changes: Changes) -> str:
     stacks = (changes.new_stack if changes.old_stack == changes.new_stack
               else f"{changes.old_stack} -> {changes.new_stack}")
+    verdicts = [c.verdict for c in changes.changed]
+    counted = [f"{verdicts.count(k)} {label}" for k, label in (
+        (replacements.REPLACES, "replaced"), (replacements.MAY_REPLACE, "may be replaced"),
+        (replacements.ROLLS_NODES, "rolling their nodes"), (replacements.UNKNOWN, "unknown")) if verdicts.count(k)]
     lines = ["", f"Changes against the old report ({stacks}): "
              + ("no changes" if changes.empty else
-                f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} changed")
+                f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} changed"
+                + (f" ({', '.join(counted)})" if counted else ""))
              + f", {changes.unchanged} unchanged"]
     lines += [f"  + {r.type} {r.name}" for r in changes.added]
     lines += [f"  - {r.type} {r.name}" for r in changes.removed]
     for c in changes.changed:
-        lines.append(f"  ~ {c.resource.type} {c.resource.name}")
-        lines += [f"      {key}" for key in c.keys]
+        lines.append(f"  ~ {c.resource.type} {c.resource.name}: {_VERDICTS[c.verdict]}")
+        lines += [_entry(e) for e in c.entries]
     return "\n".join(lines) + "\n"

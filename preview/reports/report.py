@@ -56,6 +56,8 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
                 "name": r.name,
                 "parent": r.parent,
                 "dependencies": list(r.dependencies),
+                "propertyDependencies": {key: list(urns) for key, urns in sorted(r.property_dependencies) if urns},
+                "ignoreChanges": list(r.ignore_changes),
                 "inputs": clean(r.inputs),
             }
             for r in sorted(recording.resources, key=lambda r: r.urn)
@@ -94,9 +96,8 @@ def _operand_waits(recording: Recording, operand: Registration, operands: dict[s
     return {node.urn for node in owners if node is not None}
 
 
-def summary(recording: Recording, violations: list[Violation], source: str,
-            first_preview: Optional[list[Violation]] = None) -> str:
-    lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", "", "Resource tree:"]
+def _tree(recording: Recording) -> list[str]:
+    lines = ["Resource tree:"]
     children: dict[str, list[Registration]] = {}
     for r in sorted(recording.resources, key=lambda r: (r.type, r.name)):
         children.setdefault(r.parent, []).append(r)
@@ -109,17 +110,27 @@ def summary(recording: Recording, violations: list[Violation], source: str,
 
     for root in sorted((p for p in children if p not in known), key=str):
         walk(root, 1)
+    return lines
+
+
+def summary(recording: Recording, violations: list[Violation], source: str,
+            first_preview: Optional[list[Violation]] = None, tree: bool = False) -> str:
+    from preview.reports.plan import plan
+
+    lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", ""]
+    lines += plan(recording, operand_order(recording))
+    if tree:
+        lines += ["", *_tree(recording)]
     if recording.warnings:
         lines += ["", "Warnings from the program (pulumi up prints them too):"]
         lines += [f"  {w}" for w in recording.warnings]
-    lines += ["", "Operand rollout order (each waits for the one before; the first for the GPU node pools):"]
-    for number, operand in enumerate(operand_order(recording), 1):
-        lines.append(f"  {number}. {operand.name} ({operand.type.removeprefix(_OPERAND_PREFIX)})")
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
     lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]
     for v in violations:
         lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
+        if v.fix:
+            lines.append(f"      change: {v.fix}")
     if mandatory:
         lines.append("  (pulumi up stops at the first resource with a mandatory violation, before creating it; "
                      "what was created before it stays, and stack policies run only when every resource passed)")

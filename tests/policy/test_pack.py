@@ -109,3 +109,55 @@ def test_no_policy_tests_for_dict_or_list():
                 if any(getattr(k, "id", "") in ("dict", "list", "tuple") for k in kinds):
                     found.append(f"{path.name}:{node.lineno}")
     assert found == []
+
+
+def _field(model, segment: str):
+    """The pydantic field `segment` names in `model` (by its stack-file spelling), or None."""
+    return next((f for name, f in model.model_fields.items() if (f.alias or name) == segment), None)
+
+
+def _model_of(annotation):
+    """The config model a field holds, through Optional and tuple[...]; None for a plain value."""
+    import typing
+
+    from pydantic import BaseModel
+
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_of, typing.get_args(annotation)) if m is not None), None)
+
+
+def _resolves(key: str) -> bool:
+    from gpu_platform.config import StackConfig
+
+    top, *rest = key.replace("[]", "").split(".")
+    field = _field(StackConfig, top)
+    for segment in rest:
+        model = _model_of(field.annotation) if field else None
+        field = _field(model, segment) if model else None
+    return field is not None
+
+
+def test_every_policy_says_what_to_change_and_the_keys_it_names_exist(real_pack):
+    # The offline preview prints a policy's remediation steps under its violation (Pulumi Cloud shows
+    # them for a published pack; the CLI sends them in pkg/backend/httpstate/client/client.go); ours name the stack keys that
+    # fix it (each one a key the config model reads), or, where no stack key can, the program's file.
+    import re
+
+    fixes = {p.name: p.remediation_steps for p in analyze.info(real_pack).policies}
+    assert set(fixes) == {name for name, _, _ in EXPECTED}
+    problems = []
+    for name, fix in fixes.items():
+        keys = re.findall(r"gpu-platform:[A-Za-z.\[\]]+[A-Za-z\]]", fix)
+        files = re.findall(r"\((components/[\w/.]+)\)", fix)
+        if fix.startswith("no stack key:"):
+            if not files or not all((ROOT / f).exists() for f in files):
+                problems.append(f"{name}: names no file of the program that exists: {fix!r}")
+        elif not keys or not all(_resolves(k) for k in keys):
+            problems.append(f"{name}: names a key the config does not read: {fix!r}")
+    assert problems == []
+
+
+def test_the_key_check_knows_a_wrong_key():
+    assert _resolves("gpu-platform:nodePools[].mig.config") and _resolves("gpu-platform:cluster.kubernetesVersion")
+    assert not _resolves("gpu-platform:nodePools[].migConfig") and not _resolves("gpu-platform:operator.version")

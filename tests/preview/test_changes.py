@@ -67,12 +67,68 @@ def test_a_driver_bump_touches_only_the_image_launch_templates_and_node_groups(d
 
 def test_under_mocks_a_driver_bump_keeps_the_ami_and_launch_template_ids(driver_bump):
     """Offline, an image's AMI id and a launch template's id are placeholders derived from the
-    resource name, so the new AMI never reaches `imageId` and the node group's `launchTemplate`
-    stays put: only the tags show the bump. For real, the new image gives a new AMI id, a new
-    launch template version, and a rolling replacement of the node group."""
+    resource name, so the new AMI never reaches `imageId` as a value: only the tags show the bump
+    as values. The cascade below says what pulumi up will do with it."""
     changed = {c.resource.name: c.keys for c in driver_bump.changed}
     assert "imageId" not in changed["gpu-pool-l4-lt"]
     assert all(key.startswith("tags.") for key in changed["gpu-pool-l4-ng"])
+
+
+def test_a_driver_bump_rebuilds_the_image_and_rolls_the_gpu_nodes_in_place(driver_bump):
+    # A new install script is a new Image Builder component (immutable), so a new recipe and a new
+    # image (a new AMI); the launch template takes it as a new version, and the node group rolls its
+    # nodes to that version inside the same group (UpdateNodegroupVersion), never a new group.
+    verdicts = {c.resource.name: c.verdict for c in driver_bump.changed}
+    assert verdicts["gpu-node-image-driver"] == "replaces"
+    assert verdicts["gpu-node-image-recipe"] == "replaces"
+    assert verdicts["gpu-node-image-image"] == "replaces"
+    assert verdicts["gpu-pool-l4-lt"] == "update"
+    assert verdicts["gpu-pool-l4-ng"] == "rolls the nodes"
+    lt = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-lt")
+    assert [(e.key, e.because) for e in lt.entries if e.because] == [("imageId", "gpu-node-image-image is replaced")]
+    ng = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-ng")
+    assert [(e.key, e.because) for e in ng.entries if e.because] == [("launchTemplate.version", "gpu-pool-l4-lt is updated")]
+
+
+def _changed_dev(tmp_path_factory, dev, edit) -> changes.Changes:
+    config = stack_config("dev")
+    edit(config)
+    edited = engine.run(write_stack(tmp_path_factory.mktemp("edited"), config, name="dev"))
+    return changes.compare(report(dev), report(edited))
+
+
+def test_a_new_instance_type_replaces_the_node_group(dev, tmp_path_factory):
+    def edit(config):
+        config["gpu-platform:nodePools"][0]["instanceType"] = "g6.4xlarge"
+
+    result = _changed_dev(tmp_path_factory, dev, edit)
+    ng = next(c for c in result.changed if c.resource.name == "gpu-pool-l4-ng")
+    assert ng.verdict == "replaces"
+    assert "  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng: REPLACED (deleted and created again)\n" \
+           "      instanceTypes[0]: \"g6.2xlarge\" -> \"g6.4xlarge\"  [replaces]\n" in changes.describe(result)
+
+
+def test_a_desired_size_the_node_group_ignores_is_no_change(dev, tmp_path_factory):
+    # The program sets ignoreChanges on scalingConfig.desiredSize (the autoscaler owns it).
+    def edit(config):
+        config["gpu-platform:nodePools"][0]["desiredSize"] = 2
+
+    result = _changed_dev(tmp_path_factory, dev, edit)
+    ng = next(c for c in result.changed if c.resource.name == "gpu-pool-l4-ng")
+    assert ng.verdict == "no change"
+    assert "scalingConfig.desiredSize: 1 -> 2  (ignored: ignoreChanges keeps the old value)" in changes.describe(result)
+
+
+def test_an_older_report_without_dependencies_still_compares(prod):
+    old = report(prod)
+    for r in old["resources"]:
+        r.pop("propertyDependencies"), r.pop("ignoreChanges")
+    assert changes.compare(old, report(prod)).empty
+
+
+def test_long_values_are_shown_where_they_differ():
+    text = changes._shown("x" * 200 + "old tail", "x" * 200 + "new tail")
+    assert "old tail" in text and "new tail" in text and "(208 chars)" in text
 
 
 def test_changed_keys_are_dotted_paths_with_list_indexes():
@@ -87,7 +143,10 @@ def test_changed_keys_are_dotted_paths_with_list_indexes():
 def test_describe_lists_counts_and_each_resources_keys(driver_bump):
     text = changes.describe(driver_bump)
     assert f"0 added, 0 removed, {len(driver_bump.changed)} changed" in text
-    assert f"  ~ {NODE_GROUP} gpu-pool-l4-ng\n      tags.audit.gpu-platform.io/privileged-software\n" in text
+    assert f"  ~ {NODE_GROUP} gpu-pool-l4-ng: ROLLS ITS NODES (a rolling replacement inside the node group)\n" in text
+    assert '      tags.gpu-platform.io/driver-version: "580.105.08" -> "580.95.05"\n' in text
+    assert "      launchTemplate.version: changes because gpu-pool-l4-lt is updated  [rolls the nodes]\n" in text
+    assert "(3 replaced, 1 rolling their nodes)" in text
 
 
 def test_cli_against_prints_what_changes(tmp_path, capsys):

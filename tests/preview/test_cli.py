@@ -21,7 +21,17 @@ def test_dev_stack_previews_and_passes(capsys):
     out = capsys.readouterr().out
     assert out.startswith("Stack dev (stacks/Pulumi.dev.yaml)")
     assert "Verdict: PASS" in out
+    # The summary speaks of pools and operands; the resource tree is behind --tree.
+    assert "  l4           g6.2xlarge -> L4 x1, 0/1/4 nodes (min/desired/max), ON_DEMAND, time-sliced x4" in out
+    assert "left out: mig-manager (no pool uses MIG)" in out
+    assert "aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng" not in out
+
+
+def test_tree_prints_every_resource_under_its_parent(capsys):
+    assert main(["--stack", "dev", "--tree"]) == 0
+    out = capsys.readouterr().out
     assert "aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng" in out
+    assert "Verdict: PASS" in out
 
 
 def test_default_stack_is_dev(capsys):
@@ -32,8 +42,13 @@ def test_default_stack_is_dev(capsys):
 def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
     report = tmp_path / "report.json"
     assert main(["--config", str(FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"), "--json", str(report)]) == 1
-    assert "Verdict: FAIL" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Verdict: FAIL" in out
+    # Under each violation, what to change: the policy's remediation steps (which the local CLI does not
+    # print; Pulumi Cloud shows them for a published pack).
+    assert "      change: gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion\n" in out
     violations = json.loads(report.read_text())["violations"]
+    assert {v["fix"] for v in violations} == {"gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion"}
     # On the namespace (before any operand) and on the node image (before the bake).
     assert [(v["policy"], v["urn"].rsplit("::", 1)[-1]) for v in violations] == [
         ("release-supports-kubernetes", "gpu-node-image-image"), ("release-supports-kubernetes", "gpu-namespace")]
@@ -68,7 +83,7 @@ def test_json_report_has_the_documented_shape(tmp_path):
     assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"
     for resource in document["resources"]:
-        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "inputs"}
+        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "propertyDependencies", "ignoreChanges", "inputs"}
     types = {r["type"] for r in document["resources"]}
     assert {"aws:eks/cluster:Cluster", "aws:imagebuilder/image:Image", "kubernetes:apps/v1:DaemonSet"} <= types
 

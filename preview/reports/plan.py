@@ -1,0 +1,114 @@
+"""The plan a platform engineer reads first: what the stack is (cluster, operator release, node
+image, CUDA), one line per GPU pool, the operands in rollout order with what each waits for and
+which are left out and why, and the long steps. Read from the recording (what the program
+registered) and the stack's config, never from the program's objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.kubernetes.operands import stages
+from gpu_platform import contract
+from gpu_platform.config import StackConfig, parse
+from preview.offline.requests import seconds
+from preview.recording import Recording, Registration
+
+_OPERAND_PREFIX = "gpu-platform:operands:"
+_DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+_IMAGE = "aws:imagebuilder/image:Image"
+_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _minutes(duration: str) -> str:
+    return f"{seconds(duration) / 60:.0f} min" if duration else "Pulumi's default"
+
+
+def _header(config: StackConfig, recording: Recording) -> list[str]:
+    cluster, image = config.cluster, config.node_image
+    endpoint = "public endpoint" if cluster.endpoint_public_access else "private endpoint"
+    made = "new (this stack creates it)" if cluster.create else "adopted (exists already)"
+    overrides = ", ".join(f"{k}={v}" for k, v in config.operator.overrides.items()) or "none"
+    if image.source == "bake":
+        built = next((r for r in recording.resources if r.type == _IMAGE), None)
+        release = (built.inputs.get("tags") or {}).get("gpu-platform.io/base-image-release", "?") if built else "?"
+        source = f"baked here by EC2 Image Builder on the EKS AL2023 image of release {release}"
+    elif image.source == "eks-nvidia":
+        source = f"AWS's accelerated (nvidia) EKS AL2023 AMI of release {image.release}, nothing built"
+    else:
+        source = f"pinned AMI {image.ami_id}"
+    toolkit = "baked into the image" if image.toolkit_baked else "installed by the container-toolkit DaemonSet"
+    admins = ", ".join(cluster.admins) or "none named"
+    return [
+        f"  Cluster     {cluster.name} in {config.region}: {made}, Kubernetes {cluster.kubernetes_version}, {endpoint}",
+        f"  Admins      {admins}",
+        f"  Operator    GPU Operator {config.operator.release} (image overrides: {overrides})",
+        f"  Node image  NVIDIA driver {image.driver_version}, {source}; container toolkit {toolkit}",
+        f"  Workloads   CUDA {', '.join(config.workloads.cuda_versions)}",
+    ]
+
+
+def _pools(config: StackConfig, recording: Recording) -> list[str]:
+    groups = {((r.inputs.get("tags") or {}).get(contract.POOL_LABEL)): r for r in recording.of_type(_NODE_GROUP)}
+    lines = ["GPU pools:"]
+    for pool in config.node_pools:
+        tags = (groups[pool.name].inputs.get("tags") or {}) if pool.name in groups else {}
+        gpu = f"{tags.get(contract.GPU_MODEL_TAG, '?')} x{tags.get(contract.GPU_COUNT_TAG, '?')}"
+        sharing = (f"MIG {pool.mig.config}" if pool.mig else
+                   f"time-sliced x{pool.time_slicing.replicas}" if pool.time_slicing else "whole GPUs")
+        lines.append(f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
+                     f"nodes (min/desired/max), {pool.capacity_type}, {sharing}")
+    return lines
+
+
+def _waits(daemonset: dict[str, Any]) -> str:
+    """What a DaemonSet's pods wait for on their node: its wait-for-<marker> init containers."""
+    spec = daemonset.get("spec", {}).get("template", {}).get("spec", {})
+    markers = [c["name"].removeprefix("wait-for-") for c in spec.get("initContainers", []) if c.get("name", "").startswith("wait-for-")]
+    return ", ".join(markers) or "nothing"
+
+
+def _operands(config: StackConfig, recording: Recording, order: list[Registration]) -> list[str]:
+    lines = ["Operands, in rollout order (each waits for the one before; the first for the GPU pools):"]
+    for number, operand in enumerate(order, 1):
+        daemonsets = [r for r in recording.children(operand.urn) if r.type == _DAEMONSET]
+        ds = daemonsets[0] if daemonsets else None
+        selector = ((ds.inputs.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}) if ds else {}
+        where = ", ".join(f"{k}={v}" for k, v in selector.items()) or "every node"
+        waits = _waits(ds.inputs) if ds else "nothing"
+        lines.append(f"  {number}. {operand.type.removeprefix(_OPERAND_PREFIX):<20} on {where}; on each node waits for {waits}")
+    present = {o.type.removeprefix(_OPERAND_PREFIX) for o in order}
+    any_mig = any(p.mig for p in config.node_pools)
+    for stage in stages.STAGES:
+        if stage.component.__name__ in present:
+            continue
+        if stage.runtime_owner and config.node_image.toolkit_baked:
+            why = "the node image registers the nvidia runtime (nodeImage.toolkitBaked)"
+        elif stage.mig_only and not any_mig:
+            why = "no pool uses MIG"
+        else:
+            why = "not in this stack"
+        lines.append(f"  left out: {stage.operand} ({why})")
+    return lines
+
+
+def _long_steps(recording: Recording) -> list[str]:
+    lines = []
+    for r in recording.of_type(_IMAGE):
+        lines.append(f"  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to {_minutes(r.custom_timeouts[0])})")
+    waits = sorted((seconds(r.custom_timeouts[1]), r.name) for r in recording.of_type(_DAEMONSET) if r.custom_timeouts[1])
+    if waits:
+        longest, name = waits[-1]
+        lines.append(f"  operand rollouts: Pulumi waits for each DaemonSet, up to {longest / 60:.0f} min ({name}), "
+                     f"sized to the nodes it covers")
+    return ["Long steps:", *lines] if lines else []
+
+
+def plan(recording: Recording, order: list[Registration]) -> list[str]:
+    """The plan's lines (no trailing blank)."""
+    config = parse(recording.config)
+    return [
+        *_header(config, recording), "",
+        *_pools(config, recording), "",
+        *_operands(config, recording, order), "",
+        *_long_steps(recording),
+    ]
