@@ -31,18 +31,20 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
     if image.source == "bake":
         built = next((r for r in recording.resources if r.type == _IMAGE), None)
         release = (built.inputs.get("tags") or {}).get("gpu-platform.io/base-image-release", "?") if built else "?"
-        source = f"baked here by EC2 Image Builder on the EKS AL2023 image of release {release}"
+        source = f"baked by EC2 Image Builder on the EKS AL2023 image of release {release}"
     elif image.source == "eks-nvidia":
-        source = f"AWS's accelerated (nvidia) EKS AL2023 AMI of release {image.release}, nothing built"
+        source = f"AWS's accelerated (nvidia) EKS AL2023 AMI of release {image.release} (nothing to bake)"
     else:
         source = f"pinned AMI {image.ami_id}"
-    toolkit = "baked into the image" if image.toolkit_baked else "installed by the container-toolkit DaemonSet"
+    toolkit = ("baked into the image (it registers the nvidia runtime)" if image.toolkit_baked
+               else "the container-toolkit DaemonSet installs it on each node")
     admins = ", ".join(cluster.admins) or "none named"
     return [
         f"  Cluster     {cluster.name} in {config.region}: {made}, Kubernetes {cluster.kubernetes_version}, {endpoint}",
         f"  Admins      {admins}",
         f"  Operator    GPU Operator {config.operator.release} (image overrides: {overrides})",
-        f"  Node image  NVIDIA driver {image.driver_version}, {source}; container toolkit {toolkit}",
+        f"  Node image  NVIDIA driver {image.driver_version}, {source}",
+        f"  Toolkit     {toolkit}",
         f"  Workloads   CUDA {', '.join(config.workloads.cuda_versions)}",
     ]
 

@@ -292,3 +292,10 @@ def test_a_terminated_grpc_preview_stops_its_policy_pack():
     assert "Traceback" not in preview.stderr.read().decode()
     time.sleep(0.2)
     assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in pack)
+
+
+def test_the_prod_summary_fits_on_one_screen(capsys):
+    # One screen: 50 rows of a 120-column terminal, long lines counted as the rows they wrap to.
+    assert main(["--stack", "prod"]) == 0
+    rows = sum(max(1, -(-len(line) // 120)) for line in capsys.readouterr().out.splitlines())
+    assert rows <= 50

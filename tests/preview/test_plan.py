@@ -15,8 +15,8 @@ def _plan(recording) -> list[str]:
 def test_the_dev_plan_names_cluster_image_pool_and_operands(dev):
     lines = _plan(dev)
     assert lines[0] == "  Cluster     gpu-dev in us-west-2: new (this stack creates it), Kubernetes 1.33, private endpoint"
-    assert lines[3].startswith("  Node image  NVIDIA driver 580.105.08, baked here by EC2 Image Builder on the EKS AL2023 "
-                               "image of release v20260714; container toolkit baked into the image")
+    assert lines[3] == "  Node image  NVIDIA driver 580.105.08, baked by EC2 Image Builder on the EKS AL2023 image of release v20260714"
+    assert lines[4] == "  Toolkit     baked into the image (it registers the nvidia runtime)"
     assert "  l4           g6.2xlarge -> L4 x1, 0/1/4 nodes (min/desired/max), ON_DEMAND, time-sliced x4" in lines
     operands = [line for line in lines if line[:5].strip().rstrip(".").isdigit()]
     assert [line.split()[1] for line in operands] == [
@@ -45,5 +45,5 @@ def test_long_steps_name_the_bake_and_the_longest_rollout_wait(dev):
 def test_an_eks_nvidia_image_is_named_as_aws_s_with_nothing_to_bake():
     lines = _plan(record(FIXTURES / "passing" / "eks-nvidia.yaml"))
     assert lines[3] == ("  Node image  NVIDIA driver 580.159.03, AWS's accelerated (nvidia) EKS AL2023 AMI of release "
-                        "v20260714, nothing built; container toolkit baked into the image")
+                        "v20260714 (nothing to bake)")
     assert not any("node image bake" in line for line in lines)
