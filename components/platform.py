@@ -13,6 +13,7 @@ from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
+from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
 from components.kubernetes.operands import sharing, stages
 from components.kubernetes.operands.base import Operand, OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
@@ -147,6 +148,7 @@ class GpuPlatform(pulumi.ComponentResource):
                     subnet_ids=config.cluster.subnet_ids,
                     labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
                     tags={**privileged_tags, **self.image.declares},
+                    generation=self.image.generation,
                     declared=declared,
                 ),
                 opts=child,
@@ -186,6 +188,18 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             self.operands.append(operand)
             previous = [operand]
+        # Blue-green pools: a new generation is proven to serve GPUs before the old one goes
+        # (components/aws/node_pool.py, components/kubernetes/readiness_gate.py).
+        self.gates = {
+            pool.name: ReadinessGate(
+                f"{name}-pool-{pool.name}-gate",
+                GateArgs(pool=pool.name, selector=self.pools[pool.name].generation_selector, nodes=pool.desired_size,
+                         image=images["validator"], namespace=namespace.name, audit=config.audit, release=release.name,
+                         provider=provider, depends_on=[self.pools[pool.name].node_group, *previous]),
+                opts=child,
+            )
+            for pool in config.node_pools if pool.rollout == "blue-green"
+        }
         if config.monitoring.dashboard:
             # After the exporter: the dashboard only reads the series the exporter's metrics list makes.
             exporter = [op for op in self.operands if isinstance(op, DcgmExporter)]

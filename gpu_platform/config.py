@@ -319,6 +319,11 @@ class NodePool(_Model):
     time_slicing: Optional[TimeSlicing] = Field(default=None, alias="timeSlicing")
     mig: Optional[MigConfig] = None
     root_volume_gib: StrictInt = Field(default=200, alias="rootVolumeGiB", ge=100, le=16384)
+    # How a new node image reaches the pool's nodes: surge (EKS's rolling update, new nodes first),
+    # in-place (EKS's MINIMAL strategy: old nodes go first, no spare capacity needed) or blue-green (a
+    # new node group beside the old, removed after a readiness gate). Default surge; in-place for a
+    # capacity block, whose reservation holds no spare instance to surge into.
+    rollout: Optional[Literal["surge", "in-place", "blue-green"]] = None
     # A capacity block is a reservation bought ahead for a fixed window: EKS launches its nodes only
     # through a launch template that targets it by id.
     capacity_reservation_id: Optional[str] = Field(
@@ -344,6 +349,18 @@ class NodePool(_Model):
                 f"sizes must satisfy minSize <= desiredSize <= maxSize "
                 f"(got {self.min_size}, {self.desired_size}, {self.max_size})"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _rollout(self) -> "NodePool":
+        block = self.capacity_type == "CAPACITY_BLOCK"
+        if self.rollout is None:
+            object.__setattr__(self, "rollout", "in-place" if block else "surge")
+        elif block and self.rollout == "surge":
+            # A surge launches extra instances before the old ones go; a capacity block reserves a fixed
+            # count for a fixed window (EC2 User Guide, "Capacity Blocks for ML"), so there is none to spare.
+            raise ValueError("rollout: surge does not fit capacityType: CAPACITY_BLOCK: the block holds no spare instance "
+                             "to launch new nodes into first (valid: in-place, blue-green with a block that has room for both)")
         return self
 
     @model_validator(mode="after")

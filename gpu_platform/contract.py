@@ -44,6 +44,12 @@ GPU_MODELS_TAG = "gpu-platform.io/gpu-models"
 IMAGE_SOURCE_TAG = "gpu-platform.io/image-source"
 IMAGE_SOURCES = ("bake", "ami", "eks-nvidia")
 OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"
+# On a GPU node group: how a new node image reaches its nodes (surge | in-place | blue-green).
+ROLLOUT_TAG = "gpu-platform.io/rollout"
+# A kubelet label of every GPU node: a digest of what its node image is (source, release or AMI,
+# driver, toolkit, Kubernetes version). A new image is a new generation; the readiness gate of a
+# blue-green pool selects the new generation's nodes by it.
+GENERATION_LABEL = "gpu-platform.io/image-generation"
 CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
 OVERRIDES_KEY = "gpu-platform.io/image-overrides"
 OPERAND_KEY = "gpu-platform.io/operand"

@@ -189,9 +189,11 @@ def _preview(args: argparse.Namespace, pack) -> int:
         return EXIT_CONFIG
     sys.stdout.write(report.summary(recording, violations, shown, first_preview=first, tree=args.tree))
     if old_report is not None:
-        from preview.reports import changes
+        from preview.reports import changes, rollouts
 
-        sys.stdout.write(changes.describe(changes.compare(old_report, json.loads(report.as_json(recording, violations)))))
+        new_report = json.loads(report.as_json(recording, violations))
+        sys.stdout.write(changes.describe(changes.compare(old_report, new_report)))
+        sys.stdout.write(rollouts.describe(rollouts.compare(old_report, new_report)))
     return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK
 
 

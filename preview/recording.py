@@ -41,6 +41,7 @@ class Registration:
     version: str = ""  # the SDK package's version: names the engine's default provider
     protect: bool = False
     delete_before_replace: Optional[bool] = None
+    replace_on_changes: tuple[str, ...] = ()  # the resource's replaceOnChanges option
     additional_secret_outputs: tuple[str, ...] = ()
     custom_timeouts: tuple[str, str, str] = ("", "", "")  # create, update, delete, as the SDK sent them
 

@@ -265,13 +265,24 @@ def declared_tags(args: NodeImageArgs) -> dict[str, str]:
     return image_tags(args.config, args.kubernetes_version, args.toolkit_version)
 
 
+def generation(args: NodeImageArgs) -> str:
+    """A digest of what a node boots, from the configuration alone (a baked AMI's id is unknown until
+    it is built): a driver, toolkit, base or AWS release, pinned AMI or kernel module flavour that
+    changes is a new generation. A kubelet label (contract.GENERATION_LABEL) and a valid label value."""
+    base = args.base_image.release if args.base_image else ""
+    return "g" + _digest(args.config.source, sorted(declared_tags(args).items()), base, args.config.ami_id or "",
+                         args.hardware.kernel_module or "")
+
+
 class NodeImage(pulumi.ComponentResource):
     ami_id: pulumi.Output[str]
     declares: dict[str, str]  # the image's facts, for the resources that boot it
+    generation: str
 
     def __init__(self, name: str, args: NodeImageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:NodeImage", name, None, opts)
         self.declares = declared_tags(args)
+        self.generation = generation(args)
         tags = {**args.tags, **self.declares}
         if args.config.source == "ami":
             # Pinned by id, never "latest": `python -m preview verify-ami` checks its tags first.

@@ -75,6 +75,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
                 provider=request.provider,
                 inputs=rpc.deserialize_properties(request.object),
                 ignore_changes=tuple(request.ignoreChanges),
+                replace_on_changes=tuple(request.replaceOnChanges),
                 sent=_copy(request.object),
                 state=_copy(response.object),
                 property_dependencies=tuple(

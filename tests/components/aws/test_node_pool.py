@@ -127,7 +127,7 @@ def test_node_groups_follow_the_custom_ami_rules(shipped, family):
 def test_node_groups_roll_with_a_budget_and_scale_from_the_pool(shipped):
     for pool in shipped.config["gpu-platform:nodePools"]:
         ng = node_group(shipped, pool["name"])
-        assert ng.inputs["updateConfig"] == {"maxUnavailablePercentage": 25}
+        assert ng.inputs["updateConfig"] == {"maxUnavailablePercentage": 25, "updateStrategy": "DEFAULT"}
         assert ng.inputs["scalingConfig"] == {
             "minSize": pool["minSize"], "desiredSize": pool["desiredSize"], "maxSize": pool["maxSize"]
         }
