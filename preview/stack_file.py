@@ -1,19 +1,22 @@
 """The stack file: where it is (`--stack NAME` or `--config FILE`), how the commands name it, and
 its `config:` map as Pulumi reads it. The one front door for a user's YAML: nothing else parses it.
 
-Read as Pulumi reads it. Pulumi parses stack files with go-yaml v3, a port of libyaml: the same
-grammar as libyaml, which parses here too (PyYAML's C parser), with go-yaml's resolution of plain
-scalars, YAML 1.2's (`yes`, `on`, `0777` and `1:30` are text; true/false, 0o17, 0x1F, .inf are
-not; go-yaml v3 resolve.go), and a duplicated key refused, as go-yaml refuses it. Only values a
-stack's config can hold pass (text, numbers, booleans, null, lists and objects with text keys; a
-date, `!!binary` or `!!set` is none). Bounded before anything is built: the file's size, its
-nesting, and how far its aliases expand (a small file of nested aliases can expand to billions of
-values). A value given as JSON text (`'{"name": ...}'`) is decoded here, as the program decodes it,
-so every reader sees the same object.
+Read as Pulumi reads it (sdk/go/common/workspace/loaders.go LoadProjectStackBytes, v3.259.0): with
+go-yaml v3.0.1, a port of libyaml, so libyaml's grammar (PyYAML's C parser here) with go-yaml's
+resolution of plain scalars (resolve.go: `yes`, `on`, `1:30` are text; `0777` is 511, `0x1F`, `0b101`,
+`1_000` numbers), merge keys (`<<`), a duplicated key refused; a key without a namespace put in the
+project's; a top-level null handed over as "", a float with no fraction as the integer Go's JSON
+writes. Stricter than Pulumi where Pulumi would pass a mistake on silently: a key at the top of the
+file that is not a stack file's, a date (Pulumi passes Go's text form of it), `!!binary`, `!!set`,
+non-text keys. Bounded before anything is built: the file's size, its nesting, and how far its
+aliases expand (a small file of nested aliases can expand to billions of values). A value given as
+JSON text (`'{"name": ...}'`) is decoded here, as the program decodes it, so every reader sees the
+same object.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -23,12 +26,13 @@ from typing import Any, Optional
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from gpu_platform.config import PROJECT
+
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = ROOT / "stacks"
 MAX_BYTES = 256 * 1024
 MAX_VALUES = 100_000  # values after alias expansion: a stack file has a few hundred
 MAX_DEPTH = 32
-MAX_INT_DIGITS = 18  # beyond int64 no config value of this program is meaningful
 # The keys of a Pulumi stack file (Pulumi's ProjectStack): everything but `config` is Pulumi's own.
 STACK_FILE_KEYS = ("config", "secretsprovider", "encryptedkey", "encryptionsalt", "environment")
 
@@ -41,14 +45,26 @@ def stack_file(stack: str) -> Path:
     return STACKS / f"Pulumi.{stack}.yaml"
 
 
+_PLAIN = "tag:gpu-platform.io,2026:plain"  # an untagged plain scalar, resolved as go-yaml v3 resolves it
+_MERGE = "tag:yaml.org,2002:merge"
+
+
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """libyaml's parser with YAML 1.2's core schema for plain scalars, duplicate keys refused."""
+    """libyaml's parser; plain scalars resolved by go-yaml v3's rules (`_go_scalar`), merge keys
+    (`<<`) merged as go-yaml merges them, duplicate keys refused."""
 
     yaml_implicit_resolvers: dict = {}
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode and implicit[0]:
+            return _MERGE if value == "<<" else _PLAIN
+        return super().resolve(kind, value, implicit)
 
     def construct_mapping(self, node, deep=False):
         seen: dict[Any, Node] = {}
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE:
+                continue  # merged keys may be overridden by the mapping's own, as in go-yaml
             key = self.construct_object(key_node, deep=True)
             hashable = key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
             if hashable in seen:
@@ -58,30 +74,92 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().construct_mapping(node, deep=deep)
 
 
-# YAML 1.2 core schema (yaml.org/spec/1.2.2 10.3.2), as go-yaml v3 resolves untagged plain scalars;
-# timestamps too, which go-yaml resolves and a stack's config cannot hold (refused, with a hint).
-for _tag, _pattern, _first in (
-    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
-    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", list("tTfF")),
-    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", list("-+0123456789")),
-    ("tag:yaml.org,2002:float",
-     r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
-     list("-+.0123456789")),
-    ("tag:yaml.org,2002:timestamp", r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ]|$)", list("0123456789")),
-):
-    _Loader.add_implicit_resolver(_tag, re.compile(_pattern), _first)
+class Timestamp(str):
+    """A plain scalar go-yaml reads as a timestamp (a stack's config cannot hold one as such)."""
 
 
-def _int12(loader: _Loader, node: Node) -> int:
-    text = loader.construct_scalar(node)
-    if text.startswith("0o"):
-        return int(text[2:], 8)
-    if text.startswith("0x"):
-        return int(text[2:], 16)
-    return int(text)
+# go-yaml v3.0.1 resolve.go: which plain scalars are what. The map of fixed spellings (35-68), then
+# by the first character: a digit or sign tries a timestamp, an integer in Go's base-0 syntax with
+# underscores removed (int64, then uint64), a YAML-style float, then 0b/0o forms (191-265); a dot
+# tries a float (176-181); anything else is text.
+_FIXED = {
+    **dict.fromkeys(("true", "True", "TRUE"), True), **dict.fromkeys(("false", "False", "FALSE"), False),
+    **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+_YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_INT = re.compile(r"(?P<sign>[-+]?)(?:0[xX](?P<hex>[0-9a-fA-F]+)|0[bB](?P<bin>[01]+)|0[oO](?P<oct>[0-7]+)"
+                     r"|0(?P<old>[0-7]+)|(?P<dec>0|[1-9][0-9]*))")
+# Go's time.Parse with the layouts go-yaml tries (resolve.go:300-326): fields of one or two digits.
+_DATE = r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+_TIME = r"(?P<H>[0-9]{1,2}):(?P<M>[0-9]{1,2}):(?P<S>[0-9]{1,2})(?:\.[0-9]+)?"
+_TIMESTAMPS = [re.compile(_DATE + "[Tt]" + _TIME + r"(?:Z|[+-][0-9]{2}:[0-9]{2})"), re.compile(_DATE + " " + _TIME),
+               re.compile(_DATE)]
+_INT64, _UINT64 = 2**63, 2**64
 
 
-_Loader.add_constructor("tag:yaml.org,2002:int", _int12)
+def _go_int(text: str) -> Optional[int]:
+    """strconv.ParseInt(text, 0, 64), then ParseUint: None where both fail."""
+    found = _GO_INT.fullmatch(text)
+    if not found:
+        return None
+    base, digits = next((b, found[g]) for g, b in (("hex", 16), ("bin", 2), ("oct", 8), ("old", 8), ("dec", 10)) if found[g])
+    value = int(digits, base) * (-1 if found["sign"] == "-" else 1)
+    if -_INT64 <= value < _INT64 or (not found["sign"] and 0 <= value < _UINT64):
+        return value
+    return None
+
+
+def _go_float(text: str) -> Optional[float]:
+    """strconv.ParseFloat of a YAML-style float: None on overflow (Go's range error)."""
+    value = float(text)
+    return None if math.isinf(value) else value
+
+
+def _timestamp(text: str) -> bool:
+    for layout in _TIMESTAMPS:
+        found = layout.fullmatch(text)
+        if found:
+            fields = found.groupdict()
+            try:
+                datetime.datetime(int(fields["y"]), int(fields["m"]), int(fields["d"]),
+                                  int(fields.get("H") or 0), int(fields.get("M") or 0), int(fields.get("S") or 0))
+            except ValueError:
+                continue
+            return True
+    return False
+
+
+def resolve_plain(text: str) -> Any:
+    """What go-yaml v3 makes of an untagged plain scalar."""
+    if text in _FIXED:
+        return _FIXED[text]
+    first = text[0]
+    if first == ".":
+        value = _go_float(text) if re.fullmatch(r"\.[0-9]+([eE][-+]?[0-9]+)?", text) else None
+        return text if value is None else value
+    if first not in "+-0123456789":
+        return text
+    if _timestamp(text):
+        return Timestamp(text)
+    plain = text.replace("_", "")
+    number = _go_int(plain)
+    if number is not None:
+        return number
+    if _YAML_FLOAT.fullmatch(plain):
+        value = _go_float(plain)
+        if value is not None:
+            return value
+    return text
+
+
+def _go_scalar(loader: _Loader, node: Node) -> Any:
+    return resolve_plain(loader.construct_scalar(node))
+
+
+_Loader.add_constructor(_PLAIN, _go_scalar)
 
 
 def _where(error: yaml.MarkedYAMLError) -> str:
@@ -109,30 +187,33 @@ def _key_path(path: str, key: Any) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def _plain(value: Any, shown: str, path: str) -> Any:
-    """The value in the types a stack's config holds, or a StackFileError naming the key."""
+def _plain(value: Any, shown: str, path: str, from_yaml: bool = True) -> Any:
+    """The value in the types a stack's config holds, or a StackFileError naming the key. A value
+    from the YAML is what the program gets after Pulumi's round trip through Go's encoding/json
+    (sdk/go/common/resource/config/object.go MarshalJSON): a float with no fraction below 1e21 is
+    written as an integer, so the program reads `maxSize: 4.0` as 4."""
+    if isinstance(value, Timestamp):
+        raise StackFileError(f"{shown}: {path}: {str(value)!r} is a date or time in YAML, which Pulumi would hand over "
+                             f"in Go's own text form; quote it to give text")
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
-        if len(str(abs(value))) > MAX_INT_DIGITS:
-            raise StackFileError(f"{shown}: {path}: a {len(str(abs(value)))}-digit number; no setting takes one")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise StackFileError(f"{shown}: {path}: {value} is not a number a stack's config holds")
-        return value
+            raise StackFileError(f"{shown}: {path}: {value} is not a number Pulumi can hand to a program (JSON has none)")
+        return int(value) if from_yaml and value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, dict):
         plain = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise StackFileError(f"{shown}: {_key_path(path, repr(key))}: a key must be text (got {type(key).__name__} {key!r}); quote it")
-            plain[key] = _plain(item, shown, _key_path(path, key))
+            plain[key] = _plain(item, shown, _key_path(path, key), from_yaml)
         return plain
     if isinstance(value, list):
-        return [_plain(item, shown, f"{path}[{i}]") for i, item in enumerate(value)]
-    kind = {"date": "a date", "datetime": "a timestamp", "bytes": "binary data (!!binary)", "set": "a set (!!set)"}.get(
-        type(value).__name__, f"a {type(value).__name__}")
-    raise StackFileError(f"{shown}: {path}: {kind} is not a value a stack's config holds (text, number, boolean, "
+        return [_plain(item, shown, f"{path}[{i}]", from_yaml) for i, item in enumerate(value)]
+    kind = {"bytes": "binary data (!!binary)", "set": "a set (!!set)"}.get(type(value).__name__, f"a {type(value).__name__}")
+    raise StackFileError(f"{shown}: {path}: {kind} is not a value this program's config takes (text, number, boolean, "
                          f"list, object); quote it to give text")
 
 
@@ -142,9 +223,9 @@ def _decoded(value: Any, shown: str, key: str) -> Any:
         return value
     try:
         decoded = json.loads(value)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # ValueError: JSON's, or an integer of more than 4300 digits
         return value
-    return _plain(decoded, shown, key)
+    return _plain(decoded, shown, key, from_yaml=False)
 
 
 def parse(text: str, shown: str) -> dict[str, Any]:
@@ -172,10 +253,20 @@ def parse(text: str, shown: str) -> dict[str, Any]:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"{shown}: config: a mapping of namespace:key to value (got {type(config).__name__})")
+    namespaced: dict[str, Any] = {}
+    written: dict[str, str] = {}  # namespaced key -> how the file spells it
     for key, value in config.items():
         if isinstance(value, dict) and set(value) == {"secure"}:
             raise StackFileError(f"{shown}: config.{key}: an encrypted secret; the offline preview cannot decrypt it")
-    return {key: _decoded(value, shown, f"config.{key}") for key, value in config.items()}
+        # Pulumi puts a key without a namespace in the project's (workspace/loaders.go
+        # stackConfigNamespacedWithProject), and hands a top-level null over as "" (checkForEmptyConfig).
+        full = key if ":" in key else f"{PROJECT}:{key}"
+        if full in namespaced:
+            raise StackFileError(f"{shown}: config.{key}: the same key as config.{written[full]} (Pulumi puts a key "
+                                 f"without a namespace in the project's, {PROJECT}:); keep one")
+        written[full] = key
+        namespaced[full] = "" if value is None else _decoded(value, shown, f"config.{key}")
+    return namespaced
 
 
 def read_stack_file(path: Path, shown: Optional[str] = None) -> dict[str, Any]:

@@ -50,7 +50,9 @@ def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple
         raise OutputError(f"{flag} {path}: is a directory; give a file name")
     elif path.exists() and not path.is_file():
         raise OutputError(f"{flag} {path}: is not a regular file (a device, a pipe or a socket); give a file name")
-    ancestor = _existing_ancestor(path)
+    # What must be a writable directory: the output's own for --manifests, else the one it goes in
+    # (an existing report is replaced, so the file itself may exist).
+    ancestor = _existing_ancestor(path if directory else path.parent)
     if not ancestor.is_dir():
         raise OutputError(f"{flag} {path}: {ancestor} is a file, not a directory")
     if not os.access(ancestor, os.W_OK | os.X_OK):

@@ -129,10 +129,20 @@ def _resource(r: dict[str, Any]) -> Resource:
     return Resource(r["urn"], r["type"], r["name"])
 
 
+def _effect(resource: dict[str, Any], key: str, source_verdict: str = "") -> replacements.Effect:
+    """What a change at `key` does to `resource`: its own replaceOnChanges option first (the engine
+    replaces on a change at or below those paths), then the provider's rules."""
+    if replacements.ignored(key, resource.get("replaceOnChanges") or []):
+        return replacements.Effect(replacements.REPLACES, "its replaceOnChanges option")
+    if source_verdict:
+        return replacements.followed(resource["type"], key, source_verdict)
+    return replacements.effect(resource["type"], key)
+
+
 def _direct(old: dict[str, Any], new: dict[str, Any]) -> list[KeyChange]:
     ignore = new.get("ignoreChanges") or []
     return [
-        KeyChange(key, a, b, replacements.effect(new["type"], key), ignored=replacements.ignored(key, ignore))
+        KeyChange(key, a, b, _effect(new, key), ignored=replacements.ignored(key, ignore))
         for key, a, b in _differences(old.get("inputs", {}), new.get("inputs", {}))
     ]
 
@@ -152,20 +162,20 @@ def _cascade(new: dict[str, dict[str, Any]], entries: dict[str, list[KeyChange]]
     pending = sorted(entries)
     while pending:
         source = pending.pop(0)
-        kind = replacements.verdict(e.effect for e in entries[source] if not e.ignored)
+        live = [e for e in entries[source] if not e.ignored]
+        kind = replacements.verdict(e.effect for e in live)
         source_type = new[source]["type"]
         for ident, key in sorted(dependents.get(source, [])):
-            changed_key = replacements.follows(new[ident]["type"], key, source_type, kind)
+            changed_key = replacements.follows(new[ident]["type"], key, source_type, kind, [e.key for e in live])
             if changed_key is None:
                 continue
-            name = new[source]["name"]
+            how = "is replaced" if kind in (replacements.REPLACES, replacements.MAY_REPLACE) else "gets a new version"
+            because = f"{new[source]['name']} {how}"
             listed = entries.setdefault(ident, [])
-            if any(e.because == name and e.key == changed_key for e in listed):
+            if any(e.because == because and e.key == changed_key for e in listed):
                 continue
             before = replacements.verdict(e.effect for e in listed if not e.ignored)
-            how = "is replaced" if kind in (replacements.REPLACES, replacements.MAY_REPLACE) else "is updated"
-            listed.append(KeyChange(changed_key, MISSING, MISSING, replacements.followed(new[ident]["type"], changed_key, kind),
-                                    because=f"{name} {how}"))
+            listed.append(KeyChange(changed_key, MISSING, MISSING, _effect(new[ident], changed_key, kind), because=because))
             if replacements.verdict(e.effect for e in listed if not e.ignored) != before:
                 pending.append(ident)
 
@@ -195,6 +205,8 @@ _VERDICTS = {
     replacements.ROLLS_NODES: "ROLLS ITS NODES (a rolling replacement inside the node group)",
     replacements.UPDATE: "updated in place",
     replacements.UNKNOWN: "unknown whether it is replaced (no data for this type in preview/reports/replacements.yaml)",
+    replacements.REFUSED: "REFUSED: the API refuses this update, so pulumi up fails",
+    replacements.NO_OP: "planned as an update, but the provider makes no API call (AWS keeps the old value)",
     replacements.NO_CHANGE: "no change (only keys its ignoreChanges covers)",
 }
 _SHOWN = 60
@@ -227,7 +239,7 @@ def _entry(e: KeyChange) -> str:
         line = f"      {e.key}: {_shown(e.old, e.new)}"
     if e.ignored:
         return line + "  (ignored: ignoreChanges keeps the old value)"
-    if e.effect.kind == replacements.UPDATE:
+    if e.effect.kind == replacements.UPDATE and not e.effect.why:
         return line
     return line + f"  [{e.effect.kind}{': ' + e.effect.why if e.effect.why else ''}]"
 
@@ -237,7 +249,7 @@ def describe(changes: Changes) -> str:
               else f"{changes.old_stack} -> {changes.new_stack}")
     verdicts = [c.verdict for c in changes.changed]
     counted = [f"{verdicts.count(k)} {label}" for k, label in (
-        (replacements.REPLACES, "replaced"), (replacements.MAY_REPLACE, "may be replaced"),
+        (replacements.REFUSED, "refused"), (replacements.REPLACES, "replaced"), (replacements.MAY_REPLACE, "may be replaced"),
         (replacements.ROLLS_NODES, "rolling their nodes"), (replacements.UNKNOWN, "unknown")) if verdicts.count(k)]
     lines = ["", f"Changes against the old report ({stacks}): "
              + ("no changes" if changes.empty else

@@ -21,9 +21,11 @@ import yaml
 DATA = Path(__file__).with_name("replacements.yaml")
 
 REPLACES, MAY_REPLACE, ROLLS_NODES, UPDATE, UNKNOWN = "replaces", "may replace", "rolls the nodes", "update", "unknown"
+REFUSED = "refused"  # the API refuses the update Pulumi plans: pulumi up fails
+NO_OP = "no API call"  # the plan says update; the provider calls nothing and AWS keeps the old value
 NO_CHANGE = "no change"  # every changed key is covered by ignoreChanges
 # The resource's verdict is its strongest key's.
-STRENGTH = (UNKNOWN, REPLACES, MAY_REPLACE, ROLLS_NODES, UPDATE)
+STRENGTH = (UNKNOWN, REFUSED, REPLACES, MAY_REPLACE, ROLLS_NODES, UPDATE, NO_OP)
 _INDEX = re.compile(r"\[\d+\]")
 
 
@@ -40,21 +42,33 @@ class TypeRule:
     rolls_nodes: tuple[str, ...]
     all_inputs: bool
     all_inputs_except: tuple[str, ...]
-    outputs_on_update: tuple[str, ...] = ()
+    new_version_on: tuple[str, ...] = ()  # keys whose change gives the resource a new version (an output)
     # input key -> (the key that changes when what it refers to is replaced, ... when it is updated)
     follows: tuple[tuple[str, str, str], ...] = ()
+    refused_on: tuple[tuple[str, str], ...] = ()  # (path, why)
+    no_op: tuple[tuple[str, str], ...] = ()  # (path, why)
+
+    def new_version(self, keys: Iterable[str]) -> bool:
+        """Whether changes at `keys` give the resource a new version (a launch template's latestVersion)."""
+        return any(_at_or_below(_INDEX.sub("", k), p) for k in keys for p in self.new_version_on)
 
     def effect(self, key: str) -> Effect:
         path = _INDEX.sub("", key)
+        for listed, why in self.refused_on:
+            if _at_or_below(path, listed):
+                return Effect(REFUSED, why)
         if self.all_inputs and not any(_at_or_below(path, p) for p in self.all_inputs_except):
             return Effect(REPLACES)
         if any(_at_or_below(path, p) for p in self.replaces_on):
             return Effect(REPLACES)
         for listed, when in self.replaces_if:
-            if _at_or_below(path, listed):
+            if path == listed:  # the conditions are about the block itself (added, removed, moved back)
                 return Effect(MAY_REPLACE, when)
         if any(_at_or_below(path, p) for p in self.rolls_nodes):
             return Effect(ROLLS_NODES)
+        for listed, why in self.no_op:
+            if _at_or_below(path, listed):
+                return Effect(NO_OP, why)
         # A whole block added or removed above a replacing path (e.g. `remoteAccess` itself when only
         # `remoteAccess.ec2SshKey` is listed) may replace.
         if any(_at_or_below(p, path) for p in self.replaces_on):
@@ -77,8 +91,10 @@ def _rule(entry: Mapping[str, Any]) -> TypeRule:
         rolls_nodes=_paths(entry.get("rolls_nodes", [])),
         all_inputs=bool(entry.get("all_inputs", False)),
         all_inputs_except=tuple(entry.get("except", [])),
-        outputs_on_update=tuple(entry.get("outputs_on_update", [])),
+        new_version_on=_paths(entry.get("new_version_on", [])),
         follows=tuple((f["input"], f.get("on_replace", f["input"]), f.get("on_update", "")) for f in entry.get("follows", [])),
+        refused_on=tuple((p, c.get("note", "")) for c in entry.get("refused_on", []) for p in c["paths"]),
+        no_op=tuple((p, c.get("note", "")) for c in entry.get("no_op", []) for p in c["paths"]),
     )
 
 
@@ -113,15 +129,15 @@ def verdict(effects: Iterable[Effect]) -> str:
     return next((k for k in STRENGTH if k in kinds), NO_CHANGE)
 
 
-def follows(dependent_type: str, key: str, source_type: str, source_verdict: str) -> Optional[str]:
+def follows(dependent_type: str, key: str, source_type: str, source_verdict: str, source_keys: Iterable[str]) -> Optional[str]:
     """The key of a dependent's input `key` that changes when the resource it refers to (of
-    `source_type`) gets `source_verdict`; None when nothing it reads changes."""
+    `source_type`, changed at `source_keys`) gets `source_verdict`; None when nothing it reads changes."""
     rule = rule_for(dependent_type)
     narrowed = next((f for f in rule.follows if f[0] == key), None) if rule else None
     if source_verdict in (REPLACES, MAY_REPLACE):
         return narrowed[1] if narrowed else key
     source = rule_for(source_type)
-    if source_verdict in (UPDATE, ROLLS_NODES) and source and source.outputs_on_update and narrowed and narrowed[2]:
+    if source_verdict in (UPDATE, ROLLS_NODES) and source and source.new_version(source_keys) and narrowed and narrowed[2]:
         return narrowed[2]
     return None
 

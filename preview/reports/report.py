@@ -58,6 +58,7 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
                 "dependencies": list(r.dependencies),
                 "propertyDependencies": {key: list(urns) for key, urns in sorted(r.property_dependencies) if urns},
                 "ignoreChanges": list(r.ignore_changes),
+                "replaceOnChanges": list(r.replace_on_changes),
                 "inputs": clean(r.inputs),
             }
             for r in sorted(recording.resources, key=lambda r: r.urn)

@@ -2,11 +2,11 @@
 replaces, and by which rollout strategy, read from two `--json` reports alone.
 
 A pool's nodes are replaced when its node group is replaced, or when its launch template gets a new
-version (any change of the template's content: image, user data, instance tags, volumes...; not its
-own `tags`), which EKS rolls out with UpdateNodegroupVersion: the provider facts are those of
-preview/reports/replacements.yaml (aws:eks/nodeGroup:NodeGroup `replaces_on`, `rolls_nodes`,
-`follows`; aws:ec2/launchTemplate:LaunchTemplate `in_place`). How they are replaced is the pool's
-`rollout`, which its node group declares (contract.ROLLOUT_TAG; components/aws/node_pool.py):
+version (a change of the template's content: image, user data, instance tags, volumes...; not its
+own `tags`), which EKS rolls out with UpdateNodegroupVersion. Which of these a change is comes from
+one place, preview/reports/changes.py's verdict per resource (with its cascades), read from
+preview/reports/replacements.yaml. How they are replaced is the pool's `rollout`, which its node
+group declares (contract.ROLLOUT_TAG; components/aws/node_pool.py):
 
 - surge: inside the group, new nodes first, at most maxUnavailable at a time;
 - in-place: inside the group, old nodes terminated before new ones launch (EKS's MINIMAL strategy):
@@ -25,16 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from gpu_platform import contract
-from preview.reports.changes import changed_keys, identity
+from preview.reports import changes, replacements
+from preview.reports.changes import identity
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 JOB = "kubernetes:batch/v1:Job"
-# Node group keys whose change replaces the group (replacements.yaml, NodeGroup replaces_on).
-_REPLACES_GROUP = ("amiType", "capacityType", "clusterName", "diskSize", "instanceTypes", "nodeGroupName",
-                   "nodeGroupNamePrefix", "nodeRoleArn", "remoteAccess", "subnetIds", "launchTemplate.id")
-# Node group keys that roll its nodes in place (replacements.yaml, NodeGroup rolls_nodes).
-_ROLLS_GROUP = ("launchTemplate.version", "releaseVersion", "version")
+_REPLACING = (replacements.REPLACES, replacements.MAY_REPLACE, replacements.ROLLS_NODES)
 
 
 @dataclass(frozen=True)
@@ -67,10 +64,6 @@ def _pool_resources(resources: dict[str, dict[str, Any]], type_: str) -> dict[st
     return found
 
 
-def _under(key: str, paths: tuple[str, ...]) -> bool:
-    return any(key == p or key.startswith(p + ".") or key.startswith(p + "[") for p in paths)
-
-
 def _count(value: Any) -> int:
     try:
         return int(float(value))
@@ -87,10 +80,18 @@ def _max_unavailable(group: dict[str, Any]) -> str:
     return "1"  # EKS's default (managed-node-update-behavior.adoc line 22)
 
 
+def _reasons(change: Optional[changes.Changed]) -> list[str]:
+    """The node group's changed keys that replace or roll its nodes, with what caused a cascaded one."""
+    if change is None:
+        return []
+    return [f"NodeGroup {e.key}" + (f" ({e.because})" if e.because else "")
+            for e in change.entries if not e.ignored and e.effect.kind in _REPLACING]
+
+
 def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> list[PoolRollout]:
     old, new = _by_identity(old_report), _by_identity(new_report)
     old_groups, new_groups = _pool_resources(old, NODE_GROUP), _pool_resources(new, NODE_GROUP)
-    old_templates, new_templates = _pool_resources(old, LAUNCH_TEMPLATE), _pool_resources(new, LAUNCH_TEMPLATE)
+    changed = {identity(c.resource.urn): c for c in changes.compare(old_report, new_report).changed}
     gates = {}
     for r in new.values():
         labels = ((r.get("inputs") or {}).get("metadata") or {}).get("labels") or {}
@@ -99,14 +100,7 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> list[Pool
     found = []
     for pool in sorted(set(old_groups) & set(new_groups)):
         (old_key, old_group), (new_key, new_group) = old_groups[pool], new_groups[pool]
-        why = []
-        if old_key != new_key:
-            why.append("the node group itself (a new resource)")
-        group_keys = changed_keys(old_group.get("inputs", {}), new_group.get("inputs", {}))
-        why += [f"NodeGroup {k}" for k in group_keys if _under(k, _REPLACES_GROUP + _ROLLS_GROUP)]
-        if pool in old_templates and pool in new_templates:
-            template_keys = changed_keys(old_templates[pool][1].get("inputs", {}), new_templates[pool][1].get("inputs", {}))
-            why += [f"LaunchTemplate {k}" for k in template_keys if not _under(k, ("tags", "tagsAll", "description"))]
+        why = ["the node group itself (a new resource)"] if old_key != new_key else _reasons(changed.get(new_key))
         nodes = _count(((old_group.get("inputs") or {}).get("scalingConfig") or {}).get("desiredSize")) if why else 0
         gpus = nodes * _count(_tags(new_group).get(contract.GPU_COUNT_TAG))
         strategy = str(_tags(new_group).get(contract.ROLLOUT_TAG) or "surge")
@@ -126,12 +120,14 @@ def _how(r: PoolRollout) -> str:
 
 
 def _grouped(why: tuple[str, ...]) -> list[str]:
-    """`LaunchTemplate tagSpecifications[0].tags.x` ... -> `LaunchTemplate tagSpecifications`, in order."""
+    """`NodeGroup launchTemplate.version (lt gets a new version)`, `NodeGroup instanceTypes[0]` ... ->
+    one entry per top-level key, with its cause, in order."""
     found: list[str] = []
     for reason in why:
-        kind, _, key = reason.partition(" ")
-        top = key.split(".", 1)[0].split("[", 1)[0] if kind in ("LaunchTemplate", "NodeGroup") else key
-        short = f"{kind} {top}" if top else reason
+        head, _, cause = reason.partition(" (")
+        kind, _, key = head.partition(" ")
+        top = key.split(".", 1)[0].split("[", 1)[0] if kind == "NodeGroup" else key
+        short = (f"{kind} {top}" if top else head) + (f" ({cause}" if cause else "")
         if short not in found:
             found.append(short)
     return found

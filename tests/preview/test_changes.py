@@ -88,7 +88,7 @@ def test_a_driver_bump_rebuilds_the_image_and_rolls_the_gpu_nodes_in_place(drive
     lt = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-lt")
     assert [(e.key, e.because) for e in lt.entries if e.because] == [("imageId", "gpu-node-image-image is replaced")]
     ng = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-ng")
-    assert [(e.key, e.because) for e in ng.entries if e.because] == [("launchTemplate.version", "gpu-pool-l4-lt is updated")]
+    assert [(e.key, e.because) for e in ng.entries if e.because] == [("launchTemplate.version", "gpu-pool-l4-lt gets a new version")]
 
 
 def _changed_dev(tmp_path_factory, dev, edit) -> changes.Changes:
@@ -123,7 +123,7 @@ def test_a_desired_size_the_node_group_ignores_is_no_change(dev, tmp_path_factor
 def test_an_older_report_without_dependencies_still_compares(prod):
     old = report(prod)
     for r in old["resources"]:
-        r.pop("propertyDependencies"), r.pop("ignoreChanges")
+        r.pop("propertyDependencies"), r.pop("ignoreChanges"), r.pop("replaceOnChanges")
     assert changes.compare(old, report(prod)).empty
 
 
@@ -146,7 +146,7 @@ def test_describe_lists_counts_and_each_resources_keys(driver_bump):
     assert f"0 added, 0 removed, {len(driver_bump.changed)} changed" in text
     assert f"  ~ {NODE_GROUP} gpu-pool-l4-ng: ROLLS ITS NODES (a rolling replacement inside the node group)\n" in text
     assert '      tags.gpu-platform.io/driver-version: "580.105.08" -> "580.95.05"\n' in text
-    assert "      launchTemplate.version: changes because gpu-pool-l4-lt is updated  [rolls the nodes]\n" in text
+    assert "      launchTemplate.version: changes because gpu-pool-l4-lt gets a new version  [rolls the nodes]\n" in text
     assert "(3 replaced, 1 rolling their nodes)" in text
 
 
@@ -180,3 +180,53 @@ def test_load_names_the_file_of_an_invalid_report(tmp_path, content):
     old.write_text(content)
     with pytest.raises(ValueError, match="old.json"):
         changes.load(old)
+
+
+# Two-resource reports, written by hand: a launch template and the node group that uses it.
+LT_URN = "urn:pulumi:s::p::aws:ec2/launchTemplate:LaunchTemplate::lt"
+NG_URN = "urn:pulumi:s::p::aws:eks/nodeGroup:NodeGroup::ng"
+
+
+def _pair(lt_inputs: dict, ng_options: dict | None = None) -> dict:
+    return {"stack": "s", "resources": [
+        {"urn": LT_URN, "type": LAUNCH_TEMPLATE, "name": "lt", "inputs": lt_inputs},
+        {"urn": NG_URN, "type": NODE_GROUP, "name": "ng", "propertyDependencies": {"launchTemplate": [LT_URN]},
+         "inputs": {"launchTemplate": {"id": "lt-1", "version": "1"}}, **(ng_options or {})},
+    ]}
+
+
+def _verdicts(old: dict, new: dict) -> dict[str, str]:
+    return {c.resource.name: c.verdict for c in changes.compare(old, new).changed}
+
+
+def test_a_change_of_the_launch_templates_own_tags_makes_no_version_and_rolls_nothing():
+    # resourceLaunchTemplateUpdate's updateKeys do not include tags: no CreateLaunchTemplateVersion.
+    assert _verdicts(_pair({"tags": {"a": "1"}}), _pair({"tags": {"a": "2"}})) == {"lt": "update"}
+
+
+@pytest.mark.parametrize("key", ["userData", "tagSpecifications", "description", "imageId"])
+def test_a_change_of_the_template_content_rolls_the_node_group(key):
+    assert _verdicts(_pair({key: "1"}), _pair({key: "2"})) == {"lt": "update", "ng": "rolls the nodes"}
+
+
+def test_replace_on_changes_turns_a_roll_into_a_replacement():
+    # A blue-green pool: replaceOnChanges ["launchTemplate"] on the node group.
+    options = {"replaceOnChanges": ["launchTemplate"]}
+    result = changes.compare(_pair({"userData": "1"}, options), _pair({"userData": "2"}, options))
+    ng = next(c for c in result.changed if c.resource.name == "ng")
+    assert ng.verdict == "replaces"
+    assert ng.entries[0].effect.why == "its replaceOnChanges option"
+
+
+def test_a_replaced_kms_key_leaves_the_cluster_on_its_old_key():
+    key_urn = "urn:pulumi:s::p::aws:kms/key:Key::k"
+
+    def report(usage: str) -> dict:
+        return {"stack": "s", "resources": [
+            {"urn": key_urn, "type": "aws:kms/key:Key", "name": "k", "inputs": {"keyUsage": usage}},
+            {"urn": "urn:pulumi:s::p::aws:eks/cluster:Cluster::c", "type": "aws:eks/cluster:Cluster", "name": "c",
+             "propertyDependencies": {"encryptionConfig": [key_urn]}, "inputs": {}}]}
+
+    result = changes.compare(report("ENCRYPT_DECRYPT"), report("SIGN_VERIFY"))
+    assert {c.resource.name: c.verdict for c in result.changed} == {"k": "replaces", "c": "no API call"}
+    assert "the cluster keeps the key it has" in changes.describe(result)

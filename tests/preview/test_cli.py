@@ -83,7 +83,7 @@ def test_json_report_has_the_documented_shape(tmp_path):
     assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"
     for resource in document["resources"]:
-        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "propertyDependencies", "ignoreChanges", "inputs"}
+        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "propertyDependencies", "ignoreChanges", "replaceOnChanges", "inputs"}
     types = {r["type"] for r in document["resources"]}
     assert {"aws:eks/cluster:Cluster", "aws:imagebuilder/image:Image", "kubernetes:apps/v1:DaemonSet"} <= types
 
@@ -299,3 +299,14 @@ def test_the_prod_summary_fits_on_one_screen(capsys):
     assert main(["--stack", "prod"]) == 0
     rows = sum(max(1, -(-len(line) // 120)) for line in capsys.readouterr().out.splitlines())
     assert rows <= 50
+
+
+def test_a_second_run_replaces_the_reports_of_the_first(tmp_path, capsys):
+    # The everyday loop: edit the stack, run the same command again.
+    outputs = ["--json", str(tmp_path / "dev.json"), "--audit", str(tmp_path / "audit.md"),
+               "--graph", str(tmp_path / "rollout.md"), "--manifests", str(tmp_path / "manifests")]
+    assert main(["--stack", "dev", *outputs]) == 0
+    first = {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    (tmp_path / "dev.json").write_text("stale")
+    assert main(["--stack", "dev", *outputs]) == 0, capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == first

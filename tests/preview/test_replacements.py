@@ -65,7 +65,7 @@ def _listed_paths():
     for token, entry in DATA["types"].items():
         if token.endswith("*"):
             continue
-        for section in ("replaces_on", "replaces_if", "rolls_nodes", "in_place"):
+        for section in ("replaces_on", "replaces_if", "rolls_nodes", "in_place", "no_op", "refused_on", "new_version_on"):
             for clause in entry.get(section, []):
                 yield from ((token, p) for p in clause["paths"])
         yield from ((token, p) for p in entry.get("except", []))
@@ -86,7 +86,7 @@ def test_the_sdk_check_catches_a_misspelt_path():
 def test_every_clause_cites_a_source():
     missing = [
         f"{token}.{section}" for token, entry in DATA["types"].items()
-        for section in ("replaces_on", "replaces_if", "rolls_nodes", "follows")
+        for section in ("replaces_on", "replaces_if", "rolls_nodes", "follows", "no_op", "refused_on", "new_version_on")
         for clause in entry.get(section, []) if not clause.get("source")
     ]
     missing += [token for token, entry in DATA["types"].items() if entry.get("all_inputs") and not entry.get("source")]
@@ -123,6 +123,10 @@ def test_every_type_the_shipped_stacks_create_has_a_rule(dev, prod):
     ("aws:eks/nodeGroup:NodeGroup", "remoteAccess", REPLACES),  # the block itself is ForceNew
     ("aws:eks/nodeGroup:NodeGroup", "launchTemplate", MAY_REPLACE),  # a block above launchTemplate.id
     ("aws:cloudwatch/logGroup:LogGroup", "name", UNKNOWN),  # no data: never guessed as an update
+    ("kubernetes:node.k8s.io/v1:RuntimeClass", "handler", replacements.REFUSED),  # immutable in the API
+    ("aws:imagebuilder/image:Image", "workflows[0].workflowArn", REPLACES),
+    ("aws:imagebuilder/image:Image", "executionRole", replacements.NO_OP),  # update is tags only
+    ("aws:eks/cluster:Cluster", "encryptionConfig.provider.keyArn", replacements.NO_OP),
 ])
 def test_a_changed_key_has_the_providers_effect(token, key, kind):
     assert effect(token, key).kind == kind

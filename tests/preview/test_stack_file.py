@@ -14,33 +14,69 @@ from preview.stack_file import MAX_BYTES, StackFileError, parse, read_stack_file
 
 
 @pytest.mark.parametrize("text, expected", [
-    # YAML 1.2: the 1.1 booleans and sexagesimals are text.
-    ("create: yes", {"create": "yes"}),
-    ("create: on", {"create": "on"}),
-    ("create: True", {"create": True}),
-    ("time: 1:30", {"time": "1:30"}),
-    ("mode: 0o17", {"mode": 15}),
-    ("mode: 0x1F", {"mode": 31}),
-    ("version: 1.30", {"version": 1.3}),  # a number: the config model says to quote it
-    ("x: ~", {"x": None}),
+    # go-yaml v3.0.1 resolve.go: the YAML 1.1 booleans and sexagesimals are text (resolve.go:35-68).
+    ("create: yes", "yes"),
+    ("create: on", "on"),
+    ("create: True", True),
+    ("time: 1:30", "1:30"),
+    # Integers in Go's base-0 syntax, underscores removed first (resolve.go:191-199): a leading 0 is octal.
+    ("mode: 0o17", 15), ("mode: 0O17", 15), ("mode: +0o17", 15), ("mode: 0777", 511),
+    ("mode: 0x1F", 31), ("mode: 0X1F", 31), ("mode: -0x1F", -31), ("mode: 0b101", 5), ("size: 1_000", 1000),
+    ("version: 1.30", 1.3),  # a number: the config model says to quote it
+    ("size: 1_000.5", 1000.5),
+    # Go's JSON writes a float with no fraction as an integer (config/object.go MarshalJSON).
+    ("size: 4.0", 4), ("size: 089", 89),
+    # Not numbers to go-yaml: a 400-digit integer overflows every Go type, and so does 1e400.
+    ("size: " + "9" * 400, "9" * 400), ("size: 1e400", "1e400"),
+    # Timestamps go-yaml does not parse are text (resolve.go:306-326: layouts need the seconds).
+    ("approval: 2024-01-01 later", "2024-01-01 later"), ("approval: 2024-01-01T10:00", "2024-01-01T10:00"),
+    ("x: [~]", [None]),
     # An ARN in a flow list, as go-yaml (a libyaml port) reads it.
-    ("admins: [arn:aws:iam::123456789012:role/x]", {"admins": ["arn:aws:iam::123456789012:role/x"]}),
-    # A section given as JSON text is decoded, as the program decodes it.
-    ("gpu-platform:audit: '{\"owner\": \"a\"}'", {"gpu-platform:audit": {"owner": "a"}}),
+    ("admins: [arn:aws:iam::123456789012:role/x]", ["arn:aws:iam::123456789012:role/x"]),
 ])
 def test_values_are_read_as_pulumi_reads_them(text, expected):
-    assert parse("config:\n  " + text.replace("\n", "\n  "), "f.yaml") == expected
+    key = text.split(":")[0]
+    assert parse("config:\n  gpu-platform:" + text, "f.yaml") == {f"gpu-platform:{key}": expected}
+
+
+def test_a_section_given_as_json_text_is_decoded_as_the_program_decodes_it():
+    # Inside JSON text, 4.0 stays a float: the program json.loads the text itself.
+    assert parse("config:\n  gpu-platform:audit: '{\"owner\": \"a\", \"n\": 4.0}'", "f.yaml") == {
+        "gpu-platform:audit": {"owner": "a", "n": 4.0}}
+
+
+def test_a_key_without_a_namespace_is_the_projects_as_pulumi_puts_it():
+    assert parse("config:\n  monitoring: {dashboard: true}", "f.yaml") == {"gpu-platform:monitoring": {"dashboard": True}}
+    with pytest.raises(StackFileError, match="config.gpu-platform:monitoring: the same key as config.monitoring"):
+        parse("config:\n  monitoring: {}\n  gpu-platform:monitoring: {}", "f.yaml")
+
+
+def test_a_top_level_null_is_handed_over_as_empty_text():
+    # workspace/loaders.go checkForEmptyConfig: "currently treated as an empty string"; inside an object, null.
+    assert parse("config:\n  gpu-platform:audit:\n  gpu-platform:x: {a: ~}", "f.yaml") == {
+        "gpu-platform:audit": "", "gpu-platform:x": {"a": None}}
+
+
+def test_merge_keys_merge_and_the_mappings_own_keys_win():
+    text = "base: &b {owner: a, approval: X-1}\nconfig:\n  gpu-platform:audit: {<<: *b, approval: X-2}"
+    # `base:` is not a stack file key: refused, so the anchor lives in a config value here instead.
+    with pytest.raises(StackFileError, match="base: not a key of a Pulumi stack file"):
+        parse(text, "f.yaml")
+    text = "config:\n  gpu-platform:x: &b {owner: a, approval: X-1}\n  gpu-platform:audit: {<<: *b, approval: X-2}"
+    assert parse(text, "f.yaml")["gpu-platform:audit"] == {"owner": "a", "approval": "X-2"}
 
 
 @pytest.mark.parametrize("text, message", [
     ("config:\n  a: 1\n  a: 2", "f.yaml: line 3, column 3: found duplicate key 'a'"),
-    ("config:\n  approval: 2024-01-01", "f.yaml: config.approval: a date is not a value"),
+    ("config:\n  approval: 2024-01-01", "f.yaml: config.approval: '2024-01-01' is a date or time in YAML"),
+    ("config:\n  approval: 2024-01-01T10:00:00Z", "f.yaml: config.approval: '2024-01-01T10:00:00Z' is a date or time"),
     ("config:\n  a: !!binary aGVsbG8=", "f.yaml: config.a: binary data (!!binary) is not a value"),
     ("config:\n  a: !!set {x, y}", "f.yaml: config.a: a set (!!set) is not a value"),
+    ("config:\n  a: !!python/object:os.system x", "f.yaml: line 2, column 6: could not determine a constructor"),
     ("config:\n  42: x", "f.yaml: config.42: a key must be text (got int 42)"),
     ("config:\n  ~: x", "f.yaml: config.None: a key must be text (got NoneType None)"),
-    ("config:\n  a: " + "9" * 400, "f.yaml: config.a: a 400-digit number"),
     ("config:\n  a: .inf", "f.yaml: config.a: inf is not a number"),
+    ("config:\n  a: [.nan]", "f.yaml: config.a[0]: nan is not a number"),
     ("config:\n  a: {secure: AAABAC==}", "f.yaml: config.a: an encrypted secret"),
     ("configs:\n  a: 1", "f.yaml: configs: not a key of a Pulumi stack file (valid: config, "),
     ("config: [1, 2]", "f.yaml: config: a mapping of namespace:key to value (got list)"),

@@ -12,7 +12,7 @@ import pytest
 
 from gpu_platform.config import NodePool
 from preview.__main__ import main
-from tests.components.aws.conftest import NODE_GROUP, launch_template, node_group
+from tests.components.aws.conftest import launch_template, node_group
 from tests.conftest import stack_config, write_stack
 
 JOB = "kubernetes:batch/v1:Job"
