@@ -63,10 +63,20 @@ def _pools(config: StackConfig, recording: Recording) -> list[str]:
 
 
 def _waits(daemonset: dict[str, Any]) -> str:
-    """What a DaemonSet's pods wait for on their node: its wait-for-<marker> init containers."""
+    """What a DaemonSet's pods wait for on their node, from its init containers: a `wait-for-<marker>`
+    waits for the marker file; a validator's `<what>-validation` with WITH_WAIT=true retries until
+    <what> works, and one without checks once (a failure restarts the pod)."""
     spec = daemonset.get("spec", {}).get("template", {}).get("spec", {})
-    markers = [c["name"].removeprefix("wait-for-") for c in spec.get("initContainers", []) if c.get("name", "").startswith("wait-for-")]
-    return ", ".join(markers) or "nothing"
+    waits, checks = [], []
+    for container in spec.get("initContainers", []):
+        name = container.get("name", "")
+        env = {e.get("name"): e.get("value") for e in container.get("env", []) if isinstance(e, dict)}
+        if name.startswith("wait-for-"):
+            waits.append(name.removeprefix("wait-for-"))
+        elif name.endswith("-validation"):
+            (waits if env.get("WITH_WAIT") == "true" else checks).append(name.removesuffix("-validation"))
+    text = ", ".join(waits) or "nothing"
+    return text + (f", then checks {', '.join(checks)}" if checks else "")
 
 
 def _operands(config: StackConfig, recording: Recording, order: list[Registration]) -> list[str]:

@@ -47,3 +47,10 @@ def test_an_eks_nvidia_image_is_named_as_aws_s_with_nothing_to_bake():
     assert lines[3] == ("  Node image  NVIDIA driver 580.159.03, AWS's accelerated (nvidia) EKS AL2023 AMI of release "
                         "v20260714 (nothing to bake)")
     assert not any("node image bake" in line for line in lines)
+
+
+def test_the_validator_waits_for_the_driver_and_then_checks_toolkit_and_cuda(prod):
+    # Its driver-validation init container runs with WITH_WAIT=true (retries until the driver loads);
+    # toolkit and cuda validation check once.
+    assert ("  2. Validator            on nvidia.com/gpu.deploy.operator-validator=true; on each node waits for "
+            "driver, then checks toolkit, cuda") in _plan(prod)
