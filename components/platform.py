@@ -8,6 +8,7 @@ import pulumi
 from components.aws import tags as aws_tags
 from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
+from components.aws.node_health import NodeMonitoringAgent
 from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
@@ -153,6 +154,13 @@ class GpuPlatform(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+
+        # Node auto repair acts on the GPU conditions only the node monitoring agent reports.
+        self.node_health = (
+            NodeMonitoringAgent(f"{name}-node-monitoring", self.cluster.name, base_tags,
+                                depends_on=[self.cluster, *self.pools.values()], opts=child)
+            if any(pool.node_repair for pool in config.node_pools) else None
+        )
 
         provider = self.cluster.provider
         namespace = GpuNamespace(

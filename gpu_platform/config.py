@@ -324,6 +324,10 @@ class NodePool(_Model):
     # new node group beside the old, removed after a readiness gate). Default surge; in-place for a
     # capacity block, whose reservation holds no spare instance to surge into.
     rollout: Optional[Literal["surge", "in-place", "blue-green"]] = None
+    # EKS node auto repair: a node whose GPU reports a fatal condition (the node monitoring agent's
+    # AcceleratedHardwareReady, e.g. NVIDIA XID or double-bit errors) is rebooted or replaced. Any pool
+    # with it on gets the cluster the eks-node-monitoring-agent add-on that detects those conditions.
+    node_repair: StrictBool = Field(default=True, alias="nodeRepair")
     # A capacity block is a reservation bought ahead for a fixed window: EKS launches its nodes only
     # through a launch template that targets it by id.
     capacity_reservation_id: Optional[str] = Field(
@@ -614,7 +618,7 @@ def _decode(value: Any) -> Any:
     if isinstance(value, str) and value[:1] in "[{":
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or an integer of more than 4300 digits, or too deep
             return value
     return value
 

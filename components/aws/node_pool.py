@@ -140,6 +140,10 @@ class GpuNodePool(pulumi.ComponentResource):
             capacity_type=pool.capacity_type,
             scaling_config={"min_size": pool.min_size, "desired_size": pool.desired_size, "max_size": pool.max_size},
             update_config=_UPDATE_CONFIG[pool.rollout],
+            # Node auto repair reacts to the kubelet's Ready and, with the node monitoring agent
+            # (components/aws/node_health.py), to AcceleratedHardwareReady, 10 minutes after it turns
+            # (EKS User Guide, node-health.adoc lines 29-36, NVIDIA issues lines 228-250).
+            node_repair_config={"enabled": pool.node_repair},
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             # Custom AMI: no amiType, version, releaseVersion, diskSize or remoteAccess. The labels
             # and taint repeat the kubelet's so the cluster autoscaler can scale from zero.

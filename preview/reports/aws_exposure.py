@@ -143,8 +143,27 @@ def _tags(recording: Recording) -> list[str]:
     return lines + [""]
 
 
+ADDON = "aws:eks/addon:Addon"
+
+
+def _health(recording: Recording) -> list[str]:
+    """What watches the GPU nodes and what may reboot or replace them: EKS add-ons (the node monitoring
+    agent) and each GPU node group's node auto repair."""
+    lines = ["### Node health (monitoring agent, node auto repair)", ""]
+    addons = _of(recording, ADDON)
+    lines += [f"- {_what(r)}: add-on `{_shown(props.get('addonName'))}`, version "
+              f"{_shown(props.get('addonVersion') or 'EKS default for the cluster version')}"
+              for r, props in addons] or ["- no EKS add-on: no node monitoring agent reports GPU conditions"]
+    for r, props in _of(recording, NODE_GROUP):
+        if is_gpu_resource(r.type, props):
+            repair = props.get("nodeRepairConfig") or {}
+            lines.append(f"- {_what(r)}: node auto repair {_shown(repair.get('enabled'))}")
+    return lines + [""]
+
+
 def section(recording: Recording) -> list[str]:
-    return ["## AWS", "", *_roles(recording), *_access(recording), *_imds(recording), *_volumes(recording), *_exposure(recording), *_tags(recording)]
+    return ["## AWS", "", *_roles(recording), *_access(recording), *_imds(recording), *_volumes(recording), *_exposure(recording),
+            *_health(recording), *_tags(recording)]
 
 
 def audit_tag_values(recording: Recording, key: str) -> list[str]:

@@ -1,0 +1,49 @@
+"""GPU node health: the EKS node monitoring agent add-on, which reads node logs and the GPUs' state
+(NVIDIA XID, double-bit and NVLink errors among them) and reports them as node conditions, for the
+managed node groups' node auto repair to reboot or replace the node (EKS User Guide, node-health.adoc
+lines 20-36 and 228-250; add-on name `eks-node-monitoring-agent`, eks-add-ons.adoc lines 419-439: it
+needs no IAM permissions).
+
+The add-on's own agent tolerates every taint, but its DCGM server (the GPU half) tolerates none by
+default (aws/eks-node-monitoring-agent v1.7.0, charts/eks-node-monitoring-agent/values.yaml lines
+93-95 and 157-158; aws/containers-roadmap#2567), so it would never run on GPU nodes tainted
+`nvidia.com/gpu`: the add-on is configured to tolerate that taint (`dcgmAgent.tolerations`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from gpu_platform import contract
+
+ADDON = "eks-node-monitoring-agent"
+
+
+def configuration() -> str:
+    return json.dumps({"dcgmAgent": {"tolerations": [
+        {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}]}}, sort_keys=True)
+
+
+class NodeMonitoringAgent(pulumi.ComponentResource):
+    def __init__(self, name: str, cluster_name: pulumi.Input[str], tags: dict[str, str],
+                 depends_on: list[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:aws:NodeMonitoringAgent", name, None, opts)
+        # No addonVersion: EKS installs its default version for the cluster's Kubernetes version.
+        self.addon = aws.eks.Addon(
+            f"{name}-addon",
+            cluster_name=cluster_name,
+            addon_name=ADDON,
+            configuration_values=configuration(),
+            # A setting someone changed by hand is overwritten by the stack's, on create and update.
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            # After the nodes: the provider waits for ACTIVE, and the add-on is DEGRADED while its
+            # DaemonSets have nowhere to run (tf-aws internal/service/eks/addon.go waitAddonCreated:
+            # CREATING and DEGRADED are pending states).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )
+        self.register_outputs({})
