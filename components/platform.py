@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import pulumi
 
-from components.aws import tags as aws_tags
-from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
+from components.aws import gpu_cluster
 from components.aws.discovery import Discovered
-from components.aws.node_health import NodeMonitoringAgent
-from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware
-from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
-from components.aws.node_role import NodeRole
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
@@ -19,7 +14,6 @@ from components.kubernetes.operands import sharing, stages
 from components.kubernetes.operands.base import Operand, OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
-from gpu_platform import contract
 from gpu_platform.config import StackConfig
 
 
@@ -62,121 +56,47 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
 
 
 class GpuPlatform(pulumi.ComponentResource):
-    cluster: EksCluster
-    image: NodeImage
-    pools: dict[str, GpuNodePool]
+    # The cloud half's components (for the stack outputs); the Kubernetes half reads its handle only.
+    cloud: gpu_cluster.EksGpuCluster
     operands: list[Operand]
 
     def __init__(self, name: str, config: StackConfig, found: Discovered, stack: str,
                  opts: pulumi.ResourceOptions | None = None):
         # Operand specs are plain data: build them before registering anything, so an override
-        # the operands cannot render is a config error with nothing created.
+        # the operands cannot render (or a node image no pool's GPUs can share) is a config error
+        # with nothing created.
         images = config.release.images_with(config.operator.overrides)
         planned = plan_operands(config, found, images)
-        hardware = image_hardware(
-            {i: p.instance_type for i, p in enumerate(config.node_pools)},
-            {i: found.gpus[p.name].model for i, p in enumerate(config.node_pools)},
-            bake=config.node_image.source == "bake",
-        )
+        gpu_cluster.check(config, found)
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         release = config.release
-        node_image = config.node_image
         k8s_version = config.cluster.kubernetes_version
-        base_tags = aws_tags.stack_tags(stack, config.audit)
-        privileged_tags = {
-            **base_tags,
-            **aws_tags.audit_tags(
-                config.audit,
-                aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, hardware.fabric_manager,
-                                       hardware.kernel_module, hardware.nvlink_subnet_manager),
-            ),
-        }
-
-        declared = aws_tags.declared_facts(release.name, config.workloads.cuda_versions, node_image.source)
-
-        node_role = NodeRole(f"{name}-node-role", base_tags, found.partition, opts=child)
-        self.cluster = EksCluster(
-            f"{name}-cluster",
-            ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner,
-                        existing_entries=found.existing_entries, stack=stack),
-            opts=child,
-        )
-        # The image needs nothing from the cluster: it builds while the control plane comes up.
-        self.image = NodeImage(
-            f"{name}-node-image",
-            NodeImageArgs(
-                config=node_image,
-                kubernetes_version=k8s_version,
-                base_image=found.base_image,
-                toolkit_version=release.toolkit_version,
-                hardware=hardware,
-                tags=privileged_tags,
-                declared={**declared, contract.GPU_MODELS_TAG: contract.join_values(
-                    sorted({found.gpus[p.name].model.key for p in config.node_pools}))},
-                region=config.region,
-                build_network=found.build_network,
-                partition=found.partition,
-                project=pulumi.get_project(),
-                stack=stack,
-                eks_nvidia=found.eks_nvidia,
-            ),
-            opts=child,
-        )
-        endpoint = ClusterEndpoint(
-            name=self.cluster.name,
-            endpoint=self.cluster.endpoint,
-            certificate_authority=self.cluster.certificate_authority,
-            service_cidr=self.cluster.service_cidr,
-            security_group_id=self.cluster.security_group_id,
-        )
+        # Which gating labels each pool's nodes carry is the operands' business; the cloud layer
+        # puts them on the nodes.
         pool_gates = {
-            pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=node_image.toolkit_baked)
+            pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=config.node_image.toolkit_baked)
             for pool in config.node_pools
         }
-        self.pools = {}
-        for pool in config.node_pools:
-            gpu = found.gpus[pool.name]
-            gates = pool_gates[pool.name]
-            self.pools[pool.name] = GpuNodePool(
-                f"{name}-pool-{pool.name}",
-                NodePoolArgs(
-                    pool=pool,
-                    gpu=gpu,
-                    ami_id=self.image.ami_id,
-                    cluster=endpoint,
-                    node_role=node_role,
-                    subnet_ids=config.cluster.subnet_ids,
-                    labels=contract.pool_labels(pool.name, gpu.model.key, gates, pool.mig.config if pool.mig else None),
-                    tags={**privileged_tags, **self.image.declares},
-                    generation=self.image.generation,
-                    declared=declared,
-                ),
-                opts=child,
-            )
+        eks = gpu_cluster.build(name, config, found, stack, pool_gates, parent=self)
+        self.cloud = eks
+        self.cluster, self.image, self.pools = eks.cluster, eks.image, eks.pools
+        handle = eks.handle
 
-        # Node auto repair acts on the GPU conditions only the node monitoring agent reports.
-        self.node_health = (
-            NodeMonitoringAgent(f"{name}-node-monitoring", self.cluster.name, base_tags,
-                                depends_on=[self.cluster, *self.pools.values()], opts=child)
-            if any(pool.node_repair for pool in config.node_pools) else None
-        )
-
-        provider = self.cluster.provider
+        # From here on, only the cluster handle: no AWS detail.
+        provider = handle.provider
         namespace = GpuNamespace(
             f"{name}-namespace",
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider),
             opts=child,
         )
-        # The first stage waits for the GPU nodes: a DaemonSet that matches no node is "ready" at
-        # once, which would make every later wait meaningless.
-        previous: list[pulumi.Resource] = [*self.pools.values(), namespace]
+        previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace]
         self.operands = []
         for stage, spec in planned:
             # The most nodes this stage's DaemonSet may cover: the GPU pools carrying its gate, or
             # for an ungated stage (NFD's worker) every pool and the system nodes.
-            nodes = sum(p.max_size for p in config.node_pools if stage.gate is None or stage.gate in pool_gates[p.name])
-            nodes += SYSTEM_MAX_NODES if stage.gate is None else 0
+            nodes = sum(p.max_nodes for p in handle.pools.values() if stage.gate is None or stage.gate in pool_gates[p.name])
+            nodes += handle.system_max_nodes if stage.gate is None else 0
             operand = stage.component(
                 f"{name}-{stage.operand}",
                 OperandArgs(
@@ -201,12 +121,12 @@ class GpuPlatform(pulumi.ComponentResource):
         self.gates = {
             pool.name: ReadinessGate(
                 f"{name}-pool-{pool.name}-gate",
-                GateArgs(pool=pool.name, selector=self.pools[pool.name].generation_selector, nodes=pool.desired_size,
+                GateArgs(pool=pool.name, selector=pool.generation_selector, nodes=pool.desired_nodes,
                          image=images["validator"], namespace=namespace.name, audit=config.audit, release=release.name,
-                         provider=provider, depends_on=[self.pools[pool.name].node_group, *previous]),
+                         provider=provider, depends_on=[pool.ready, *previous]),
                 opts=child,
             )
-            for pool in config.node_pools if pool.rollout == "blue-green"
+            for pool in handle.pools.values() if pool.rollout == "blue-green"
         }
         if config.monitoring.dashboard:
             # After the exporter: the dashboard only reads the series the exporter's metrics list makes.

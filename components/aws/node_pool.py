@@ -88,6 +88,7 @@ class GpuNodePool(pulumi.ComponentResource):
     node_group_name: pulumi.Output[str]
     launch_template_id: pulumi.Output[str]
     node_group: aws.eks.NodeGroup
+    labels: dict[str, str]  # the kubelet labels its nodes register with
     rollout: str
     # The labels that pick this generation's nodes (pool and image generation).
     generation_selector: dict[str, str]
@@ -97,6 +98,7 @@ class GpuNodePool(pulumi.ComponentResource):
         pool = args.pool
         taints = [contract.gpu_taint()]
         labels = dict(sorted({**args.labels, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}.items()))
+        self.labels = labels
         self.rollout = pool.rollout
         self.generation_selector = {contract.POOL_LABEL: pool.name, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}
         tags = {

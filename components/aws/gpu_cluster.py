@@ -1,0 +1,139 @@
+"""The EKS half of the platform, behind the cluster handle (components/cluster_handle.py): node role,
+cluster (created or adopted), node image, GPU node pools and their health agent, all registered under
+the platform component as before (their URNs do not move), and the handle the Kubernetes half reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.aws import tags as aws_tags
+from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
+from components.aws.discovery import Discovered
+from components.aws.node_health import NodeMonitoringAgent
+from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware
+from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
+from components.aws.node_role import NodeRole
+from components.cluster_handle import ClusterHandle, GpuPoolHandle
+from gpu_platform import contract
+from gpu_platform.config import StackConfig
+
+
+@dataclass(frozen=True)
+class EksGpuCluster:
+    cluster: EksCluster
+    image: NodeImage
+    pools: dict[str, GpuNodePool]
+    node_health: NodeMonitoringAgent | None
+    handle: ClusterHandle
+
+
+def check(config: StackConfig, found: Discovered):
+    """What the EKS half must refuse before anything is registered (a config error): a node image
+    cannot carry the kernel modules every pool's GPU needs."""
+    return image_hardware(
+        {i: p.instance_type for i, p in enumerate(config.node_pools)},
+        {i: found.gpus[p.name].model for i, p in enumerate(config.node_pools)},
+        bake=config.node_image.source == "bake",
+    )
+
+
+def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_gates: dict[str, tuple[str, ...]],
+          parent: pulumi.Resource) -> EksGpuCluster:
+    """`pool_gates`: the gating labels each pool's nodes carry (the Kubernetes half decides them)."""
+    child = pulumi.ResourceOptions(parent=parent)
+    hardware = check(config, found)
+    release, node_image = config.release, config.node_image
+    k8s_version = config.cluster.kubernetes_version
+    base_tags = aws_tags.stack_tags(stack, config.audit)
+    privileged_tags = {
+        **base_tags,
+        **aws_tags.audit_tags(
+            config.audit,
+            aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, hardware.fabric_manager,
+                                   hardware.kernel_module, hardware.nvlink_subnet_manager),
+        ),
+    }
+    declared = aws_tags.declared_facts(release.name, config.workloads.cuda_versions, node_image.source)
+
+    node_role = NodeRole(f"{name}-node-role", base_tags, found.partition, opts=child)
+    cluster = EksCluster(
+        f"{name}-cluster",
+        ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner,
+                    existing_entries=found.existing_entries, stack=stack),
+        opts=child,
+    )
+    # The image needs nothing from the cluster: it builds while the control plane comes up.
+    image = NodeImage(
+        f"{name}-node-image",
+        NodeImageArgs(
+            config=node_image,
+            kubernetes_version=k8s_version,
+            base_image=found.base_image,
+            toolkit_version=release.toolkit_version,
+            hardware=hardware,
+            tags=privileged_tags,
+            declared={**declared, contract.GPU_MODELS_TAG: contract.join_values(
+                sorted({found.gpus[p.name].model.key for p in config.node_pools}))},
+            region=config.region,
+            build_network=found.build_network,
+            partition=found.partition,
+            project=pulumi.get_project(),
+            stack=stack,
+            eks_nvidia=found.eks_nvidia,
+        ),
+        opts=child,
+    )
+    endpoint = ClusterEndpoint(
+        name=cluster.name,
+        endpoint=cluster.endpoint,
+        certificate_authority=cluster.certificate_authority,
+        service_cidr=cluster.service_cidr,
+        security_group_id=cluster.security_group_id,
+    )
+    pools = {}
+    for pool in config.node_pools:
+        gpu = found.gpus[pool.name]
+        pools[pool.name] = GpuNodePool(
+            f"{name}-pool-{pool.name}",
+            NodePoolArgs(
+                pool=pool,
+                gpu=gpu,
+                ami_id=image.ami_id,
+                cluster=endpoint,
+                node_role=node_role,
+                subnet_ids=config.cluster.subnet_ids,
+                labels=contract.pool_labels(pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None),
+                tags={**privileged_tags, **image.declares},
+                generation=image.generation,
+                declared=declared,
+            ),
+            opts=child,
+        )
+    # Node auto repair acts on the GPU conditions only the node monitoring agent reports.
+    node_health = (
+        NodeMonitoringAgent(f"{name}-node-monitoring", cluster.name, base_tags,
+                            depends_on=[cluster, *pools.values()], opts=child)
+        if any(pool.node_repair for pool in config.node_pools) else None
+    )
+    handle = ClusterHandle(
+        name=cluster.name,
+        provider=cluster.provider,
+        pools={
+            pool.name: GpuPoolHandle(
+                name=pool.name,
+                labels=pools[pool.name].labels,
+                taints=(contract.gpu_taint(),),
+                max_nodes=pool.max_size,
+                desired_nodes=pool.desired_size,
+                rollout=pool.rollout,
+                generation_selector=pools[pool.name].generation_selector,
+                ready=pools[pool.name].node_group,
+            )
+            for pool in config.node_pools
+        },
+        system_max_nodes=SYSTEM_MAX_NODES,
+        first_stage_waits_on=tuple(pools.values()),
+    )
+    return EksGpuCluster(cluster=cluster, image=image, pools=pools, node_health=node_health, handle=handle)
