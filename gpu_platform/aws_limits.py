@@ -48,8 +48,18 @@ def nodes_per_node_group() -> int:
 
 @functools.lru_cache(maxsize=None)
 def node_group_quota_code() -> str:
-    (row,) = [q for q in _data()["eks"]["quotas"] if q["quota"] == "Nodes per managed node group"]
-    return row["code"]
+    return _quota("Nodes per managed node group")["code"]
+
+
+def _quota(name: str) -> dict[str, Any]:
+    (row,) = [q for q in _data()["eks"]["quotas"] if q["quota"] == name]
+    return row
+
+
+def node_groups_per_cluster() -> tuple[int, str]:
+    """The default quota of managed node groups per cluster, and its Service Quotas code."""
+    row = _quota("Managed node groups per cluster")
+    return int(row["default"]), row["code"]
 
 
 def tag_value_problem(value: str) -> Optional[str]:

@@ -42,6 +42,22 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+# A validator's problem with one item of the value it checks: `_at("[1]", "...")` puts the item's
+# index or key on the key path, as pydantic does for its own item errors.
+def _at(sub: str, message: str) -> str:
+    return f"@{sub}: {message}"
+
+
+# What the fields' patterns mean, for people: a regular expression is not an explanation.
+_PATTERNS = {
+    r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$": "not an EKS cluster name (1 to 100 letters, digits, '-' or '_', starting with a letter or digit)",
+    r"^ami-[0-9a-f]{8,17}$": "not an AMI id (ami- and 8 to 17 lowercase hex digits, e.g. ami-0123456789abcdef0)",
+    r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$": "not a pool name (1 to 32 lowercase letters, digits or '-', starting and ending with a letter or digit)",
+    r"^[a-z][a-z0-9-]*\.[a-z0-9]+$": "not an EC2 instance type (family.size, e.g. g6.2xlarge)",
+    r"^cr-[0-9a-f]{17}$": "not a capacity reservation id (cr- and 17 lowercase hex digits)",
+}
+
+
 def _valid(options) -> str:
     return ", ".join(sorted(options))
 
@@ -49,7 +65,7 @@ def _valid(options) -> str:
 def _quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:
     # YAML reads 1.30 unquoted as the number 1.3, so a version must arrive as text.
     if not isinstance(value, str) or not re.fullmatch(pattern, value):
-        raise ValueError(f"{value!r} is not {what}; write it quoted, e.g. \"{example}\"")
+        raise ValueError(f"{_shown(value)} is not {what}; write it quoted, e.g. \"{example}\"")
     return value
 
 
@@ -77,7 +93,7 @@ def _iam_principal(value: Any) -> Any:
     role = _ASSUMED_ROLE.fullmatch(value) if isinstance(value, str) else None
     if role:
         raise ValueError(
-            f"{value!r} is an assumed-role session, which EKS access entries do not take; "
+            f"{_shown(value)} is an assumed-role session, which EKS access entries do not take; "
             f"give the role: arn:{role['partition']}:iam::{role['account']}:role/{role['role']}"
         )
     if not isinstance(value, str) or not _IAM_PRINCIPAL.fullmatch(value):
@@ -86,7 +102,7 @@ def _iam_principal(value: Any) -> Any:
             "or arn:aws:iam::123456789012:user/alice); EKS access entries take only those"
         )
     if ":role/aws-service-role/" in value:
-        raise ValueError(f"{value!r} is a service-linked role, which EKS access entries refuse")
+        raise ValueError(f"{_shown(value)} is a service-linked role, which EKS access entries refuse")
     return value
 
 
@@ -110,15 +126,15 @@ class Cluster(_Model):
         value = _quoted_version(value, r"1\.\d{2}", "a Kubernetes minor version", "1.33")
         # EKS runs nothing older, and NFD before 0.18 needs gRPC probes (on by default from 1.24).
         if int(value.split(".")[1]) < 25:
-            raise ValueError(f"{value!r} is older than any Kubernetes EKS runs (1.25 or later)")
+            raise ValueError(f"{_shown(value)} is older than any Kubernetes EKS runs (1.25 or later)")
         return value
 
     @field_validator("subnet_ids")
     @classmethod
     def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for subnet in value:
+        for i, subnet in enumerate(value):
             if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
-                raise ValueError(f"{subnet!r} is not a subnet id (subnet- and 8 to 17 hex digits)")
+                raise ValueError(_at(f"[{i}]", f"{_shown(subnet)} is not a subnet id (subnet- and 8 to 17 hex digits)"))
         if len(set(value)) != len(value):
             raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
         return value
@@ -163,7 +179,7 @@ class Operator(_Model):
         releases = matrix.load().releases
         if value not in releases:
             raise ValueError(
-                f"{value!r} is not a GPU Operator release of the version matrix "
+                f"{_shown(value)} is not a GPU Operator release of the version matrix "
                 f"(valid: {', '.join(releases)})"
             )
         return value
@@ -173,15 +189,11 @@ class Operator(_Model):
     def _known_operands(cls, value: Mapping[str, str]) -> Mapping[str, str]:
         for operand, tag in value.items():
             if operand not in matrix.OPERAND_IMAGES:
-                raise ValueError(
-                    f"{operand!r} is not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"
-                )
+                raise ValueError(_at(f".{operand}", f"not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"))
             # A version first: operands choose flags and paths by the image's version.
             if not isinstance(tag, str) or not re.fullmatch(r"v?\d+(\.\d+)+[A-Za-z0-9_.-]{0,100}", tag):
-                raise ValueError(
-                    f"{operand}: {tag!r} is not an image tag (a version tag only, e.g. v0.18.2; "
-                    "the repository stays the release's)"
-                )
+                raise ValueError(_at(f".{operand}", f"{_shown(tag)} is not an image tag (a version tag only, e.g. v0.18.2; "
+                                                    "the repository stays the release's)"))
         return dict(sorted(value.items()))
 
 
@@ -218,7 +230,7 @@ class NodeImage(_Model):
         # Release tags of awslabs/amazon-eks-ami are "v" and the build date (v20260714).
         if value is not None and (not isinstance(value, str) or not re.fullmatch(r"v20\d{6}", value)):
             raise ValueError(
-                f"{value!r} is not an EKS AMI release (a release tag of github.com/awslabs/amazon-eks-ami, "
+                f"{_shown(value)} is not an EKS AMI release (a release tag of github.com/awslabs/amazon-eks-ami, "
                 "v and the release date, e.g. v20260714)"
             )
         return value
@@ -279,12 +291,12 @@ class Workloads(_Model):
         if not isinstance(value, (list, tuple)):
             return value
         known = matrix.load().cuda.toolkits
-        for cuda in value:
+        for i, cuda in enumerate(value):
             if not isinstance(cuda, str) or cuda not in known:
-                raise ValueError(
-                    f"{cuda!r} is not a CUDA toolkit version of the matrix; write it quoted "
-                    f"(valid: {', '.join(sorted(known, key=versions.parse))})"
-                )
+                raise ValueError(_at(f"[{i}]", f"{_shown(cuda)} is not a CUDA toolkit version of the matrix; write it quoted "
+                                               f"(valid: {', '.join(sorted(known, key=versions.parse))})"))
+            if cuda in value[:i]:
+                raise ValueError(_at(f"[{i}]", f"{_shown(cuda)} is listed twice"))
         return tuple(value)
 
 
@@ -301,7 +313,7 @@ class MigConfig(_Model):
         names = matrix.load().mig_config_names
         if value not in names:
             raise ValueError(
-                f"{value!r} is not a MIG configuration of any GPU in the matrix "
+                f"{_shown(value)} is not a MIG configuration of any GPU in the matrix "
                 f"(valid: {_valid(names)})"
             )
         return value
@@ -418,9 +430,9 @@ class Monitoring(_Model):
         for key, label in value.items():
             prefix = key.rpartition("/")[0]
             if not _LABEL_KEY.fullmatch(key) or len(prefix) > 253:
-                raise ValueError(f"{key!r} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
+                raise ValueError(f"{_shown(key)} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
             if key in OWN_LABELS:
-                raise ValueError(f"{key!r} is the ServiceMonitor's own label (the stack sets it); pick another key")
+                raise ValueError(f"{_shown(key)} is the ServiceMonitor's own label (the stack sets it); pick another key")
             if not isinstance(label, str) or not _LABEL_VALUE.fullmatch(label):
                 raise ValueError(f"{key}: {_shown(label)} is not a Kubernetes label value (63 characters at most: letters, "
                                  "digits, '-', '_', '.', starting and ending with a letter or digit)")
@@ -451,11 +463,26 @@ class StackConfig(_Model):
     @classmethod
     def _unique_pools(cls, pools: tuple[NodePool, ...]) -> tuple[NodePool, ...]:
         seen: set[str] = set()
-        for pool in pools:
+        for i, pool in enumerate(pools):
             if pool.name in seen:
-                raise ValueError(f"pool name {pool.name!r} is used twice; names must be unique")
+                raise ValueError(_at(f"[{i}].name", f"pool name {pool.name!r} is used twice; names must be unique"))
             seen.add(pool.name)
         return pools
+
+    @model_validator(mode="after")
+    def _node_group_quota(self) -> "StackConfig":
+        # Each pool is a managed node group, a created cluster adds its system group, and a blue-green
+        # pool has two while it is replaced (components/aws/node_pool.py).
+        needed = (len(self.node_pools) + (1 if self.cluster.create else 0)
+                  + sum(1 for pool in self.node_pools if pool.rollout == "blue-green"))
+        quota, code = aws_limits.node_groups_per_cluster()
+        if needed > quota:
+            raise ValueError(_at("gpu-platform:nodePools", (
+                f"{len(self.node_pools)} pools need {needed} managed node groups at once (one each"
+                f"{', the system group' if self.cluster.create else ''}"
+                f"{', a second per blue-green pool while it is replaced' if needed > len(self.node_pools) + self.cluster.create else ''}); "
+                f"a cluster may have {quota} by default (EKS quota {code}): raise it in Service Quotas first, or use fewer pools")))
+        return self
 
     @property
     def release(self) -> matrix.Release:
@@ -483,6 +510,7 @@ def _key_path(loc: tuple) -> str:
 
 def _message(error: dict) -> str:
     kind, msg = error["type"], error["msg"]
+    got = f" (got {_shown(error['input'])})" if "input" in error else ""
     if kind == "extra_forbidden":
         return "unknown key"
     if kind == "missing":
@@ -490,14 +518,29 @@ def _message(error: dict) -> str:
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
     if kind == "string_pattern_mismatch":
-        return f"{error['input']!r} does not match {error['ctx']['pattern']}"
+        return f"{_shown(error['input'])} is {_PATTERNS.get(error['ctx']['pattern'], 'not valid here')}"
     if kind == "too_short":
-        return f"needs at least {error['ctx']['min_length']} item(s) (got {error['input']!r})"
+        return f"needs at least {error['ctx']['min_length']} item(s){got}"
     if kind in ("tuple_type", "list_type"):
-        return f"expected a list (got {error['input']!r})"
-    if kind in ("model_type", "model_attributes_type"):
-        return f"expected a mapping (got {error['input']!r})"
-    return f"{msg} (got {error['input']!r})" if "input" in error and kind != "model_type" else msg
+        return f"expected a list{got}"
+    if kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
+        if error.get("input") in ("", None):
+            return "has no value (null or empty): give a mapping, or remove the key"
+        return f"expected a mapping{got}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return f"expected a whole number{got}"
+    if kind in ("bool_type", "bool_parsing"):
+        return f"expected true or false{got}"
+    if kind in ("string_type", "string_sub_type"):
+        return f"expected text{got}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        bound = {"greater_than_equal": "at least", "less_than_equal": "at most", "greater_than": "more than",
+                 "less_than": "less than"}[kind]
+        limit = next(iter(error.get("ctx", {}).values()), "?")
+        return f"must be {bound} {limit}{got}"
+    if kind == "literal_error":
+        return f"expected {error['ctx']['expected']}{got}"
+    return f"{msg}{got}"
 
 
 def _alias_loc(loc: tuple) -> tuple:
@@ -549,6 +592,9 @@ def _key_problem(key: str) -> Optional[str]:
             (f"; did you mean {near[0]}:{name}?" if near else f" (namespaces: {PROJECT}, {', '.join(_PROVIDER_NAMESPACES)})"))
 
 
+_MAX_PROBLEMS = 20  # a file of 5,000 unknown keys is one mistake repeated, not a page per key
+
+
 def parse(raw: Mapping[str, Any]) -> StackConfig:
     """Validate a stack's config (`project:key` -> value, objects already decoded) or raise
     ConfigError listing every problem as `key.path: what is wrong (what is valid)`."""
@@ -577,14 +623,20 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             fields = _field_names(loc)
             path = _key_path(loc)
             message = _message(error)
+            if message.startswith("@"):  # a validator named the item at fault (_at)
+                sub, message = message[1:].split(": ", 1)
+                path = sub if sub.startswith(PROJECT) else path + sub
             if message == "unknown key" and fields:
                 message += f" (valid: {', '.join(fields)})"
             if error["type"] in ("model_type", "model_attributes_type"):
                 keys = _field_names(loc + ("",))
-                if keys:
-                    message = f"expected a mapping with keys {', '.join(keys)} (got {error['input']!r})"
+                if keys and error.get("input") in ("", None):
+                    message = f"has no value (null or empty): give a mapping with keys {', '.join(keys)}, or remove the key"
+                elif keys:
+                    message = f"expected a mapping with keys {', '.join(keys)} (got {_shown(error['input'])})"
             problems.append(f"{path}: {message}" if path else message)
-    raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(problems))
+    shown = problems[:_MAX_PROBLEMS] + ([f"... and {len(problems) - _MAX_PROBLEMS} more"] if len(problems) > _MAX_PROBLEMS else [])
+    raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(shown))
 
 
 def _field_names(loc: tuple) -> list[str]:

@@ -61,6 +61,9 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         return super().resolve(kind, value, implicit)
 
     def construct_mapping(self, node, deep=False):
+        if not isinstance(node, MappingNode):  # `!!map [a]`: PyYAML would fail inside flatten_mapping
+            raise yaml.constructor.ConstructorError(None, None, f"{node.tag.rsplit(':', 1)[-1]} tag on a value that is not a mapping",
+                                                    node.start_mark)
         seen: dict[Any, Node] = {}
         for key_node, _ in node.value:
             if key_node.tag == _MERGE:
@@ -162,9 +165,52 @@ def _go_scalar(loader: _Loader, node: Node) -> Any:
 _Loader.add_constructor(_PLAIN, _go_scalar)
 
 
+def _kind(value: Any) -> str:
+    if isinstance(value, Timestamp):
+        return "timestamp"
+    return {bool: "bool", int: "int", float: "float", type(None): "null", str: "str"}[type(value)]
+
+
+def _explicit(wanted: str):
+    """A scalar tagged `!!<wanted>`: go-yaml resolves its text as if plain and refuses it unless it
+    resolves to that kind ("cannot decode !!str `maybe` as a !!bool"); an int is a float's (resolve.go:133-152)."""
+
+    def construct(loader: _Loader, node: Node) -> Any:
+        text = loader.construct_scalar(node)
+        value = resolve_plain(text) if text else None
+        kind = _kind(value)
+        if kind == wanted:
+            return value
+        if wanted == "float" and kind == "int":
+            return float(value)
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise yaml.constructor.ConstructorError(None, None, f"cannot decode !!{kind} `{shown}` as a !!{wanted}", node.start_mark)
+
+    return construct
+
+
+for _wanted in ("bool", "int", "float", "null", "timestamp"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_wanted}", _explicit(_wanted))
+
+
 def _where(error: yaml.MarkedYAMLError) -> str:
     mark = error.problem_mark or error.context_mark
     return f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+
+
+def _bounded_nesting(text: str, shown: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH from the parser's events, before anything recursive (the
+    C composer would recurse, and 25,000 `[` crash it) builds the document."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                mark = event.start_mark
+                raise StackFileError(f"{shown}: line {mark.line + 1}, column {mark.column + 1}: nested deeper than "
+                                     f"{MAX_DEPTH} levels; no key of a stack file is")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def _count(node: Node, shown: str, budget: list[int], depth: int = 0) -> None:
@@ -184,7 +230,35 @@ def _count(node: Node, shown: str, budget: list[int], depth: int = 0) -> None:
 
 
 def _key_path(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
+    return f"{path}.{printable(key)}" if path else printable(key)
+
+
+def printable(text: Any) -> str:
+    """Text as a message may show it: control characters (a terminal escape in a key) escaped, and
+    shortened."""
+    original = str(text)
+    text = original if original.isprintable() else json.dumps(original, ensure_ascii=False)[1:-1]
+    return text if len(text) <= 120 else f"{text[:100]}... ({len(original)} characters)"
+
+
+def spelling(value: Any) -> str:
+    """A value as YAML spells it, shortened: null, true, [], 'text'."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = json.dumps(value, ensure_ascii=False, default=str) if isinstance(value, (list, tuple, dict)) else repr(value)
+    return text if len(text) <= 60 else f"{text[:57]}... ({len(text)} characters)"
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            stack += [(sub, depth + 1) for sub in (item.values() if isinstance(item, dict) else item)]
+    return deepest
 
 
 def _plain(value: Any, shown: str, path: str, from_yaml: bool = True) -> Any:
@@ -204,15 +278,21 @@ def _plain(value: Any, shown: str, path: str, from_yaml: bool = True) -> Any:
             raise StackFileError(f"{shown}: {path}: {value} is not a number Pulumi can hand to a program (JSON has none)")
         return int(value) if from_yaml and value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            raise StackFileError(f"{shown}: {path}: an encrypted secret (secure:); the offline preview cannot decrypt it: "
+                                 f"preview a copy of the stack file with a placeholder value there")
         plain = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise StackFileError(f"{shown}: {_key_path(path, repr(key))}: a key must be text (got {type(key).__name__} {key!r}); quote it")
+                raise StackFileError(f"{shown}: {path or 'the top level'}: the key {spelling(key)} is not text; quote it")
             plain[key] = _plain(item, shown, _key_path(path, key), from_yaml)
         return plain
-    if isinstance(value, list):
+    if isinstance(value, list) and not (value and all(isinstance(item, tuple) for item in value)):
         return [_plain(item, shown, f"{path}[{i}]", from_yaml) for i, item in enumerate(value)]
-    kind = {"bytes": "binary data (!!binary)", "set": "a set (!!set)"}.get(type(value).__name__, f"a {type(value).__name__}")
+    if isinstance(value, list):
+        value = tuple(value)  # !!omap and !!pairs build lists of pairs
+    kind = {"bytes": "binary data (!!binary)", "set": "a set (!!set)", "tuple": "an ordered map (!!omap or !!pairs)"}.get(
+        type(value).__name__, f"a {type(value).__name__}")
     raise StackFileError(f"{shown}: {path}: {kind} is not a value this program's config takes (text, number, boolean, "
                          f"list, object); quote it to give text")
 
@@ -222,19 +302,30 @@ def _decoded(value: Any, shown: str, key: str) -> Any:
     if not (isinstance(value, str) and value[:1] in "[{"):
         return value
     try:
-        decoded = json.loads(value)
-    except (ValueError, RecursionError):  # ValueError: JSON's, or an integer of more than 4300 digits
+        decoded = json.loads(value, parse_constant=lambda name: math.nan)
+    except RecursionError:
+        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file is") from None
+    except ValueError:  # not JSON (the program then keeps the text), or an integer of more than 4300 digits
         return value
+    if _depth(decoded) > MAX_DEPTH:
+        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file is")
     return _plain(decoded, shown, key, from_yaml=False)
 
 
-def parse(text: str, shown: str) -> dict[str, Any]:
-    """The `config:` map of a stack file's text; `shown` names the file in every error."""
+def _document(text: str, shown: str) -> Any:
+    """The YAML document, bounded, or a StackFileError saying where it cannot be read."""
     try:
+        _bounded_nesting(text, shown)
         node = yaml.compose(text, Loader=_Loader)
         if node is not None:
             _count(node, shown, [MAX_VALUES])
-        document = yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=_Loader)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        raise StackFileError(f"{shown}: line {line}, column {column}: the character U+{code:04X} is not allowed in YAML "
+                             f"(a control character)") from None
     except yaml.MarkedYAMLError as exc:
         problem = (exc.problem or str(exc)).strip()
         raise StackFileError(f"{shown}: {_where(exc)}{problem}") from None
@@ -242,30 +333,40 @@ def parse(text: str, shown: str) -> dict[str, Any]:
         raise StackFileError(f"{shown}: not YAML ({str(exc).strip()[:200]})") from None
     except RecursionError:
         raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file is") from None
+
+
+def parse(text: str, shown: str) -> dict[str, Any]:
+    """The `config:` map of a stack file's text; `shown` names the file in every error. Key paths in
+    errors are the config keys as the program names them (`gpu-platform:nodePools[0].maxSize`)."""
+    document = _document(text, shown)
     if document is None:
         document = {}
     if not isinstance(document, dict):
-        raise StackFileError(f"{shown}: a stack file is a mapping with a 'config:' mapping (got {type(document).__name__})")
-    document = _plain(document, shown, "")
-    unknown = sorted(set(document) - set(STACK_FILE_KEYS))
+        raise StackFileError(f"{shown}: a stack file is a mapping with a 'config:' mapping (got {spelling(document)})")
+    unknown = sorted((printable(k) for k in document if k not in STACK_FILE_KEYS), key=str)
     if unknown:
-        raise StackFileError(f"{shown}: {unknown[0]}: not a key of a Pulumi stack file (valid: {', '.join(STACK_FILE_KEYS)})")
+        hint = "; this looks like a --json report: did you mean --against?" if "resources" in document else ""
+        raise StackFileError(f"{shown}: {unknown[0]}: not a key of a Pulumi stack file (valid: {', '.join(STACK_FILE_KEYS)}){hint}")
+    if document.get("environment"):
+        raise StackFileError(f"{shown}: environment: Pulumi ESC environments add config values that the offline preview "
+                             f"cannot read; preview a copy of the stack file with those values written under config:")
     config = document.get("config") or {}
     if not isinstance(config, dict):
-        raise StackFileError(f"{shown}: config: a mapping of namespace:key to value (got {type(config).__name__})")
+        raise StackFileError(f"{shown}: config: a mapping of namespace:key to value (got {spelling(config)})")
     namespaced: dict[str, Any] = {}
     written: dict[str, str] = {}  # namespaced key -> how the file spells it
     for key, value in config.items():
-        if isinstance(value, dict) and set(value) == {"secure"}:
-            raise StackFileError(f"{shown}: config.{key}: an encrypted secret; the offline preview cannot decrypt it")
+        if not isinstance(key, str):
+            raise StackFileError(f"{shown}: config: the key {spelling(key)} is not text; quote it")
         # Pulumi puts a key without a namespace in the project's (workspace/loaders.go
         # stackConfigNamespacedWithProject), and hands a top-level null over as "" (checkForEmptyConfig).
         full = key if ":" in key else f"{PROJECT}:{key}"
         if full in namespaced:
-            raise StackFileError(f"{shown}: config.{key}: the same key as config.{written[full]} (Pulumi puts a key "
+            raise StackFileError(f"{shown}: {printable(key)}: the same key as {printable(written[full])} (Pulumi puts a key "
                                  f"without a namespace in the project's, {PROJECT}:); keep one")
         written[full] = key
-        namespaced[full] = "" if value is None else _decoded(value, shown, f"config.{key}")
+        path = printable(full)
+        namespaced[full] = "" if value is None else _decoded(_plain(value, shown, path), shown, path)
     return namespaced
 
 

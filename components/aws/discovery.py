@@ -95,7 +95,7 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     try:
         found = aws.ec2.get_instance_type(instance_type=instance_type)
     except Exception as exc:  # the provider's error text is the useful part
-        raise ConfigError(f"{key}: {instance_type!r} is not an EC2 instance type ({aws_said(exc)})") from None
+        raise ConfigError(f"{key}: no instance type {instance_type!r} ({aws_said(exc)})") from None
     nvidia = [g for g in (found.gpuses or []) if g.manufacturer == "NVIDIA"]
     if not nvidia:
         raise ConfigError(f"{key}: {instance_type!r} has no NVIDIA GPU; GPU pools need one (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)")
@@ -153,7 +153,16 @@ def _base_image(config: StackConfig) -> BaseImage:
     k8s = config.cluster.kubernetes_version
     release = base_image.release_for(k8s, config.node_image.base_image_release)
     if release is None:
-        known = ", ".join(f"{minor}: {r}" for minor, r in base_image.default_releases().items())
+        defaults = base_image.default_releases()
+        known = ", ".join(f"{minor}: {r}" for minor, r in defaults.items())
+        newest = max(defaults, key=lambda minor: int(minor.split(".")[1]))
+        if int(k8s.split(".")[1]) > int(newest.split(".")[1]):
+            # Most likely a typo of the cluster's version: say so first, where the user wrote it.
+            raise ConfigError(
+                f"gpu-platform:cluster.kubernetesVersion: {k8s!r} is newer than any EKS AMI release this program knows "
+                f"(newest: {newest}, in {defaults[newest]}); check the version, or pin {base_image.KEY} to a release of "
+                f"github.com/awslabs/amazon-eks-ami whose notes list {k8s}"
+            )
         raise ConfigError(
             f"{base_image.KEY}: no default EKS AMI release for Kubernetes {k8s!r} (defaults: {known}); "
             f"pin a release of github.com/awslabs/amazon-eks-ami whose notes list {k8s} (v and its date, e.g. v20260714)"

@@ -48,7 +48,8 @@ def _instance_type(args: dict, config: dict) -> dict:
     name = args.get("instanceType")
     row = instance_catalogue().get(name)
     if row is None:
-        raise InvokeError(f"no EC2 instance type {name!r} in the instance catalogue")
+        raise InvokeError(f"not in the offline instance catalogue, moto's copy of AWS's; if AWS offers {name!r} "
+                          f"in the region, only the offline preview cannot show it")
     gpus = (row.get("GpuInfo") or {}).get("Gpus", [])
     return {
         "id": name,

@@ -18,6 +18,7 @@ than an error: a policy name the pack does not have is an error here (the CLI ig
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -55,13 +56,26 @@ def _depth(value: Any, limit: int) -> int:
     return 0
 
 
+def _not_json(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"{text[:40]} is beyond the largest number JSON readers take")
+    return value
+
+
 def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
     """The file's entries by policy name. Every mistake is a ValueError that starts with `flag`."""
     if not text.strip():
         return {}
     try:
-        raw = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        # The CLI reads this file with Go's encoding/json, which has no NaN or Infinity (and 1e999
+        # overflows): refused here too, not passed to the pack as a number protobuf cannot carry.
+        raw = json.loads(text, parse_constant=_not_json, parse_float=_finite)
+    except (ValueError, RecursionError) as exc:  # ValueError: JSON's, or an integer of more than 4300 digits
         raise ValueError(f"{flag}: not JSON ({str(exc)[:120]})") from None
     if _depth(raw, MAX_DEPTH + 1) > MAX_DEPTH:
         raise ValueError(f"{flag}: nested deeper than {MAX_DEPTH} levels; a policy's config is a flat object")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from preview.reports import replacements
+from preview.stack_file import printable
 
 
 @dataclass(frozen=True)
@@ -78,23 +79,48 @@ def identity(urn: str) -> str:
     return (head.rsplit(":", 1)[0] + sep + rest) if sep else urn
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _resource_problem(r: Any) -> str:
+    """What makes `r` not a resource of a --json report, or ""."""
+    if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("urn", "type", "name")):
+        return "has no urn, type and name"
+    if not isinstance(r.get("inputs", {}), dict):
+        return "has inputs that are not an object"
+    deps = r.get("propertyDependencies", {})
+    if not (isinstance(deps, dict) and all(_strings(v) for v in deps.values())):
+        return "has propertyDependencies that are not an object of URN lists"
+    if not all(_strings(r.get(k, [])) for k in ("ignoreChanges", "replaceOnChanges")):
+        return "has ignoreChanges or replaceOnChanges that are not lists of paths"
+    return ""
+
+
 def _resources(report: Any, which: str) -> dict[str, dict[str, Any]]:
     if not isinstance(report, dict) or not isinstance(report.get("resources"), list):
         raise ValueError(f"{which}: not a preview report (no 'resources' list)")
+    if not isinstance(report.get("stack", ""), str):
+        raise ValueError(f"{which}: not a preview report ('stack' is not text)")
     found = {}
     for i, r in enumerate(report["resources"]):
-        if not isinstance(r, dict) or not all(isinstance(r.get(k), str) for k in ("urn", "type", "name")):
-            raise ValueError(f"{which}: resources[{i}] has no urn, type and name")
+        problem = _resource_problem(r)
+        if problem:
+            raise ValueError(f"{which}: resources[{i}] {problem}")
         found[identity(r["urn"])] = r
     return found
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse(text: str, which: str) -> dict[str, Any]:
     """An older `--json` report's text, checked to be one: a ValueError starting with `which` (the
     flag and the file) says what is wrong."""
     try:
-        report = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+        report = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # ValueError: JSON's, or an integer of more than 4300 digits
         raise ValueError(f"{which}: not JSON ({str(exc)[:120]})") from None
     _resources(report, which)
     return report
@@ -233,10 +259,11 @@ def _shown(old: Any, new: Any) -> str:
 
 
 def _entry(e: KeyChange) -> str:
+    key = "(all inputs)" if e.key == "." else printable(e.key)
     if e.because:
-        line = f"      {e.key}: changes because {e.because}"
+        line = f"      {key}: changes because {printable(e.because)}"
     else:
-        line = f"      {e.key}: {_shown(e.old, e.new)}"
+        line = f"      {key}: {_shown(e.old, e.new)}"
     if e.ignored:
         return line + "  (ignored: ignoreChanges keeps the old value)"
     if e.effect.kind == replacements.UPDATE and not e.effect.why:
@@ -245,8 +272,8 @@ def _entry(e: KeyChange) -> str:
 
 
 def describe(changes: Changes) -> str:
-    stacks = (changes.new_stack if changes.old_stack == changes.new_stack
-              else f"{changes.old_stack} -> {changes.new_stack}")
+    stacks = (printable(changes.new_stack) if changes.old_stack == changes.new_stack
+              else f"{printable(changes.old_stack)} -> {printable(changes.new_stack)}")
     verdicts = [c.verdict for c in changes.changed]
     counted = [f"{verdicts.count(k)} {label}" for k, label in (
         (replacements.REFUSED, "refused"), (replacements.REPLACES, "replaced"), (replacements.MAY_REPLACE, "may be replaced"),
@@ -256,9 +283,9 @@ def describe(changes: Changes) -> str:
                 f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} changed"
                 + (f" ({', '.join(counted)})" if counted else ""))
              + f", {changes.unchanged} unchanged"]
-    lines += [f"  + {r.type} {r.name}" for r in changes.added]
-    lines += [f"  - {r.type} {r.name}" for r in changes.removed]
+    lines += [f"  + {printable(r.type)} {printable(r.name)}" for r in changes.added]
+    lines += [f"  - {printable(r.type)} {printable(r.name)}" for r in changes.removed]
     for c in changes.changed:
-        lines.append(f"  ~ {c.resource.type} {c.resource.name}: {_VERDICTS[c.verdict]}")
+        lines.append(f"  ~ {printable(c.resource.type)} {printable(c.resource.name)}: {_VERDICTS[c.verdict]}")
         lines += [_entry(e) for e in c.entries]
     return "\n".join(lines) + "\n"

@@ -174,12 +174,33 @@ def test_cli_against_an_invalid_report_exits_2(tmp_path, capsys, content):
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content", ["{not json", '{"stack": "dev"}', '{"resources": [{"urn": 1}]}'])
-def test_load_names_the_file_of_an_invalid_report(tmp_path, content):
+_R = '{"urn": "u", "type": "t", "name": "n"'
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not JSON"),
+    ('{"stack": "dev"}', "not a preview report (no 'resources' list)"),
+    ('{"resources": [{"urn": 1}]}', "resources[0] has no urn, type and name"),
+    ('{"resources": [' + _R + ', "inputs": "str"}]}', "resources[0] has inputs that are not an object"),
+    ('{"resources": [' + _R + ', "inputs": [1, 2]}]}', "resources[0] has inputs that are not an object"),
+    ('{"resources": [' + _R + ', "propertyDependencies": {"a": "u"}}]}', "propertyDependencies that are not an object"),
+    ('{"resources": [' + _R + ', "ignoreChanges": "a"}]}', "ignoreChanges or replaceOnChanges that are not lists"),
+    ('{"stack": NaN, "resources": []}', "not JSON (NaN is not a JSON number"),
+    ('{"stack": 3, "resources": []}', "'stack' is not text"),
+    ('{"resources": [], "x": ' + "9" * 5000 + "}", "not JSON (Exceeds the limit"),
+])
+def test_load_names_the_file_and_what_is_wrong_with_an_invalid_report(tmp_path, content, message):
     old = tmp_path / "old.json"
     old.write_text(content)
-    with pytest.raises(ValueError, match="old.json"):
+    with pytest.raises(ValueError) as caught:
         changes.load(old)
+    assert str(caught.value).startswith(str(old)) and message in str(caught.value)
+
+
+def test_names_from_an_old_report_are_printed_escaped_and_short():
+    old = {"stack": "\x1b[2J" + "s" * 5000, "resources": []}
+    text = changes.describe(changes.compare(old, {"stack": "dev", "resources": []}))
+    assert "\x1b" not in text and "(5004 characters)" in text
 
 
 # Two-resource reports, written by hand: a launch template and the node group that uses it.

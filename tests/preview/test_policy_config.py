@@ -48,6 +48,11 @@ def test_an_empty_file_is_no_config():
     ('{"driver-supports-gpu": ""}', "'' is not an enforcement level"),
     ('{"driver-supports-gpu": {"enforcementLevel": ""}}', "driver-supports-gpu.enforcementLevel: '' is not"),
     ('{"driver-supports-gpu": "Mandatory"}', "'Mandatory' is not an enforcement level"),
+    # Go's encoding/json (the CLI's reader) has no NaN or Infinity; protobuf could not carry them either.
+    ('{"cluster-endpoint-private": {"x": 1e999}}', "not JSON (1e999 is beyond the largest number"),
+    ('{"cluster-endpoint-private": {"x": NaN}}', "not JSON (NaN is not a JSON number"),
+    ('{"cluster-endpoint-private": {"x": -Infinity}}', "not JSON (-Infinity is not a JSON number"),
+    ('{"cluster-endpoint-private": {"x": ' + "9" * 5000 + "}}", "not JSON (Exceeds the limit"),
 ])
 def test_a_malformed_file_names_the_flag_and_the_key(text, fragment):
     with pytest.raises(ValueError) as caught:
