@@ -3,7 +3,7 @@ credentials and no network.
 
     python -m preview [--stack NAME | --config FILE] [--json FILE] [--manifests DIR]
                       [--policy-config FILE] [--analyzer in-process|grpc]
-                      [--audit FILE [--audit-against OLD]] [--graph FILE] [--against OLD.json]
+                      [--audit FILE [--audit-against OLD]] [--graph FILE] [--against OLD.json] [--debug]
 
 The program runs twice under the recording engine: as `pulumi up` sees it (every value known) and as
 the first `pulumi preview` of a new stack sees it (ids and computed outputs unknown); the policy pack
@@ -11,80 +11,155 @@ judges both, through pulumi_policy's own analyzer.
 
 Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuration or invocation
 (the error names the key path or flag and what would be valid; nothing is registered or written);
-3: an internal error (the policy pack failed to start or answer, or a bug).
+3: an internal error (the policy pack failed to start or answer, or a bug); 130: interrupted (Ctrl-C).
+The summary on stdout and the reports are one output: all of it, or none.
 
-    python -m preview verify-ami [--stack NAME | --config FILE]
+    python -m preview verify-ami [--stack NAME | --config FILE] [--debug]
 
 The pre-flight check of a pinned AMI (`nodeImage.source: ami`) against AWS: `preview/verify_ami.py`.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import os
 import signal
 import sys
-import traceback
-from pathlib import Path
-from typing import Optional, Sequence
-
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_ON_STOP: set[Callable[[], None]] = set()  # what a stop must end first: the pack subprocess
+
+
+def _exit_now(signum: int, _frame) -> None:
+    """Ctrl-C or SIGTERM under `python -m preview`, at any moment: end what the run started (the
+    pack subprocess, its reports' temporary files), say so in one line, exit. Not by raising
+    KeyboardInterrupt where the run happens to be: Pulumi's event loop turns that into tracebacks of
+    its tasks, a finalizer prints and drops it, and the SDK's own `except BaseException` drops it."""
+    for stop in list(_ON_STOP):
+        stop()
+    writing = sys.modules.get("preview.writing")
+    if writing is not None:
+        writing.discard_unfinished()
+    if signum == signal.SIGINT:
+        try:
+            os.write(2, b"interrupted\n")
+        except OSError:
+            pass
+    os._exit(128 + signum)
+
+
+if __name__ == "__main__":
+    # Before the imports below (argparse alone takes 15 ms): Ctrl-C is one line from the start.
+    for _signum in STOP_SIGNALS:
+        signal.signal(_signum, _exit_now)
+
+import argparse  # noqa: E402 (after the signal handlers above)
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import traceback  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Callable, Iterator, Optional, Sequence  # noqa: E402
+
 ANALYZERS = ("in-process", "grpc")
+_GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")
+
+
+class InvalidInput(Exception):
+    """Invalid input or invocation (exit 2): the message names the flag or the key path."""
+
+
+def _path(text: str) -> Path:
+    # Path("") is ".", which would read as "is a directory".
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty")
+    return Path(text)
+
+
+def _stack_flags(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
+    source.add_argument("--config", type=_path, help="any stack file (Pulumi.<stack>.yaml format)")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
-    source.add_argument("--config", type=Path, help="any stack file (Pulumi.<stack>.yaml format)")
-    parser.add_argument("--json", type=Path, help="write the JSON report (resources and violations) here")
-    parser.add_argument("--manifests", type=Path, help="write every Kubernetes object as YAML into this directory")
-    parser.add_argument("--policy-config", type=Path, help="policy-pack config JSON: enforcement level per policy")
+    _stack_flags(parser)
+    parser.add_argument("--json", type=_path, help="write the JSON report (resources and violations) here")
+    parser.add_argument("--manifests", type=_path, help="write every Kubernetes object as YAML into this directory")
+    parser.add_argument("--policy-config", type=_path, help="policy-pack config JSON: enforcement level per policy")
     parser.add_argument("--tree", action="store_true", help="also print every resource, as a tree under its component")
-    parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
     parser.add_argument("--analyzer", choices=ANALYZERS, default="in-process",
                         help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC")
-    parser.add_argument("--audit", type=Path, help="write the Markdown audit report of every privilege here")
-    parser.add_argument("--audit-against", type=Path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
-    parser.add_argument("--graph", type=Path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
-    parser.add_argument("--against", type=Path, metavar="OLD.json", help="list what changes against an older --json report")
+    parser.add_argument("--audit", type=_path, help="write the Markdown audit report of every privilege here")
+    parser.add_argument("--audit-against", type=_path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
+    parser.add_argument("--graph", type=_path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
+    parser.add_argument("--against", type=_path, metavar="OLD.json", help="list what changes against an older --json report")
     return parser
 
 
-_GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")
+def _verify_parser() -> argparse.ArgumentParser:
+    from preview import verify_ami
+
+    parser = argparse.ArgumentParser(prog="python -m preview verify-ami", description=verify_ami.__doc__.split("\n\n")[0])
+    _stack_flags(parser)
+    return parser
 
 
-def _inputs(args: argparse.Namespace) -> list[tuple[str, Optional[Path]]]:
-    return [("--config", args.config), ("--policy-config", args.policy_config),
-            ("--against", args.against), ("--audit-against", args.audit_against)]
+def _stack(args: argparse.Namespace) -> tuple[str, Path, str]:
+    """The flag that names the stack file, its path, and how output names it."""
+    from preview.stack_file import resolve_stack
+
+    flag, given = ("--config", args.config) if args.config is not None else ("--stack", args.stack or "dev")
+    try:
+        return (flag, *resolve_stack(args.stack, args.config))
+    except FileNotFoundError as exc:
+        raise InvalidInput(str(exc)) from None
+    except OSError as exc:  # a path the OS refuses: a name too long, a loop of links
+        raise InvalidInput(f"{flag} {given}: {exc.strerror or exc}") from None
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Refuse unusable output paths before the run, so a typo never costs a half-written set of
-    reports (and never reads as exit 1, which means policy violations)."""
-    from preview import writing
+@contextlib.contextmanager
+def _reading(shown: str) -> Iterator[None]:
+    """While the run reads its inputs, their errors are invalid input (exit 2), said as the preview
+    says them: a configuration error after the stack file's name, the others naming their flag."""
+    from gpu_platform.config import ConfigError
 
-    for flag, path in (("--json", args.json), ("--audit", args.audit), ("--graph", args.graph), ("--manifests", args.manifests)):
-        if path is not None:
-            writing.check(flag, path, directory=flag == "--manifests", inputs=_inputs(args))
-    if args.graph is not None and args.graph.suffix not in _GRAPH_SUFFIXES:
-        raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(_GRAPH_SUFFIXES)})")
+    try:
+        yield
+    except ConfigError as exc:
+        raise InvalidInput(f"{shown}: {exc}") from None
+    except (FileNotFoundError, ValueError) as exc:
+        raise InvalidInput(str(exc)) from None
 
 
 def read_text(flag: str, path: Path) -> str:
     """An input file's text, or a ValueError naming the flag (exit 2)."""
-    if not path.exists():
-        raise ValueError(f"{flag} {path}: no such file")
-    if not path.is_file():
-        raise ValueError(f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file")
     try:
+        if not path.exists():
+            raise ValueError(f"{flag} {path}: no such file")
+        if not path.is_file():
+            raise ValueError(f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file")
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{flag} {path}: is not a UTF-8 text file") from None
     except OSError as exc:
         raise ValueError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[tuple[str, Optional[Path]]]) -> None:
+    """Refuse unusable output paths before the run, so a typo never costs a half-written set of
+    reports (and never reads as exit 1, which means policy violations)."""
+    from preview import writing
+
+    outputs = [("--json", args.json), ("--audit", args.audit), ("--graph", args.graph), ("--manifests", args.manifests)]
+    for flag, path in outputs:
+        if path is not None:
+            writing.check(flag, path, directory=flag == "--manifests", inputs=inputs)
+    writing.check_distinct(outputs)
+    if args.graph is not None and args.graph.suffix not in _GRAPH_SUFFIXES:
+        raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(_GRAPH_SUFFIXES)})")
 
 
 def _outputs(args: argparse.Namespace, recording, violations, first, audit_against: Optional[str]):
@@ -112,109 +187,153 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-ami"]:
         # A subcommand beside the flags, so `python -m preview --stack dev` keeps its meaning.
-        from preview import verify_ami
-
-        return verify_ami.main(argv[1:])
-    args = _parser().parse_args(argv)
+        args = _verify_parser().parse_args(argv[1:])
+        return _guarded(args.debug, lambda: _verify_ami(args))
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.audit_against and not args.audit:
-        _parser().error("--audit-against goes with --audit")
-    # Imported here so `--help` stays instant.
-    from preview.offline import analyze
+        parser.error("--audit-against goes with --audit")
+    return _guarded(args.debug, lambda: _run_preview(args))
 
-    pack = None
-    # A terminated preview still stops its pack subprocess (the finally below): SIGTERM ends the run
-    # like an exception would.
-    previous = signal.signal(signal.SIGTERM, _terminated)
+
+@contextlib.contextmanager
+def _raising() -> Iterator[None]:
+    """Under `python -m preview`, a stop in this block raises (KeyboardInterrupt, SIGTERM as
+    SystemExit) instead of exiting at once: for what only the block's own `except` can end, such as a
+    subprocess that is started but not yet handed back. Once: a second Ctrl-C must not cut that short."""
+    if signal.getsignal(signal.SIGINT) is not _exit_now:
+        yield  # in-process, Ctrl-C raises KeyboardInterrupt anyway
+        return
+
+    def stop(signum: int, _frame) -> None:
+        for each in STOP_SIGNALS:
+            signal.signal(each, signal.SIG_IGN)
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in STOP_SIGNALS}
     try:
-        # Started first: as a subprocess it comes up while the program runs.
-        pack = analyze.PackProcess() if args.analyzer == "grpc" else analyze.in_process()
-        return _preview(args, pack)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _guarded(debug: bool, command: Callable[[], int]) -> int:
+    """A command under the contract of the exit codes: invalid input is 2 and a bug 3, each in one
+    line (the traceback of a bug with --debug), Ctrl-C is 130 and "interrupted", SIGTERM 143."""
+    try:
+        return command()
+    except InvalidInput as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except analyze.PackError as exc:
-        print(f"internal error: {exc}", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:  # noqa: BLE001 a bug: never exit 1, which means policy violations
-        if args.debug:
+    except SystemExit as exc:  # SIGTERM, in _raising
+        return exc.code
+    except Exception as exc:  # noqa: BLE001 a bug: never exit 1, which means policy violations (or an AMI mismatch)
+        if debug:
             traceback.print_exc()
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         print(f"internal error: {type(exc).__name__}: {first} (a bug in gpu-platform, please report it; "
               f"--debug prints the traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def _run_preview(args: argparse.Namespace) -> int:
+    from preview.offline import analyze
+
+    close: Optional[Callable[[], None]] = None  # the pack's, when it is a subprocess
+    try:
+        with _raising():
+            # Started first: as a subprocess it comes up while the program runs.
+            pack = analyze.PackProcess() if args.analyzer == "grpc" else analyze.in_process()
+            close = getattr(pack, "close", None)
+            if close is not None:
+                _ON_STOP.add(close)
+        return _preview(args, pack)
+    except analyze.PackError as exc:
+        print(f"internal error: {exc}", file=sys.stderr)
+        return EXIT_INTERNAL
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        close = getattr(pack, "close", None)
         if close is not None:
-            close()
+            from preview.writing import stops_deferred
+
+            with stops_deferred():  # a stop in the middle of close() would end the process before the pack
+                close()
+                _ON_STOP.discard(close)
 
 
-def _terminated(signum, _frame) -> None:
-    raise SystemExit(128 + signum)
+def _ledger(path: Path):
+    """The privilege ledger of an older audit report; a file without one is refused before the run
+    (exit 2): a diff against nothing would read as "everything is new"."""
+    from preview.reports import ledger
+
+    rows = ledger.parse(read_text("--audit-against", path))
+    if rows is None:
+        raise ValueError(f"--audit-against {path}: has no privilege ledger (the lines between {ledger.BEGIN} and "
+                         f"{ledger.END}); give a report written by --audit")
+    return rows
 
 
 def _preview(args: argparse.Namespace, pack) -> int:
-    from gpu_platform.config import ConfigError
     from preview.offline import analyze, engine, policy_config
     from preview.reports import report
     from preview import writing
 
-    shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
-    try:
-        path, shown = engine.resolve_stack(args.stack, args.config)
-        audit_against = read_text("--audit-against", args.audit_against) if args.audit_against else None
+    flag, path, shown = _stack(args)
+    with _reading(shown):
+        audit_against = _ledger(args.audit_against) if args.audit_against else None
         levels = policy_config.parse(read_text("--policy-config", args.policy_config), f"--policy-config {args.policy_config}") \
             if args.policy_config else {}
         policy_config.validate(levels, analyze.policy_names(pack), f"--policy-config {args.policy_config}")
-        _check_outputs(args)
         old_report = None
         if args.against:
             from preview.reports import changes
 
             old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
+        _check_outputs(args, [(flag, path), ("--policy-config", args.policy_config), ("--against", args.against),
+                              ("--audit-against", args.audit_against)])
         recordings = {mode: engine.run(path, mode=mode, shown=shown) for mode in engine.MODES}
-    except ConfigError as exc:
-        print(f"error: {shown}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
     verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
     recording, violations = recordings[engine.UP], verdicts[engine.UP]
     first = verdicts[engine.FIRST_PREVIEW]
-    try:
-        writing.write_all(list(_outputs(args, recording, violations, first, audit_against)))
-    except writing.OutputError as exc:
-        print(f"error: {exc}; no report was written", file=sys.stderr)
-        return EXIT_CONFIG
-    sys.stdout.write(report.summary(recording, violations, shown, first_preview=first, tree=args.tree))
+    summary = report.summary(recording, violations, shown, first_preview=first, tree=args.tree)
     if old_report is not None:
         from preview.reports import changes, rollouts
 
         new_report = json.loads(report.as_json(recording, violations))
-        sys.stdout.write(changes.describe(changes.compare(old_report, new_report)))
-        sys.stdout.write(rollouts.describe(rollouts.compare(old_report, new_report)))
+        summary += changes.describe(changes.compare(old_report, new_report))
+        summary += rollouts.describe(rollouts.compare(old_report, new_report))
+    try:
+        writing.write_all(list(_outputs(args, recording, violations, first, audit_against)), summary)
+    except writing.OutputError as exc:
+        raise InvalidInput(f"{exc}; no report was written") from None
     return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK
 
 
-def _close_event_loop() -> None:
-    """The Pulumi SDK runs the program on asyncio's default loop and leaves it open; closed here, so
-    interpreter exit never collects it half torn down (an "Exception ignored ... BaseEventLoop.__del__"
-    after an error once printed after the message)."""
-    import asyncio
-    import warnings
+def _verify_ami(args: argparse.Namespace) -> int:
+    from gpu_platform.config import parse
+    from preview import verify_ami
+    from preview.offline import engine
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop()
-        except RuntimeError:
-            return
-    if not loop.is_running() and not loop.is_closed():
-        loop.close()
+    _, path, shown = _stack(args)
+    with _reading(shown):
+        # Checked as the preview checks it, the program's own checks included (a pool's instance
+        # type, the admins' partition), before AWS is asked about the stack.
+        config = parse(engine.run(path, mode=engine.UP, shown=shown).config)
+    return verify_ami.verify(config, shown)
 
 
 if __name__ == "__main__":
-    code = main()
-    _close_event_loop()
-    sys.exit(code)
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse: --help, a flag it refuses
+        code = exc.code or 0
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # closed, or already failed
+            stream.flush()
+    # Out without the interpreter's teardown: it takes a good part of a second with Pulumi and gRPC
+    # loaded, Python resets the signal handlers for it (a Ctrl-C then killed the process without a
+    # word), and collecting the SDK's event loop left open printed "Exception ignored" tracebacks.
+    os._exit(code)

@@ -1,23 +1,24 @@
 """`python -m preview verify-ami`: the pre-flight check of a pinned node image (`nodeImage.source: ami`).
 
-    python -m preview verify-ami [--stack NAME | --config FILE]
+    python -m preview verify-ami [--stack NAME | --config FILE] [--debug]
 
-Asks EC2 (boto3, the stack's `aws:region`, the caller's credentials) whether the AMI exists and
-whether its tags declare what the stack expects: the driver version, the Kubernetes version, the
-architecture, whether the toolkit is baked (and which, when it is). The keys are the ones a baked image
-carries (`components.aws.node_image.image_tags`), so a pinned AMI is held to the same record.
+First checks the stack as the preview checks it (the program run offline), then asks EC2 (boto3, the
+stack's `aws:region`, the caller's credentials) whether the AMI exists and whether its tags declare
+what the stack expects: the driver version, the Kubernetes version, the architecture, whether the
+toolkit is baked (and which, when it is). The keys are the ones a baked image carries
+(`components.aws.node_image.image_tags`), so a pinned AMI is held to the same record.
 
 Exit 0: the AMI matches; 1: missing or a tag mismatch (each named with both values); 2: a
-configuration error, or `source: bake` (nothing pinned, nothing to verify); 3: AWS could not be
-asked (no credentials, no network, access denied): no verdict either way.
+configuration error, or `source: bake` or `eks-nvidia` (nothing pinned, nothing to verify); 3: AWS
+could not be asked (no credentials, no network, access denied, a setting boto3 refuses): no verdict
+either way, or a bug (one line; the traceback with --debug); 130: interrupted. The flags, the checks
+of the stack and the exit codes other than 1 are the preview's own (`preview/__main__.py`).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags
 from gpu_platform import contract
@@ -32,14 +33,6 @@ _SOURCE_KEYS = {
     TOOLKIT_VERSION_TAG: "the container toolkit of gpu-platform:operator.release",
     ARCHITECTURE_TAG: "the node image architecture (x86_64 only)",
 }
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m preview verify-ami", description=__doc__.split("\n\n")[0])
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
-    source.add_argument("--config", type=Path, help="any stack file (Pulumi.<stack>.yaml format)")
-    return parser
 
 
 def expected_tags(config: Any) -> dict[str, str]:
@@ -80,38 +73,31 @@ def describe(ec2: Any, ami_id: str) -> Optional[dict[str, Any]]:
     return images[0] if images else None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+# Why a stack whose node image is not pinned has nothing to verify, by nodeImage.source.
+_NOTHING_PINNED = {
+    "bake": "the stack bakes its own image (EC2 Image Builder), there is no pinned AMI",
+    "eks-nvidia": "the nodes boot AWS's own AMI, which pulumi up looks up by the SSM parameter of release {release}",
+}
+
+
+def verify(config: Any, shown: str) -> int:
+    """Ask EC2 about the stack's pinned AMI (the stack already checked as the preview checks it)."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from gpu_platform.config import ConfigError, parse
-    from preview import stack_file
-
-    shown = str(args.config or f"stacks/Pulumi.{args.stack or 'dev'}.yaml")
-    try:
-        path, shown = stack_file.resolve_stack(args.stack, args.config)
-        config = parse(stack_file.read_stack_file(path, shown))
-    except ConfigError as exc:
-        print(f"error: {shown}: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-
     image = config.node_image
     if image.source != "ami":
-        print(
-            f"error: {shown}: gpu-platform:nodeImage.source is {image.source!r}: the stack bakes its own "
-            "image, there is no pinned AMI to verify (verify-ami is for source: ami)",
-            file=sys.stderr,
-        )
+        why = _NOTHING_PINNED[image.source].format(release=image.release)
+        print(f"error: {shown}: gpu-platform:nodeImage.source is {image.source!r}: nothing to verify: {why} "
+              "(verify-ami is for source: ami)", file=sys.stderr)
         return EXIT_CONFIG
     expected = expected_tags(config)
     try:
         found = describe(boto3.client("ec2", region_name=config.region), image.ami_id)
-    except (BotoCoreError, ClientError) as exc:
-        print(f"error: {shown}: could not ask EC2 about {image.ami_id} in {config.region}, so nothing is verified: {exc}",
+    except (BotoCoreError, ClientError, ValueError, OSError) as exc:
+        # ValueError: boto3 refusing its own settings (AWS_ENDPOINT_URL=not-a-url, AWS_MAX_ATTEMPTS=abc).
+        reason = " ".join(str(exc).split())
+        print(f"error: {shown}: could not ask AWS: {reason}; nothing is verified ({image.ami_id} in {config.region})",
               file=sys.stderr)
         return EXIT_UNASKED
     wrong = problems(found, image.ami_id, expected)
@@ -123,7 +109,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     declared = ", ".join(f"{k}={v}" for k, v in sorted(expected.items()))
     print(f"{shown}: {image.ami_id} in {config.region} exists and declares {declared}")
     return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,28 @@
-"""All-or-nothing output for the preview's reports: every report is rendered first, then written to
-a temporary file beside its target, and only when all were written are they moved into place. A
-failure (a full disk, a read-only or pseudo file system) removes the temporary files and names the
-flag: no run leaves half a set of reports, or an old report beside a new one."""
+"""All-or-nothing output for the preview: every report is rendered first, then written to a
+temporary file beside its target; then the summary goes to stdout; only when it is there are the
+reports moved into place. A failure (a full disk, a read-only or pseudo file system, a closed stdout)
+or an interrupt removes the temporary files and the directories this run made, and the error names
+the flag: no run leaves half a set of reports, an old report beside a new one, or reports without
+the summary that says what they hold."""
 
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import os
-import tempfile
+import signal
+import stat
+import sys
+import threading
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 MANIFEST_GLOB = "[0-9][0-9]-*.yaml"
+# The manifests a run wrote into a --manifests directory: the next run deletes those it no longer
+# writes, and nothing else (a user's own `10-my-app.yaml` beside them stays).
+MANIFEST_INDEX = ".preview-manifests"
 
 
 class OutputError(ValueError):
@@ -39,10 +50,20 @@ def _existing_ancestor(path: Path) -> Path:
 def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple[str, Optional[Path]]] = ()) -> None:
     """Refuse, before anything runs, an output that cannot be one: a directory for a file (or a file
     for a directory), a device or other special file, a path under a file, a place this user cannot
-    write, a path that is also one of the run's inputs."""
+    write, a path that is also one of the run's inputs, a --manifests directory that holds one (a
+    file there could be replaced), a path the OS refuses (a name too long, a loop of links)."""
+    try:
+        _check(flag, path, directory, inputs)
+    except OSError as exc:
+        raise OutputError(f"{flag} {path}: {exc.strerror or exc}") from None
+
+
+def _check(flag: str, path: Path, directory: bool, inputs: Sequence[tuple[str, Optional[Path]]]) -> None:
     for other_flag, other in inputs:
         if other is not None and other.resolve() == path.resolve():
             raise OutputError(f"{flag} {path}: is also the input of {other_flag}; write the report elsewhere")
+        if directory and other is not None and other.resolve().parent == path.resolve():
+            raise OutputError(f"{flag} {path}: holds {other_flag} {other}, an input of this run; write the manifests elsewhere")
     if directory:
         if path.exists() and not path.is_dir():
             raise OutputError(f"{flag} {path}: is a file; give a directory")
@@ -59,38 +80,164 @@ def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple
         raise OutputError(f"{flag} {path}: {ancestor} is not writable")
 
 
-def _temporary(directory: Path, text: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=directory, prefix=".preview-", suffix=".tmp")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    return Path(name)
+def check_distinct(outputs: Sequence[tuple[str, Optional[Path]]]) -> None:
+    """Refuse two outputs on one path: the second would silently replace the first."""
+    seen: dict[Path, str] = {}
+    for flag, path in outputs:
+        if path is None:
+            continue
+        try:
+            resolved = path.resolve()
+        except OSError as exc:
+            raise OutputError(f"{flag} {path}: {exc.strerror or exc}") from None
+        if resolved in seen:
+            raise OutputError(f"{seen[resolved]} and {flag} name the same path {path}; give each its own")
+        seen[resolved] = flag
 
 
-def write_all(outputs: Sequence[Output]) -> None:
-    """Render every output, write each to a temporary file beside its target, then move them all
-    into place (a directory's old numbered manifests go only then). Raises OutputError naming the
-    flag; nothing of this run stays behind."""
-    rendered = [(o, o.render()) for o in outputs]
-    staged: list[tuple[Path, Path]] = []  # (temporary, target)
-    stale: list[Path] = []
+@contextlib.contextmanager
+def stops_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait for the end of the block, then act as they would have: an interrupt
+    never falls between creating a temporary file and noting it down, or between two moves into
+    place. (Python runs signal handlers in the main thread only; elsewhere nothing can be held.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        for output, content in rendered:
-            try:
-                if output.is_directory:
-                    stale += sorted(output.path.glob(MANIFEST_GLOB)) if output.path.is_dir() else []
-                    staged += [(_temporary(output.path, text), output.path / name) for name, text in content.items()]
-                else:
-                    staged.append((_temporary(output.path.parent, content), output.path))
-            except OSError as exc:
-                raise OutputError(f"{output.flag} {output.path}: cannot be written ({exc.strerror or exc})") from None
-    except OutputError:
-        for temporary, _ in staged:
-            temporary.unlink(missing_ok=True)
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(caught):
+            signal.raise_signal(signum)
+
+
+def _temporary(directory: Path, text: str) -> Path:
+    """A new file beside the target, 0666 less the umask as open() would make it (mkstemp's 0600
+    would lock the group out of every report)."""
+    path = directory / f".preview-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    stream = open(path, "x", encoding="utf-8")
+    try:
+        with stream:
+            stream.write(text)
+    except BaseException:
+        path.unlink(missing_ok=True)
         raise
-    targets = {target for _, target in staged}
-    for old in stale:
-        if old not in targets:
-            old.unlink(missing_ok=True)
-    for temporary, target in staged:
-        os.replace(temporary, target)
+    return path
+
+
+_unfinished: set["_Staging"] = set()  # stagings neither moved into place nor taken back yet
+
+
+class _Staging:
+    """What one run has put on disk so far, to move into place or to take back."""
+
+    def __init__(self) -> None:
+        _unfinished.add(self)
+        self.made: list[Path] = []  # directories this run created, deepest first
+        self.staged: dict[Path, tuple[str, Path]] = {}  # target -> (flag, temporary)
+        self.stale: list[Path] = []  # manifests an earlier run wrote that this one does not
+
+    def add(self, output: Output, content: str | dict[str, str]) -> None:
+        if not output.is_directory:
+            self._mkdir(output.path.parent)
+            self._stage(output.flag, output.path, content)
+            return
+        self._mkdir(output.path)
+        for name, text in content.items():
+            self._stage(output.flag, output.path / name, text)
+        self._stage(output.flag, output.path / MANIFEST_INDEX, "".join(f"{name}\n" for name in content))
+        self.stale += [output.path / name for name in _indexed(output.path) if name not in content]
+
+    def _mkdir(self, directory: Path) -> None:
+        missing = [d for d in (directory, *directory.parents) if not d.exists()]
+        self.made = missing + self.made
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def _stage(self, flag: str, target: Path, text: str) -> None:
+        if target in self.staged:
+            raise OutputError(f"{flag} {target}: is also written by {self.staged[target][0]}; give each its own path")
+        temporary = _temporary(target.parent, text)
+        self.staged[target] = (flag, temporary)
+        if target.is_file():
+            # Replacing a report keeps the mode its owner gave it.
+            temporary.chmod(stat.S_IMODE(target.stat().st_mode))
+
+    def discard(self) -> None:
+        for _, temporary in self.staged.values():
+            temporary.unlink(missing_ok=True)
+        for directory in self.made:
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        _unfinished.discard(self)
+
+    def commit(self) -> None:
+        for old in self.stale:
+            if old not in self.staged:
+                old.unlink(missing_ok=True)
+        for target, (_, temporary) in self.staged.items():
+            os.replace(temporary, target)
+        _unfinished.discard(self)
+
+
+def discard_unfinished() -> None:
+    """For a process about to exit at once (a signal handler): take back what is not in place yet."""
+    for staging in list(_unfinished):
+        staging.discard()
+
+
+def _indexed(directory: Path) -> list[str]:
+    """The manifests an earlier run wrote here, by its index; only plain manifest names, so an index
+    edited by hand never deletes anything else."""
+    try:
+        names = (directory / MANIFEST_INDEX).read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    return [n for n in names if Path(n).name == n and fnmatch.fnmatchcase(n, MANIFEST_GLOB)]
+
+
+def _print(text: str) -> None:
+    stream = sys.stdout
+    try:
+        if stream is None:  # started with stdout closed (`>&-`)
+            raise OSError("stdout is closed")
+        stream.write(text)
+        stream.flush()
+    except OSError as exc:
+        _drop(stream)
+        raise OutputError(f"cannot write the summary to stdout: {exc.strerror or exc}") from None
+
+
+def _drop(stream) -> None:
+    """What stays in stdout's buffer after a failed write goes to /dev/null: the interpreter flushes
+    stdout again at exit, and a second failure would print its own error (and make the exit 120)."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())
+        os.close(null)
+
+
+def write_all(outputs: Sequence[Output], summary: Optional[str] = None) -> None:
+    """Render every output, write each to a temporary file beside its target, write the summary
+    (when given) to stdout, then move them all into place (an earlier run's manifests that this one
+    does not write go only then). Raises OutputError naming the flag, or stdout; nothing of this run
+    stays behind, whatever stops it (an error, Ctrl-C, SIGTERM)."""
+    rendered = [(o, o.render()) for o in outputs]
+    staging = _Staging()
+    try:
+        with stops_deferred():
+            for output, content in rendered:
+                try:
+                    staging.add(output, content)
+                except OSError as exc:
+                    raise OutputError(f"{output.flag} {output.path}: cannot be written ({exc.strerror or exc})") from None
+        # Not held: Ctrl-C must still end a run whose stdout (a pipe nobody reads) blocks.
+        if summary is not None:
+            _print(summary)
+    except BaseException:
+        staging.discard()
+        raise
+    with stops_deferred():
+        staging.commit()

@@ -35,7 +35,8 @@ _OPERAND_KINDS = ("DaemonSet", "Deployment")
 _MODE = {"rw": "read-write", "ro": "read-only"}
 
 
-def report(recording: Recording, against: Optional[str] = None) -> str:
+def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> str:
+    """The report; `against` is the ledger of an older report (`ledger.parse`)."""
     found = privileges.read(recording)
     privileged = [w for w in found if w.privileges]
     rows = [row for w in privileged for row in privileges.rows(w)]
@@ -127,11 +128,8 @@ def _summary(found: list[Workload]) -> list[str]:
     return lines + [""]
 
 
-def _changes(old_text: str, rows: list[ledger.Row]) -> list[str]:
+def _changes(old: set[ledger.Row], rows: list[ledger.Row]) -> list[str]:
     lines = ["## Changes since the previous report", ""]
-    old = ledger.parse(old_text)
-    if old is None:
-        return lines + [f"The previous report has no privilege ledger (`{ledger.BEGIN}`): nothing to compare.", ""]
     added, removed = ledger.diff(old, set(rows))
     if not added and not removed:
         return lines + [f"No privilege added or removed ({len(old)} in both).", ""]

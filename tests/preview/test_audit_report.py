@@ -91,11 +91,11 @@ def test_the_ledger_reads_back_one_row_per_privilege(prod):
 
 
 def test_against_itself_nothing_changes(prod):
-    assert "No privilege added or removed" in _changes(audit.report(prod, against=audit.report(prod)))
+    assert "No privilege added or removed" in _changes(audit.report(prod, against=ledger.parse(audit.report(prod))))
 
 
 def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
-    changes = _changes(audit.report(prod, against=audit.report(dev)))
+    changes = _changes(audit.report(prod, against=ledger.parse(audit.report(dev))))
     added = changes[changes.index("### Added"):changes.index("### Removed")]
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | privileged |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
@@ -107,7 +107,7 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     # prod bakes the toolkit; the same stack with the toolkit DaemonSet is the older report.
     daemonset = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
-    changes = _changes(audit.report(prod, against=audit.report(daemonset)))
+    changes = _changes(audit.report(prod, against=ledger.parse(audit.report(daemonset))))
     removed = changes[changes.index("### Removed"):]
     # All the baked image adds: the operands that read every GPU unprivileged ask for the device list
     # by a read-only /dev/null mount, since the node refuses NVIDIA_VISIBLE_DEVICES from them.
@@ -119,8 +119,14 @@ def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     assert "nvidia-mig-manager" not in changes
 
 
-def test_a_previous_report_without_a_ledger_is_said_so(dev):
-    assert "has no privilege ledger" in _changes(audit.report(dev, against="# some older report\n"))
+@pytest.mark.parametrize("old", ["# some older report\n", f"{ledger.BEGIN}\n| a | b | c |\n"])
+def test_a_previous_report_without_a_ledger_is_refused_before_the_run(tmp_path, capsys, old):
+    (tmp_path / "old.md").write_text(old)
+    report = tmp_path / "new.md"
+    assert main(["--stack", "dev", "--audit", str(report), "--audit-against", str(tmp_path / "old.md")]) == 2
+    err = capsys.readouterr().err
+    assert f"--audit-against {tmp_path / 'old.md'}: has no privilege ledger" in err
+    assert "Traceback" not in err and not report.exists()
 
 
 def test_the_report_is_byte_identical_across_two_runs():

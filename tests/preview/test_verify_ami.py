@@ -134,4 +134,84 @@ def test_aws_that_cannot_be_asked_is_exit_3_not_a_mismatch(tmp_path, capsys, mon
     monkeypatch.setattr(boto3, "client", lambda *_a, **_k: Unasked())
     code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
     assert code == 3
-    assert "could not ask EC2 about ami-0123456789abcdef0" in err and "nothing is verified" in err
+    assert "could not ask AWS: " in err and "ami-0123456789abcdef0 in us-west-2" in err and "nothing is verified" in err
+
+
+def test_a_stack_name_the_os_refuses_is_a_config_error(capsys):
+    assert main(["verify-ami", "--stack", "x" * 300]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --stack x") and "File name too long" in err and "Traceback" not in err
+
+
+@pytest.fixture
+def no_aws(monkeypatch):
+    """Credentials that are never used, and no instance metadata: nothing here reaches a network."""
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(key, value)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("key, value, reason", [
+    ("AWS_ENDPOINT_URL_EC2", "not-a-url", "Invalid endpoint: not-a-url"),
+    ("AWS_MAX_ATTEMPTS", "abc", "invalid literal for int() with base 10: 'abc'"),
+    ("AWS_ENDPOINT_URL", "http://[::1", "Invalid IPv6 URL"),
+])
+def test_an_aws_setting_boto3_refuses_is_exit_3_in_one_line(tmp_path, capsys, no_aws, key, value, reason):
+    no_aws.setenv(key, value)
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
+    assert code == 3
+    assert err.count("\n") == 1 and f"could not ask AWS: {reason}" in err and "nothing is verified" in err
+
+
+def test_a_bug_is_an_internal_error_exit_3_in_one_line(tmp_path, capsys, ec2, monkeypatch):
+    from preview import verify_ami
+
+    def broken(*_args, **_kwargs):
+        raise AttributeError("planted bug")
+
+    monkeypatch.setattr(verify_ami, "problems", broken)
+    stack = _pinned_stack(tmp_path, _register(ec2, GOOD_TAGS))
+    assert main(["verify-ami", "--config", stack]) == 3
+    assert capsys.readouterr().err == ("internal error: AttributeError: planted bug (a bug in gpu-platform, please "
+                                       "report it; --debug prints the traceback)\n")
+    assert main(["verify-ami", "--config", stack, "--debug"]) == 3
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_ctrl_c_is_interrupted_exit_130(tmp_path, capsys, monkeypatch):
+    from preview import verify_ami
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(verify_ami, "describe", interrupted)
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
+    assert (code, err) == (130, "interrupted\n")
+
+
+def test_an_eks_nvidia_stack_has_nothing_to_verify(capsys):
+    from tests.conftest import FIXTURES
+
+    assert main(["verify-ami", "--config", str(FIXTURES / "passing" / "eks-nvidia.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "source is 'eks-nvidia'" in err and "nothing to verify" in err and "SSM parameter" in err
+    assert "bakes" not in err
+
+
+@pytest.mark.parametrize("change", [
+    lambda config: config["gpu-platform:nodePools"][0].update(instanceType="m5.large"),
+    lambda config: config.update({"aws:region": "cn-north-1"}),  # the admins' ARNs are in partition aws
+])
+def test_a_stack_the_program_rejects_is_refused_as_the_preview_refuses_it(tmp_path, capsys, monkeypatch, change):
+    import boto3
+
+    monkeypatch.setattr(boto3, "client", lambda *_a, **_k: pytest.fail("EC2 was asked about a stack the program rejects"))
+    config = stack_config("dev")
+    config["gpu-platform:nodeImage"] = {"source": "ami", "driverVersion": DRIVER, "amiId": "ami-0123456789abcdef0"}
+    change(config)
+    stack = str(write_stack(tmp_path, config, name="pinned"))
+    assert main(["--config", stack]) == 2
+    preview_err = capsys.readouterr().err
+    code, _, err = _run(capsys, stack)
+    assert (code, err) == (2, preview_err)

@@ -1,0 +1,85 @@
+"""Ctrl-C at any moment of `python -m preview`: one line, "interrupted", exit 130, and no report or
+temporary file left behind (the summary and the reports are one all-or-nothing output)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from preview.__main__ import main
+from tests.conftest import ROOT
+
+OUTPUTS = ("--json", "report.json", "--manifests", "manifests", "--audit", "audit.md", "--graph", "rollout.md")
+
+
+def _start(tmp_path, *python: str) -> subprocess.Popen:
+    outputs = [str(tmp_path / part) if not part.startswith("--") else part for part in OUTPUTS]
+    return subprocess.Popen([sys.executable, *python, "--stack", "prod", *outputs], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _interrupt(preview: subprocess.Popen) -> tuple[int, str]:
+    assert preview.poll() is None, "the run ended before the signal: nothing was interrupted"
+    preview.send_signal(signal.SIGINT)
+    _, err = preview.communicate(timeout=60)
+    return preview.returncode, err
+
+
+# From the interpreter's own start-up (our code runs from about 15 ms) through the imports of Pulumi
+# and the policy pack to the two runs of the program under the recording engine (prod: about 3 s).
+@pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.6, 1.0, 2.0])
+def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path, delay):
+    preview = _start(tmp_path, "-m", "preview")
+    time.sleep(delay)
+    assert _interrupt(preview) == (130, "interrupted\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+# The summary waits on stdout while every report is already written to its temporary file.
+_HELD_AT_THE_SUMMARY = """
+import pathlib, runpy, sys, time
+from preview import writing
+marker = pathlib.Path(sys.argv.pop(1))
+def held(text):
+    marker.write_text("")
+    time.sleep(60)
+writing._print = held
+sys.argv[0] = "preview"
+runpy.run_module("preview", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_ctrl_c_while_the_reports_are_written_leaves_no_file(tmp_path):
+    outputs = tmp_path / "outputs"
+    outputs.mkdir()
+    marker = tmp_path / "staged"
+    preview = _start(outputs, "-c", _HELD_AT_THE_SUMMARY, str(marker))
+    deadline = time.monotonic() + 60
+    while not marker.exists() and preview.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert list(outputs.rglob("*.tmp")), "no report was being written"
+    assert _interrupt(preview) == (130, "interrupted\n")
+    assert list(outputs.iterdir()) == []  # the temporary files and the manifests directory this run made
+
+
+def test_ctrl_c_while_the_reports_are_moved_into_place_waits_for_the_last(tmp_path, capsys, monkeypatch):
+    # Between the first and the last move, an interrupt would leave half a set of reports: it is
+    # honoured right after the last.
+    real, moved = os.replace, []
+
+    def replace(source, target):
+        if not moved:
+            signal.raise_signal(signal.SIGINT)
+        moved.append(target)
+        real(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+    outputs = [str(tmp_path / part) if not part.startswith("--") else part for part in OUTPUTS]
+    assert main(["--stack", "dev", *outputs]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert len(moved) > 10 and all(os.path.exists(p) for p in moved) and not list(tmp_path.rglob("*.tmp"))
