@@ -1,6 +1,6 @@
 """The operands' namespace and the cluster-wide objects they share: Pod Security Admission labels,
-the stack's declared facts for the policy pack, and the `nvidia` RuntimeClass (kept even when the
-node image owns the runtime: workloads ask for it by name)."""
+the stack's declared facts for the policy pack, the network policies of the namespace, and the
+`nvidia` RuntimeClass (kept even when the node image owns the runtime: workloads ask for it by name)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ from gpu_platform import contract
 
 NAMESPACE = "gpu-operator"
 RUNTIME_CLASS = "nvidia"
+# The container ports that serve Prometheus metrics: `metrics` (DCGM exporter; NFD up to 0.17) and
+# `http` (NFD 0.18+, one port for /metrics and /healthz: cmd/nfd-*/main.go v0.18.2). Nothing else in
+# the namespace takes connections: the operands talk to the API server and the node, never to each
+# other (NFD's worker publishes NodeFeature objects through the API since 0.14, not over gRPC).
+METRICS_PORTS = ("metrics", "http")
 
 
 @dataclass(frozen=True)
@@ -54,14 +59,38 @@ class GpuNamespace(pulumi.ComponentResource):
             },
             opts=child,
         )
+        # Ingress: metrics ports only. Every pod of the namespace is selected, so one that opens any
+        # other port is unreachable; the kubelet's probes come from the node, which a network policy
+        # always allows (kubernetes.io/docs/concepts/services-networking/network-policies/, "traffic
+        # to and from the node where a Pod is running is always allowed"). Egress stays open: every
+        # operand that calls the API server needs it. Enforced only where the CNI enforces network
+        # policies (on EKS, the VPC CNI with enableNetworkPolicy).
+        in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-deny-ingress",
+            metadata={"name": "default-deny-ingress", "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+            spec={"podSelector": {}, "policyTypes": ["Ingress"]},
+            opts=in_namespace,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-allow-metrics",
+            metadata={"name": "allow-metrics", "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+            spec={
+                "podSelector": {"matchExpressions": [{"key": contract.OPERAND_KEY, "operator": "Exists"}]},
+                "policyTypes": ["Ingress"],
+                "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in METRICS_PORTS]}],
+            },
+            opts=in_namespace,
+        )
+        # The handler exists only on GPU nodes, so a pod of this class is placed there; it gets no
+        # toleration of the GPU taint from here: a pod that runs on a GPU node says so itself (and
+        # gets a GPU from the device plugin), or a pod asking only for the runtime (every CUDA base
+        # image sets NVIDIA_VISIBLE_DEVICES=all) would be steered onto GPU nodes by the class alone.
         self.runtime_class = k8s.node.v1.RuntimeClass(
             f"{name}-runtime-class",
             metadata={"name": RUNTIME_CLASS, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
             handler=RUNTIME_CLASS,
-            scheduling={
-                "nodeSelector": {contract.GPU_PRESENT_LABEL: "true"},
-                "tolerations": [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}],
-            },
+            scheduling={"nodeSelector": {contract.GPU_PRESENT_LABEL: "true"}},
             opts=child,
         )
         self.name = namespace.metadata["name"]

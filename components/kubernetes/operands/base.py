@@ -11,6 +11,8 @@ DaemonSet's pods, CRDs the operand's image needs, and custom resources (a Servic
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional, Protocol, Sequence, TypeVar
@@ -18,13 +20,17 @@ from typing import Any, Optional, Protocol, Sequence, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.operands import rollout
 from gpu_platform import contract, versions
 from gpu_platform.config import Audit, ConfigError
 
 # Readiness markers live on the host, so a node that joins later replays the same order.
 VALIDATIONS_DIR = "/run/nvidia/validations"
 PRIORITY_CLASS = "system-node-critical"
+# What `pulumi up` waits for on an operand DaemonSet: the controller has seen its spec, not every
+# node's pod ready (stages.py says why).
+AWAIT = {"pulumi.com/waitFor": "jsonpath={.status.observedGeneration}"}
+# On an operand's pod template: a digest of its config maps' content (config_hash below).
+CONFIG_HASH_KEY = "gpu-platform.io/config-hash"
 
 
 class VersionRow(Protocol):
@@ -102,7 +108,7 @@ class Container:
 
 @dataclass(frozen=True)
 class OperandSpec:
-    operand: str  # matrix image key, component and DaemonSet name
+    operand: str  # matrix image key and component name
     reason: str  # why this operand needs what privilege it keeps (audit annotation)
     containers: tuple[Container, ...]
     init_containers: tuple[Container, ...] = ()
@@ -121,6 +127,16 @@ class OperandSpec:
     services: tuple["Service", ...] = ()
     crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
     custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
+    # The DaemonSet's, service account's and RBAC objects' name; None: nvidia-<operand>. An image that
+    # looks itself up by name (the validator) gets the name it looks up.
+    object_name: Optional[str] = None
+    # The GPU Operator's `app=` pod label for this operand, which other images select pods by (the MIG
+    # manager waits for and restarts the GPU clients by it); kept beside our app.kubernetes.io labels.
+    app_label: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return self.object_name or f"nvidia-{self.operand}"
 
 
 @dataclass(frozen=True)
@@ -155,7 +171,7 @@ class OperandArgs:
     provider: k8s.Provider
     overrides: dict[str, str] = field(default_factory=dict)  # operator.overrides, declared for the policy pack
     depends_on: Sequence[pulumi.Resource] = ()
-    nodes: int = 0  # the most nodes the DaemonSet may run on: sizes how long `pulumi up` waits (rollout.py)
+    nodes: int = 0  # no longer read (Pulumi does not wait for every node, stages.py); goes with platform.py's count
 
 
 def host_path_modes(spec: OperandSpec) -> dict[str, str]:
@@ -313,14 +329,24 @@ def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, 
     }
 
 
+def config_hash(spec: OperandSpec) -> str:
+    """A digest of the operand's config maps: on the pod template, so a change of their content rolls
+    the pods (a mounted ConfigMap's new content is not re-read by the images: they read it at start,
+    or through config-manager only on a label change)."""
+    text = json.dumps(spec.config_maps, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str]) -> dict:
     """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same)."""
     labels = {
         "app.kubernetes.io/name": spec.operand,
         "app.kubernetes.io/part-of": "gpu-platform",
         contract.OPERAND_KEY: spec.operand,
+        **({"app": spec.app_label} if spec.app_label else {}),
     }
     annotations = {**_declared(args), **audit_annotations(spec, args.audit)}
+    pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
     if spec.node_selector is not None:
         selector = spec.node_selector
     elif args.gate is not None:
@@ -354,12 +380,12 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
     }
     pod_spec.update({k: v for k, v in optional.items() if v})
     return {
-        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
         "spec": {
             "selector": {"matchLabels": {"app.kubernetes.io/name": spec.operand}},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
             "template": {
-                "metadata": {"labels": labels, "annotations": annotations},
+                "metadata": {"labels": labels, "annotations": pod_annotations},
                 "spec": pod_spec,
             },
         },
@@ -377,7 +403,7 @@ class Operand(pulumi.ComponentResource):
         spec = with_wait(args.spec, args.waits_for, args.wait_image)
         self._name, self._args = name, args
         self._child = pulumi.ResourceOptions(parent=self, provider=args.provider)
-        object_name = f"nvidia-{spec.operand}"
+        object_name = spec.name
         # CRDs first: a workload whose image reads or writes its custom resources starts only
         # after the API knows them.
         crds = [
@@ -409,11 +435,7 @@ class Operand(pulumi.ComponentResource):
             )
         manifest = daemonset_manifest(spec, args, object_name, configmap_names)
         manifest["metadata"]["namespace"] = args.namespace
-        wait = rollout.timeout(args.nodes)
-        self.daemonset = k8s.apps.v1.DaemonSet(
-            f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"],
-            opts=pulumi.ResourceOptions.merge(after_waits, pulumi.ResourceOptions(custom_timeouts=pulumi.CustomTimeouts(create=wait, update=wait))),
-        )
+        self.daemonset = k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits)
         selector = manifest["spec"]["selector"]["matchLabels"]
         for service in spec.services:
             k8s.core.v1.Service(

@@ -13,19 +13,36 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
                    containerd has the nvidia handler is the validator's toolkit check, next stage)
     validator      init: driver check, toolkit check -> toolkit-ready, CUDA workload -> cuda-ready;
                    its running container waits for the plugin and writes plugin-ready
+    MIG manager    waits for toolkit-ready
     device plugin  waits for toolkit-ready
     GFD, DCGM      wait for plugin-ready
-    MIG manager    waits for toolkit-ready
 
-Why every creation-time wait completes: Pulumi waits for each DaemonSet's rollout, so a stage may
-only wait for markers that earlier stages write. The one check that needs a later stage (the
-plugin's, which needs the device plugin) therefore runs in the validator's main container, not in
-an init container, and the validator is ready on `cuda-ready`; `plugin-ready` appears once the
-device plugin (the next stage) advertises GPUs, before GFD and DCGM are created. The MIG manager
-waits for `toolkit-ready`, not `plugin-ready`: on a node whose GPUs come up in MIG mode without
-instances the plugin advertises nothing until the MIG manager has carved them, so waiting for the
-plugin would deadlock that node. With the toolkit baked into the image, the validator's own driver
-check is the first. No stage needs `pulumi.com/skipAwait`.
+Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
+that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
+container, not in an init container, and the validator is ready on `cuda-ready`. The MIG manager
+comes before the device plugin and waits for `toolkit-ready` only: a node whose GPUs boot in MIG
+mode with no instances advertises nothing until the MIG manager has carved them, so a MIG manager
+that waited for `plugin-ready` (or came after GFD and DCGM, which do) would never start there, and
+the node would hold every later stage forever. Carving first, it applies the pool's layout, restarts
+the GPU clients it finds by their `app=` labels, and the device plugin advertises the instances.
+
+What `pulumi up` waits for. The pulumi-kubernetes DaemonSet await (v4.32.0
+provider/pkg/await/daemonset.go, kstatus `Current`) completes only when every selected node runs a
+ready pod; one sick node (a GPU with a fatal XID, a node that lost its driver) would then stop every
+`pulumi up` at that stage for the whole cluster, and on the first deployment leave the later stages
+uncreated on every healthy node. So each operand DaemonSet carries `pulumi.com/waitFor` with
+`jsonpath={.status.observedGeneration}` (operands/base.py): Pulumi waits until the DaemonSet
+controller has seen the new spec (the JSONPath condition also requires observedGeneration >=
+generation, v4.32.0 provider/pkg/await/condition/jsonpath.go), so the stages are created in this
+order and an update is accepted before the next stage changes, but no node's health holds the stack.
+A custom waitFor replaces the DaemonSet awaiter for create and update only (provider/pkg/await/
+await.go, "Use our built-in await logic only if the user hasn't specified any await overrides"), so
+deletes still wait, unlike `pulumi.com/skipAwait`, which a DaemonSet's delete honours too
+(provider/pkg/metadata/overrides.go allowsSkipAwaitWithDelete). Whether GPUs work is proven per node,
+where it holds for nodes that join later too: the markers above, the validator's readiness, and for
+blue-green pools the readiness gate that must pass before an old node group goes
+(components/kubernetes/readiness_gate.py). `kubectl -n gpu-operator rollout status ds/<name>` shows
+a stage's progress across nodes.
 """
 
 from __future__ import annotations
@@ -62,10 +79,10 @@ STAGES: tuple[Stage, ...] = (
     Stage("node-feature-discovery", node_feature_discovery.NodeFeatureDiscovery, node_feature_discovery.spec, gate=None),
     Stage("container-toolkit", container_toolkit.ContainerToolkit, container_toolkit.spec, gate="container-toolkit", runtime_owner=True),
     Stage("validator", validator.Validator, validator.spec, gate="operator-validator"),
+    Stage("mig-manager", mig_manager.MigManager, mig_manager.spec, gate="mig-manager", waits_for="toolkit-ready", mig_only=True),
     Stage("device-plugin", device_plugin.DevicePlugin, device_plugin.spec, gate="device-plugin", waits_for="toolkit-ready"),
     Stage("gpu-feature-discovery", gpu_feature_discovery.GpuFeatureDiscovery, gpu_feature_discovery.spec, gate="gpu-feature-discovery", waits_for="plugin-ready"),
     Stage("dcgm-exporter", dcgm_exporter.DcgmExporter, dcgm_exporter.spec, gate="dcgm-exporter", waits_for="plugin-ready"),
-    Stage("mig-manager", mig_manager.MigManager, mig_manager.spec, gate="mig-manager", waits_for="toolkit-ready", mig_only=True),
 )
 
 

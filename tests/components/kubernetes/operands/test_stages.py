@@ -31,15 +31,52 @@ def test_each_stage_waits_for_the_previous_stages_daemonset(stack):
         assert daemonset_of(stack, previous.operand).urn in waits, f"{current.operand} after {previous.operand}"
 
 
-def test_the_seed_order_is_declared_once():
-    assert [s.operand for s in stages.STAGES] == [
-        "node-feature-discovery", "container-toolkit", "validator", "device-plugin",
-        "gpu-feature-discovery", "dcgm-exporter", "mig-manager",
-    ]
+def _node_boot(mig_pending: bool, baked: bool) -> list[str]:
+    """The operands that end up running on one MIG node, replayed from the manifests' per-node rules:
+    a pod starts when the marker it waits for exists; the markers appear as the validator image
+    writes them (toolkit-ready and cuda-ready once its init checks pass; plugin-ready once the device
+    plugin advertises a GPU). A node that boots in MIG mode with no instances (`mig_pending`)
+    advertises nothing until the MIG manager has carved it."""
+    order = [s for s in stages.active(baked, any_mig=True)]
+    running: list[str] = []
+    markers: set[str] = set()
+    for _ in range(len(order) + 1):
+        for stage in order:
+            if stage.operand not in running and (stage.waits_for is None or stage.waits_for in markers):
+                running.append(stage.operand)
+        if "validator" in running:
+            markers |= {"toolkit-ready", "cuda-ready"}
+        if "device-plugin" in running and (not mig_pending or "mig-manager" in running):
+            markers.add("plugin-ready")
+    return running
+
+
+def test_a_node_that_boots_in_mig_mode_without_instances_gets_every_operand():
+    # The MIG manager must start there without the plugin's marker: it is what makes the plugin advertise.
+    for baked in (False, True):
+        running = _node_boot(mig_pending=True, baked=baked)
+        assert {"mig-manager", "device-plugin", "gpu-feature-discovery", "dcgm-exporter"} <= set(running), running
+
+
+def test_the_mig_manager_is_created_before_the_operands_that_read_the_gpus_layout():
+    # A new MIG pool's first pulumi up: the layout is carved before GFD labels and DCGM exports the GPUs.
+    operands = [s.operand for s in stages.STAGES]
+    for reader in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter"):
+        assert operands.index("mig-manager") < operands.index(reader), reader
+
+
+def test_pulumi_waits_for_the_controller_not_for_every_node(stack):
+    # One sick GPU node must not hold every pulumi up (stages.py): no DaemonSet of an operand waits
+    # for its pods on every node, and none skips the delete wait either (skipAwait would).
+    for ds in daemonsets(stack):
+        if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY):
+            annotations = ds.inputs["metadata"]["annotations"]
+            assert annotations.get("pulumi.com/waitFor") == "jsonpath={.status.observedGeneration}", ds.name
+            assert "pulumi.com/skipAwait" not in annotations, ds.name
 
 
 def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
-    # Pulumi waits for each rollout: a wait on a later stage's marker would never complete.
+    # Per node, a wait on a later stage's marker would never complete.
     written_by = {"driver-ready": {"container-toolkit", "validator"}, "toolkit-ready": {"validator"},
                   "cuda-ready": {"validator"}, "plugin-ready": {"validator"}}
     for baked in (False, True):
@@ -48,11 +85,6 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
             if stage.waits_for:
                 assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for}"
             seen.add(stage.operand)
-
-
-def test_no_daemonset_skips_the_rollout_wait(stack):
-    for ds in daemonsets(stack):
-        assert "pulumi.com/skipAwait" not in ds.inputs["metadata"].get("annotations", {})
 
 
 def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):

@@ -1,0 +1,83 @@
+"""The operator namespace takes connections on metrics ports only, and the `nvidia` RuntimeClass
+does not carry pods onto GPU nodes on its own."""
+
+from __future__ import annotations
+
+from gpu_platform import contract
+from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    """A label selector as the API server reads one (matchLabels, and Exists/In expressions)."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, op = expression["key"], expression["operator"]
+        if op == "Exists" and key not in labels or op == "In" and labels.get(key) not in expression["values"]:
+            return False
+    return True
+
+
+def _reachable(rec, namespace: str, labels: dict, port: dict) -> bool:
+    """Whether a connection from another pod reaches this container port: the pod is isolated for
+    ingress once any policy of its namespace selects it, and then only a rule naming the port (by
+    name or number) lets it in."""
+    policies = [p.inputs for p in rec.of_type(NETWORK_POLICY) if p.inputs["metadata"]["namespace"] == namespace
+                and "Ingress" in p.inputs["spec"].get("policyTypes", []) and _selects(p.inputs["spec"]["podSelector"], labels)]
+    if not policies:
+        return True
+    for policy in policies:
+        for rule in policy["spec"].get("ingress") or []:
+            allowed = rule.get("ports")
+            if allowed is None or any(p.get("port") in (port.get("name"), port["containerPort"]) for p in allowed):
+                return True
+    return False
+
+
+def _listeners(rec):
+    for kind in (DAEMONSET, DEPLOYMENT):
+        for workload in rec.of_type(kind):
+            template = workload.inputs["spec"]["template"]
+            for container in template["spec"]["containers"]:
+                for port in container.get("ports") or []:
+                    yield workload, template["metadata"]["labels"], port
+
+
+def test_only_the_metrics_ports_of_the_operator_namespace_take_connections(stack):
+    seen = {}
+    for workload, labels, port in _listeners(stack):
+        namespace = workload.inputs["metadata"]["namespace"]
+        seen[(workload.inputs["metadata"]["name"], port["containerPort"])] = _reachable(stack, namespace, labels, port)
+    # The DCGM exporter's metrics (what Prometheus and the dashboard read) stay reachable.
+    assert seen[("nvidia-dcgm-exporter", 9400)] is True, seen
+    # NFD's master: metrics on 8081 up to 0.17, or one port for metrics and health from 0.18.
+    nfd = {port: ok for (name, port), ok in seen.items() if name.startswith("nvidia-node-feature-discovery")}
+    assert any(nfd.values()), nfd
+
+
+def test_a_pod_of_the_namespace_that_opens_another_port_is_unreachable(stack):
+    port = {"name": "debug", "containerPort": 6060}
+    assert _reachable(stack, "gpu-operator", {contract.OPERAND_KEY: "device-plugin"}, port) is False
+    assert _reachable(stack, "gpu-operator", {"app": "nvidia-cuda-validator"}, port) is False
+
+
+def test_the_runtime_class_places_pods_on_gpu_nodes_but_does_not_tolerate_their_taint(stack):
+    # A pod that only names the runtime (and inherits NVIDIA_VISIBLE_DEVICES=all from a CUDA image)
+    # must not be carried past the GPU taint by the class: only a pod that tolerates it lands there.
+    (runtime,) = stack.of_type(RUNTIME_CLASS)
+    assert runtime.inputs["scheduling"]["nodeSelector"] == {contract.GPU_PRESENT_LABEL: "true"}
+    assert "tolerations" not in runtime.inputs["scheduling"]
+
+
+def test_prod_runs_at_most_two_privileged_operand_daemonsets(prod):
+    # The issue's bound: the baked toolkit leaves the driver check and the MIG manager.
+    privileged = sorted(
+        ds.inputs["metadata"]["name"] for ds in prod.of_type(DAEMONSET)
+        if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY)
+        and any((c.get("securityContext") or {}).get("privileged")
+                for c in [*ds.inputs["spec"]["template"]["spec"].get("initContainers", []), *ds.inputs["spec"]["template"]["spec"]["containers"]])
+    )
+    assert len(privileged) <= 2, privileged
