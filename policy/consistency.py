@@ -17,7 +17,7 @@ import re
 
 from policy import facts, workloads
 from policy.declare import stack_policy
-from policy.props import sequence, text
+from gpu_platform.props import sequence, text
 
 COMPONENT = "aws:imagebuilder/component:Component"
 # The build component's install script starts with the driver it installs (components/aws/node_image.py).

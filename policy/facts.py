@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from gpu_platform import contract, matrix
-from policy.props import dig, mapping, sequence, strings, text
+from gpu_platform.props import dig, mapping, sequence, strings, text
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 NAMESPACE = "kubernetes:core/v1:Namespace"

@@ -1,9 +1,10 @@
 """What each recorded Kubernetes workload keeps on the host, container by container: privileged or
 not, added capabilities, the host paths it mounts and how, and the pod's host namespaces.
 
-Read from resource inputs only, through the same `policy.workloads` readers the policy pack uses,
-so the audit report and the `privileged-workloads-audited` policy can never disagree about what a
-privilege is or which host paths a workload really mounts.
+Read from resource inputs only, through the readers the policy pack and the operands' audit
+annotations use (`gpu_platform/workloads.py`), so the audit report, the annotations and the
+`privileged-workloads-audited` policy can never disagree about what a privilege is or which host
+paths a workload really mounts.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gpu_platform import contract
-from policy import workloads
+from gpu_platform import contract, workloads
 from preview.recording import Recording
 from preview.reports.report import clean, operand_order
 

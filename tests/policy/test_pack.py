@@ -14,10 +14,11 @@ from preview.offline import analyze
 from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"
-ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform"}
+ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform.props",
+                   "gpu_platform.workloads", "gpu_platform"}
 ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 # What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
-CLOSURE = ("matrix.py", "contract.py", "versions.py")
+CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py")
 
 RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
 MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
@@ -100,9 +101,10 @@ def test_the_packs_requirements_cover_its_imports():
 
 def test_no_policy_tests_for_dict_or_list():
     # The analyzer's proxies are Mappings and Sequences: `isinstance(x, dict)` is false for every value
-    # the CLI passes (pulumi_policy/proxy.py). Policies read through policy/props.py instead.
+    # the CLI passes (pulumi_policy/proxy.py). Policies read through gpu_platform/props.py instead.
     found = []
-    for path in sorted(POLICY_DIR.glob("*.py")):
+    readers = [ROOT / "gpu_platform" / name for name in ("props.py", "workloads.py")]
+    for path in sorted(POLICY_DIR.glob("*.py")) + readers:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:
                 kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]

@@ -20,7 +20,7 @@ from typing import Any, Optional, Protocol, Sequence, TypeVar
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import contract, versions
+from gpu_platform import contract, versions, workloads
 from gpu_platform.config import Audit, ConfigError
 
 # Readiness markers live on the host, so a node that joins later replays the same order.
@@ -174,43 +174,15 @@ class OperandArgs:
     nodes: int = 0  # no longer read (Pulumi does not wait for every node, stages.py); goes with platform.py's count
 
 
-def host_path_modes(spec: OperandSpec) -> dict[str, str]:
-    """Host path -> 'rw' or 'ro', from what the containers really mount (rw wins)."""
-    by_volume = {hp.volume: hp for hp in spec.host_paths}
-    modes: dict[str, str] = {}
-    for container in (*spec.init_containers, *spec.containers):
-        for volume in container.host_paths:
-            hp = by_volume[volume]
-            mode = "ro" if hp.read_only else "rw"
-            if modes.get(hp.path) != "rw":
-                modes[hp.path] = mode
-    return dict(sorted(modes.items()))
-
-
-def privileges(spec: OperandSpec) -> list[str]:
-    """Every privilege the pods keep, in words; empty means a fully unprivileged workload."""
-    found = []
-    containers = (*spec.init_containers, *spec.containers)
-    if any(c.privileged for c in containers):
-        found.append("privileged")
-    caps = sorted({cap for c in containers for cap in c.capabilities})
-    if caps:
-        found.append("capabilities " + ",".join(caps))
-    if spec.host_pid:
-        found.append("hostPID")
-    if spec.host_network:
-        found.append("hostNetwork")
-    if spec.host_paths:
-        found.append("hostPath")
-    return found
-
-
-def audit_annotations(spec: OperandSpec, audit: Audit) -> dict[str, str]:
-    if not privileges(spec):
+def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, str]:
+    """The audit annotations of a workload that keeps a privilege, read from its rendered pod spec by
+    the reader the policy pack and the audit report use (gpu_platform/workloads.py), so what the
+    annotations declare is what the policy checks."""
+    if not workloads.privileges(pod_spec):
         return {}
     return {
-        contract.AUDIT_REASON: spec.reason,
-        contract.AUDIT_HOST_PATHS: ",".join(f"{p}:{m}" for p, m in host_path_modes(spec).items()),
+        contract.AUDIT_REASON: reason,
+        contract.AUDIT_HOST_PATHS: ",".join(f"{p}:{m}" for p, m in workloads.host_path_modes(pod_spec).items()),
         contract.AUDIT_OWNER: audit.owner,
         contract.AUDIT_APPROVAL: audit.approval,
     }
@@ -345,8 +317,6 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         contract.OPERAND_KEY: spec.operand,
         **({"app": spec.app_label} if spec.app_label else {}),
     }
-    annotations = {**_declared(args), **audit_annotations(spec, args.audit)}
-    pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
     if spec.node_selector is not None:
         selector = spec.node_selector
     elif args.gate is not None:
@@ -379,6 +349,8 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         "shareProcessNamespace": spec.share_process_namespace,
     }
     pod_spec.update({k: v for k, v in optional.items() if v})
+    annotations = {**_declared(args), **audit_annotations(pod_spec, spec.reason, args.audit)}
+    pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
     return {
         "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
         "spec": {

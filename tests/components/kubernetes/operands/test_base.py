@@ -49,17 +49,6 @@ def test_every_container_has_requests_and_a_memory_limit(stack):
 
 # The MIG manager has no health endpoint, and a probe on the MIG state would hold the rollout for
 # as long as a GPU reset takes: it is ready when it runs.
-WITHOUT_PROBE = {"gpu-mig-manager-ds"}
-
-
-def test_every_workloads_main_container_has_a_probe(stack):
-    for workload in [*daemonsets(stack), *stack.of_type(DEPLOYMENT)]:
-        if workload.name in WITHOUT_PROBE:
-            continue
-        main = pod_spec(workload)["containers"][0]
-        assert main.get("readinessProbe") or main.get("livenessProbe"), workload.name
-
-
 def test_deployments_keep_no_privilege(stack):
     for deployment in stack.of_type(DEPLOYMENT):
         spec = pod_spec(deployment)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 
-from policy.props import dig, mapping, sequence, strings, text
+from gpu_platform.props import dig, mapping, sequence, strings, text
 from tests.policy.verdict import UNKNOWN
 
 PROPS = unknown_checking_proxy({
