@@ -80,7 +80,8 @@ def _waits(daemonset: dict[str, Any]) -> str:
 
 
 def _operands(config: StackConfig, recording: Recording, order: list[Registration]) -> list[str]:
-    lines = ["Operands, in rollout order (each waits for the one before; the first for the GPU pools):"]
+    lines = ["Operands, in rollout order (each created after the one before, the first after the GPU pools; Pulumi waits for",
+             "each DaemonSet's controller, not for every node: on each node, the waits below hold the order):"]
     for number, operand in enumerate(order, 1):
         daemonsets = [r for r in recording.children(operand.urn) if r.type == _DAEMONSET]
         ds = daemonsets[0] if daemonsets else None
@@ -107,11 +108,6 @@ def _long_steps(recording: Recording) -> list[str]:
     lines = []
     for r in recording.of_type(_IMAGE):
         lines.append(f"  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to {_minutes(r.custom_timeouts[0])})")
-    waits = sorted((seconds(r.custom_timeouts[1]), r.name) for r in recording.of_type(_DAEMONSET) if r.custom_timeouts[1])
-    if waits:
-        longest, name = waits[-1]
-        lines.append(f"  operand rollouts: Pulumi waits for each DaemonSet, up to {longest / 60:.0f} min ({name}), "
-                     f"sized to the nodes it covers")
     return ["Long steps:", *lines] if lines else []
 
 

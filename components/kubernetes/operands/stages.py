@@ -1,10 +1,10 @@
-"""The operand order, declared once (like the GPU Operator's list of states).
+"""The operand order, declared once (like the GPU Operator's list of states): the rows of the
+operand registry, gpu_platform/operands.yaml, each resolved to its module's `spec` and component.
 
 Each row is one stage: the operand, the gating label that puts it on a node
 (`nvidia.com/gpu.deploy.<gate>`), and the readiness marker its pods wait for on their node. The
 platform creates the stages in this order, each `depends_on` the previous one (the first on the GPU
-node pools), so `pulumi up` waits for each rollout; the gate and the marker replay the same order on
-a node that joins next week.
+node pools); the gate and the marker replay the same order on a node that joins next week.
 
 The marker chain (files in /run/nvidia/validations, written by the validator image's checks):
 
@@ -47,20 +47,13 @@ a stage's progress across nodes.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from components.kubernetes.operands import (
-    container_toolkit,
-    dcgm_exporter,
-    device_plugin,
-    gpu_feature_discovery,
-    mig_manager,
-    node_feature_discovery,
-    validator,
-)
 from components.kubernetes.operands.base import Operand, OperandSpec
 from components.kubernetes.operands.context import OperandContext
+from gpu_platform import operands
 
 
 @dataclass(frozen=True)
@@ -69,34 +62,35 @@ class Stage:
     component: type[Operand]
     spec: Callable[[OperandContext], OperandSpec]
     gate: Optional[str]  # None: every node (NFD must see a node to discover its GPU)
-    waits_for: Optional[str] = None
-    mig_only: bool = False  # deployed, and gated, only where a pool uses MIG
-    runtime_owner: bool = False  # left out when the node image already configures the runtime
+    waits_for: Optional[str]
+    row: operands.OperandRow  # the registry row (gpu_platform/operands.yaml)
+
+    def deployed(self, toolkit_baked: bool, mig: bool) -> bool:
+        return self.row.deployed(toolkit_baked, mig)
+
+    @property
+    def mig_only(self) -> bool:  # deployed, and gated, only where a pool uses MIG
+        return self.row.on == "mig-pools"
+
+    @property
+    def runtime_owner(self) -> bool:  # left out when the node image already configures the runtime
+        return self.row.on == "toolkit-daemonset"
 
 
-# Gates are the GPU Operator's own suffixes (the validator's is `operator-validator` there too).
-STAGES: tuple[Stage, ...] = (
-    Stage("node-feature-discovery", node_feature_discovery.NodeFeatureDiscovery, node_feature_discovery.spec, gate=None),
-    Stage("container-toolkit", container_toolkit.ContainerToolkit, container_toolkit.spec, gate="container-toolkit", runtime_owner=True),
-    Stage("validator", validator.Validator, validator.spec, gate="operator-validator"),
-    Stage("mig-manager", mig_manager.MigManager, mig_manager.spec, gate="mig-manager", waits_for="toolkit-ready", mig_only=True),
-    Stage("device-plugin", device_plugin.DevicePlugin, device_plugin.spec, gate="device-plugin", waits_for="toolkit-ready"),
-    Stage("gpu-feature-discovery", gpu_feature_discovery.GpuFeatureDiscovery, gpu_feature_discovery.spec, gate="gpu-feature-discovery", waits_for="plugin-ready"),
-    Stage("dcgm-exporter", dcgm_exporter.DcgmExporter, dcgm_exporter.spec, gate="dcgm-exporter", waits_for="plugin-ready"),
-)
+def _stage(row: operands.OperandRow) -> Stage:
+    module = importlib.import_module(f"components.kubernetes.operands.{row.module}")
+    return Stage(row.operand, getattr(module, row.component), module.spec, row.gate, row.waits_for, row)
+
+
+# The order and the gates are the registry's: gpu_platform/operands.yaml.
+STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 
 def active(toolkit_baked: bool, any_mig: bool) -> tuple[Stage, ...]:
-    return tuple(
-        s for s in STAGES
-        if not (s.runtime_owner and toolkit_baked) and not (s.mig_only and not any_mig)
-    )
+    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig))
 
 
 def gates_for_pool(mig: bool, toolkit_baked: bool) -> tuple[str, ...]:
     """The gating labels a pool's nodes carry: every active stage's, the MIG manager's only on MIG
     pools, the toolkit's not when the image owns the runtime."""
-    return tuple(
-        s.gate for s in STAGES
-        if s.gate and not (s.runtime_owner and toolkit_baked) and not (s.mig_only and not mig)
-    )
+    return tuple(s.gate for s in STAGES if s.gate and s.deployed(toolkit_baked, mig))

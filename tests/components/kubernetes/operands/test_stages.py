@@ -98,7 +98,7 @@ def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
         assert selector == {contract.gate_label(stage.gate): "true"}
         carrying = [name for name, labels in pools.items() if all(labels.get(k) == v for k, v in selector.items())]
         assert carrying, f"no pool carries {selector}"
-        if stage.mig_only:
+        if stage.row.on == "mig-pools":
             assert carrying == [f"gpu-pool-{p['name']}-ng" for p in stack.config["gpu-platform:nodePools"] if p.get("mig")]
 
 
