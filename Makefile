@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STACK ?= dev
 STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
-.PHONY: venv constraints preview preview-all test golden docs rollout-docs lint bench clean
+.PHONY: venv constraints preview preview-all test golden docs rollout-docs lint bench scan scan-accept clean
 
 venv: $(VENV)/.installed
 
@@ -56,6 +56,24 @@ lint: venv
 # Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
 bench: venv
 	$(PY) bench/run.py
+
+# checkov in a virtualenv of its own: its pinned dependencies never meet the program's.
+CHECKOV_VENV := .venv-checkov
+
+$(CHECKOV_VENV)/.installed: security/requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r security/requirements-checkov.txt
+	touch $@
+
+# checkov over every stack's manifests; fails on any failure not in security/accepted.yaml, on an
+# entry there that no longer fails, and on a reason left TODO.
+scan: venv $(CHECKOV_VENV)/.installed
+	$(PY) -m security.scan --checkov $(CHECKOV_VENV)/bin/checkov
+
+# Rewrites security/accepted.yaml from the current failures (new ones with reason TODO, fixed ones
+# dropped) and the README's "Security scan" block; write the TODOs, then run it again.
+scan-accept: venv $(CHECKOV_VENV)/.installed
+	$(PY) -m security.scan --accept --checkov $(CHECKOV_VENV)/bin/checkov
 
 clean:
 	rm -rf out .pytest_cache
