@@ -10,11 +10,12 @@ Across the exporters the matrix ships (3.1.9 .. 4.8.3) the env names, the :9400 
 and the three-column metrics CSV with `#` comments are the same (dcgm-exporter
 pkg/dcgmexporter/{server,parser}.go at 3.2.5-3.1.7 and 3.3.9-3.6.1,
 internal/pkg/{server/server.go,counters/counter_config.go} at 4.1.1-4.0.4 .. 4.5.3-4.8.2). What
-changes is the entrypoint, in `IMAGES`, chosen by the exporter version in the tag (the second of the
-two, `4.4.2-4.7.0-distroless` -> 4.7.0). The `-distroless` images (operator 25.10.0 on) have no
-general shell, so nothing here runs one in the exporter's image: the probes are HTTP, and the wait
-for the readiness marker is an init container of the validator's image (base.with_wait), as the
-operator's own toolkit-validation init container is at every release.
+changes is the entrypoint script, which we do not run (the binary is the command, see `IMAGES`,
+chosen by the exporter version in the tag: the second of the two, `4.4.2-4.7.0-distroless` -> 4.7.0).
+The `-distroless` images (operator 25.10.0 on) have no general shell, so nothing here runs one in
+the exporter's image: the probes are HTTP, and the wait for the readiness marker is an init
+container of the validator's image (base.with_wait), as the operator's own toolkit-validation init
+container is at every release.
 """
 
 from __future__ import annotations
@@ -52,18 +53,22 @@ DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is 
 @dataclass(frozen=True)
 class ExporterImage:
     since: str  # first exporter version this row describes
-    # The entrypoint script setcaps the binary unless NO_SETCAP is set; on our read-only root it
-    # can only fail and warn. The container runs as root with SYS_ADMIN added, which is what the
-    # profiling metrics need, so the file capability adds nothing.
-    setcap_entrypoint: bool
+    # The exporter binary, run as the container's command. The images' entrypoint scripts add
+    # nothing we want and break on our read-only root: up to 4.6.0 they setcap the binary (fails,
+    # warns), and the 4.0.4-4.4.0 ones run a bare `ldconfig` first under `set -e`, which cannot write
+    # /etc/ld.so.cache and ends the container before the exporter starts (4.1.1-4.0.4 ..
+    # 4.3.1-4.4.0 docker/dcgm-exporter-entrypoint.sh:2,4). The image's linker cache was built at
+    # image build time (Dockerfile.ubuntu RUN ... ldconfig) and the NVIDIA runtime's hook refreshes
+    # it, which is what the exporter's start-up check reads.
+    binary: str
     source: str
 
 
 IMAGES: tuple[ExporterImage, ...] = (
-    ExporterImage("3.0.0", True, "NVIDIA/dcgm-exporter docker/dcgm-exporter-entrypoint.sh and Dockerfile.* "
-                  "(ENV NO_SETCAP=) at 3.3.0-3.2.0 .. 4.4.1-4.6.0"),
-    ExporterImage("4.7.0", False, "NVIDIA/dcgm-exporter docker/dcgm-exporter-entrypoint.sh at 4.4.2-4.7.0 "
-                  "(exec only; capabilities checked in internal/pkg/capabilities)"),
+    ExporterImage("3.0.0", "/usr/bin/dcgm-exporter",
+                  "NVIDIA/dcgm-exporter docker/Dockerfile* COPY of dcgm-exporter to /usr/bin/ at 3.2.6-3.1.9 "
+                  "(853be680 Dockerfile.ubuntu20.04:12) .. 4.5.3-4.8.2 (docker/Dockerfile:335) and 4.6.0-4.8.3 "
+                  "(7ad58324 docker/Dockerfile, distroless stage)"),
 )
 
 
@@ -87,12 +92,12 @@ def spec(ctx: OperandContext) -> OperandSpec:
     exporter = Container(
         name="nvidia-dcgm-exporter",
         image=ctx.images["dcgm-exporter"],
+        command=(traits.binary,),
         env=(
             ("DCGM_EXPORTER_LISTEN", f":{PORT}"),
             ("DCGM_EXPORTER_KUBERNETES", "true"),
             ("DCGM_EXPORTER_COLLECTORS", f"{_METRICS_DIR}/metrics.csv"),
             ("NVIDIA_VISIBLE_DEVICES", "all"),
-            *((("NO_SETCAP", "1"),) if traits.setcap_entrypoint else ()),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"),),
         host_paths=("pod-gpu-resources",),
@@ -128,6 +133,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
         services=(Service("metrics", PORT),),
         custom_resources=monitors,
         runtime_class="nvidia",
+        # The MIG manager waits for pods with this label to leave a node before repartitioning
+        # (mig-parted v0.13.1 pkg/mig/reconfigure/reconfigure.go:392-395).
+        app_label="nvidia-dcgm-exporter",
     )
 
 

@@ -17,6 +17,14 @@ repartitioning (CDI_ENABLED, and the hook path, like the operator's TransformMIG
 v25.10.1). `CONFIG_FILE` stays set at every version: v0.15.0 generates a configuration from the
 hardware only when it is unset (cmd/nvidia-mig-manager/main.go setupMigConfig; the operator sets
 it for a custom config, object_controls.go at v26.7.0). What changes with the image is in `IMAGES`.
+
+Before repartitioning the manager pauses the GPU clients' gates, waits for their pods to leave by the
+operator's `app=` labels in DEFAULT_GPU_CLIENTS_NAMESPACE (ours, from the downward API), and
+afterwards deletes the validator's pod so its checks run again (mig-parted v0.13.1
+pkg/mig/reconfigure/reconfigure.go:379-410, 604-622): the operands carry those labels. For the host
+driver it also stops the host's GPU client services (WITH_SHUTDOWN_HOST_GPU_CLIENTS, as the
+operator's entrypoint does for a host driver). It writes no readiness marker and has no probe
+(upstream defines none); it reports through the node label nvidia.com/mig.config.state.
 """
 
 from __future__ import annotations
@@ -42,14 +50,23 @@ class MigManagerImage:
     since: str  # first k8s-mig-manager version this row describes
     driver_root_env: str  # the driver root's env name (the older name stays an alias)
     cdi_hook_env: Optional[str]  # None: the image generates CDI specs with nvidia-ctk's default hook
+    # NVIDIA_DEV_ROOT / DEV_ROOT_CTR_PATH exist (v0.8.0 on). From v0.13.0 nothing defaults them to
+    # the driver root: unset, the CDI step creates device nodes and specs against the container's
+    # own /dev (mig-parted v0.13.1 cmd/nvidia-mig-manager/main.go:240-255, reconfigure.go:624-698).
+    dev_root_env: bool
+    # Waits for every DaemonSet pod on its node that selects on nvidia.com/gpu.deploy.client, listed
+    # in all namespaces (mig-parted v0.15.0 pkg/mig/reconfigure/reconfigure.go:412-415, 648-672).
+    lists_pods_cluster_wide: bool
     source: str
 
 
 IMAGES: tuple[MigManagerImage, ...] = (
-    MigManagerImage("0.5.0", "DRIVER_ROOT", None,
+    MigManagerImage("0.5.0", "DRIVER_ROOT", None, False, False,
                     "NVIDIA/mig-parted deployments/gpu-operator/main.go at v0.5.5, cmd/nvidia-mig-manager/main.go at v0.6.0, v0.7.0"),
-    MigManagerImage("0.8.0", "NVIDIA_DRIVER_ROOT", "NVIDIA_CDI_HOOK_PATH",
-                    "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go at v0.8.0 .. v0.15.0"),
+    MigManagerImage("0.8.0", "NVIDIA_DRIVER_ROOT", "NVIDIA_CDI_HOOK_PATH", True, False,
+                    "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go at v0.8.0 .. v0.14.2"),
+    MigManagerImage("0.15.0", "NVIDIA_DRIVER_ROOT", "NVIDIA_CDI_HOOK_PATH", True, True,
+                    "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go, pkg/mig/reconfigure/reconfigure.go at v0.15.0"),
 )
 
 
@@ -62,7 +79,10 @@ def _cdi_env(ctx: OperandContext, traits: MigManagerImage) -> tuple[tuple[str, s
         return ()
     hook = () if traits.cdi_hook_env is None else (
         (traits.cdi_hook_env, _BAKED_CDI_HOOK if ctx.toolkit_baked else _OPERAND_CDI_HOOK),)
-    return (("CDI_ENABLED", "true"), *hook)
+    # The device nodes are the host's, seen at the host root: what the validator's driver-ready
+    # carries for a host driver (gpu-operator v25.10.1 cmd/nvidia-validator/driver.go:41-51).
+    dev_root = (("NVIDIA_DEV_ROOT", "/"), ("DEV_ROOT_CTR_PATH", HOST_ROOT)) if traits.dev_root_env else ()
+    return (("CDI_ENABLED", "true"), *hook, *dev_root)
 
 
 def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
@@ -84,8 +104,24 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
     return yaml.safe_dump({"version": "v1", "mig-configs": dict(sorted(configs.items()))}, sort_keys=False)
 
 
-# GPU clients the manager stops before repartitioning; the operands run as pods, paused by label.
-GPU_CLIENTS = yaml.safe_dump({"version": "v1", "systemd-services": []}, sort_keys=False)
+# Host services the manager stops (when active) before repartitioning and starts again after; the
+# kubelet is added while a MIG mode changes. The GPU Operator's default-gpu-clients list
+# (gpu-operator v25.10.1 assets/state-mig-manager/0410_configmap.yaml:7-18), so a node where someone
+# runs DCGM or NVSM on the host is covered too. nvidia-persistenced and nvidia-fabricmanager (which
+# the node image runs) are left running, as upstream leaves them: mig-parted's own systemd unit
+# starts after both (mig-parted v0.13.1 deployments/systemd/nvidia-mig-manager.service:18) and its
+# hooks stop only nvsm, dcgm, nvidia-dcgm, dcgm-exporter and kubelet (deployments/systemd/hooks.sh:21-30);
+# without the fabric manager an NVSwitch node's GPUs cannot run work at all.
+HOST_GPU_CLIENTS = (
+    "nvsm.service", "nvsm-mqtt.service", "nvsm-core.service", "nvsm-api-gateway.service", "nvsm-notifier.service",
+    "nv_peer_mem.service", "nvidia-dcgm.service", "dcgm.service", "dcgm-exporter.service",
+)
+GPU_CLIENTS = yaml.safe_dump({"version": "v1", "systemd-services": list(HOST_GPU_CLIENTS)}, sort_keys=False)
+# With host clients shut down, the manager copies nvidia-mig-parted and the config here (under the
+# host root, HOST_NVIDIA_DIR /usr/local/nvidia + mig-manager/) and runs it chrooted in the host
+# (mig-parted v0.13.1 cmd/nvidia-mig-manager/main.go:407-414, 455-482; v0.12.3
+# deployments/container/reconfigure-mig.sh:184-191): the one host directory it writes.
+HOST_MIG_PARTED_DIR = "/usr/local/nvidia/mig-manager"
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
@@ -97,13 +133,16 @@ def spec(ctx: OperandContext) -> OperandSpec:
         env=(
             ("CONFIG_FILE", "/mig-parted-config/config.yaml"),
             ("GPU_CLIENTS_FILE", "/gpu-clients/clients.yaml"),
+            # The driver is on the host: the operator's entrypoint sets this to IS_HOST_DRIVER
+            # (gpu-operator v25.10.1 assets/state-mig-manager/0420_configmap.yaml:22-24).
+            ("WITH_SHUTDOWN_HOST_GPU_CLIENTS", "true"),
             ("WITH_REBOOT", "false"),
             (traits.driver_root_env, "/"),
             ("DRIVER_ROOT_CTR_PATH", HOST_ROOT),
             *_cdi_env(ctx, traits),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"), ("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace")),
-        host_paths=("host-sys", "run-nvidia-validations", "host-root", *(("cdi-root",) if ctx.cdi else ())),
+        host_paths=("host-sys", "run-nvidia-validations", "host-root", "host-mig-parted", *(("cdi-root",) if ctx.cdi else ())),
         mounts=(("mig-parted-config", "/mig-parted-config", True), ("gpu-clients", "/gpu-clients", True)),
         privileged=True,
         read_only_root=False,
@@ -112,8 +151,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
     return OperandSpec(
         operand="mig-manager",
         reason=(
-            "repartitions GPUs into MIG instances: privileged with hostPID to reset GPUs and stop "
-            "their host clients through the host root; writes /sys MIG state"
+            "repartitions GPUs into MIG instances: privileged with hostPID to reset GPUs, stop the "
+            "host's GPU client services (and the kubelet while a MIG mode changes) over the host's "
+            "D-Bus and run nvidia-mig-parted chrooted in the host root (read-only but for its copy in "
+            f"{HOST_MIG_PARTED_DIR}); writes /sys MIG state"
             + (" and CDI specs" if ctx.cdi else "")
         ),
         containers=(manager,),
@@ -121,6 +162,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             HostPath("host-sys", "/sys", "/sys", False, "Directory"),
             HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, False, "DirectoryOrCreate"),
             HostPath("host-root", "/", HOST_ROOT, True),
+            HostPath("host-mig-parted", HOST_MIG_PARTED_DIR, HOST_ROOT + HOST_MIG_PARTED_DIR, False, "DirectoryOrCreate"),
             *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),) if ctx.cdi else ()),
         ),
         config_maps={
@@ -128,10 +170,16 @@ def spec(ctx: OperandContext) -> OperandSpec:
             "gpu-clients": {"clients.yaml": GPU_CLIENTS},
         },
         # Sets mig.config.state and pauses the operands' gates on its node while it repartitions.
-        cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch", "update"]},),
+        cluster_rules=(
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch", "update"]},
+            *(({"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},) if traits.lists_pods_cluster_wide else ()),
+        ),
+        # Waits for the GPU clients' pods (by their app= labels) in its own namespace to leave, and
+        # deletes the validator's so its checks run again on the new layout.
         namespace_rules=({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "delete"]},),
         host_pid=True,
         runtime_class="nvidia",
+        app_label="nvidia-mig-manager",
     )
 
 

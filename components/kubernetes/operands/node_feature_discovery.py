@@ -78,6 +78,13 @@ class Traits:
     swaps: bool
     # The NodeFeatureGroup CRD ships since 0.16 (chart crds/nfd-api-crds.yaml v0.16.3).
     feature_groups: bool
+    # The master informs on NodeFeatureGroups in every namespace and writes their status in its
+    # own, whatever the feature gates, from v0.16.3 to v0.17.2: nothing sets DisableNodeFeatureGroup
+    # (pkg/nfd-master/nfd-master.go:1514-1517 v0.16.3, :1350-1354 v0.17.2;
+    # nfd-api-controller.go:137-164 v0.16.3). It waits for that informer's cache before serving
+    # health, so without list/watch it never becomes healthy. From v0.17.3 only with the
+    # NodeFeatureGroupAPI gate, off by default (nfd-master.go:1364 v0.17.3, :1304 v0.18.2).
+    master_informs_groups: bool = False
 
 
 _METRICS = Listener(args=("-metrics=8081",), ports=(("metrics", 8081),))
@@ -105,6 +112,9 @@ TRAITS: tuple[Traits, ...] = (
     # v0.16.3, v0.16.6, v0.17.x: with the NodeFeature API on (the default, locked on in 0.17) the
     # master's gRPC server no longer starts, health moves to its own port; nfd-gc still has none.
     Traits("0.16", worker=_GRPC_HEALTH, master=_GRPC_HEALTH, gc=_METRICS,
+           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True, master_informs_groups=True),
+    # v0.17.3: the NodeFeatureGroup informer goes behind its feature gate.
+    Traits("0.17.3", worker=_GRPC_HEALTH, master=_GRPC_HEALTH, gc=_METRICS,
            owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
     Traits("0.18", worker=_HTTP, master=_HTTP, gc=_HTTP,
            owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
@@ -235,19 +245,23 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 # above, the same calls from v0.14.2 (through pkg/apihelper) to v0.19.0 (through
                 # the client directly): node get/list/patch and a status patch for extended resources (update is
                 # only for `-prune`; no node informer, so no watch); informers (list, watch) on
-                # NodeFeatures and NodeFeatureRules. NodeFeatureGroups only behind the
-                # NodeFeatureGroupAPI feature gate (off by default: pkg/features/features.go), and
-                # namespaces only with a nodeFeatureNamespaceSelector in the master config.
+                # NodeFeatures and NodeFeatureRules. NodeFeatureGroups always from v0.16.3 to v0.17.2,
+                # later only behind the NodeFeatureGroupAPI feature gate (off by default:
+                # pkg/features/features.go; Traits.master_informs_groups), and namespaces only with a
+                # nodeFeatureNamespaceSelector in the master config.
                 cluster_rules=(
                     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
                     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-                    {"apiGroups": [GROUP], "resources": ["nodefeatures", "nodefeaturerules"], "verbs": ["list", "watch"]},
+                    {"apiGroups": [GROUP], "verbs": ["list", "watch"],
+                     "resources": ["nodefeatures", "nodefeaturerules", *(("nodefeaturegroups",) if t.master_informs_groups else ())]},
                 ),
                 # Creating a lease cannot be limited by name; reading and renewing it can.
                 namespace_rules=(
                     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
                     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEADER_LEASE],
                      "verbs": ["get", "update"]},
+                    *(({"apiGroups": [GROUP], "resources": ["nodefeaturegroups/status"], "verbs": ["update"]},)
+                      if t.master_informs_groups else ()),
                 ),
             ),
             Deployment(

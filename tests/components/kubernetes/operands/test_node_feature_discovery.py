@@ -111,3 +111,20 @@ def test_the_crds_are_the_releases_three_with_their_scopes(stack):
     }
     with_status = {name for name, s in crds.items() if "subresources" in s["versions"][0]}
     assert with_status == {f"nodefeaturegroups.{nfd.GROUP}"}
+
+
+def test_the_worker_config_labels_nvidia_gpus_by_vendor_alone():
+    # kubernetes-sigs/node-feature-discovery v0.14.2 source/pci/pci.go:38-46,87-139: deviceLabelFields
+    # [vendor] with classes 0300/0302 in the whitelist gives feature.node.kubernetes.io/pci-10de.present.
+    import yaml
+    pci = yaml.safe_load(nfd.WORKER_CONFIG)["sources"]["pci"]
+    assert pci["deviceLabelFields"] == ["vendor"]
+    assert {"0300", "0302"} <= set(pci["deviceClassWhitelist"])
+
+
+@pytest.mark.parametrize("image, informs", [("v0.16.3", True), ("v0.16.6", True), ("v0.17.2", True),
+                                            ("v0.17.3", False), ("v0.18.2", False), ("v0.15.4", False)])
+def test_the_master_of_v0_16_3_to_v0_17_2_informs_on_node_feature_groups(image, informs):
+    # v0.16.3 pkg/nfd-master/nfd-api-controller.go:137-164: the informer starts unless
+    # DisableNodeFeatureGroup, which nfd-master.go sets only from v0.17.3 (:1364, from the gate).
+    assert nfd.traits(f"registry.k8s.io/nfd/node-feature-discovery:{image}").master_informs_groups is informs

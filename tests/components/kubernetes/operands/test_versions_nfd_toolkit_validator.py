@@ -209,6 +209,19 @@ def test_nfd_gives_the_worker_the_paths_and_rights_its_image_uses(release):
 
 
 @pytest.mark.parametrize("release", RELEASES)
+def test_nfd_master_may_inform_on_node_feature_groups_exactly_where_it_always_does(release):
+    # v0.16.3 .. v0.17.2 start the NodeFeatureGroup informer whatever the gates (nothing sets
+    # DisableNodeFeatureGroup: pkg/nfd-master/nfd-master.go:1514-1517 v0.16.3, :1350-1354 v0.17.2) and
+    # wait for its cache before serving health; v0.17.3 gates it on NodeFeatureGroupAPI (:1364).
+    version = image_version(release, "node-feature-discovery")
+    always = versions.at_least(version, "0.16.3") and not versions.at_least(version, "0.17.3")
+    master = next(p for p in node_feature_discovery.spec(context(release)).deployments if p.suffix == "master")
+    listed = {v for r in master.cluster_rules if "nodefeaturegroups" in r["resources"] for v in r["verbs"]}
+    status = {v for r in master.namespace_rules if "nodefeaturegroups/status" in r["resources"] for v in r["verbs"]}
+    assert (listed, status) == (({"list", "watch"}, {"update"}) if always else (set(), set())), release
+
+
+@pytest.mark.parametrize("release", RELEASES)
 def test_the_toolkit_gets_only_env_its_installer_reads(release):
     version = image_version(release, "container-toolkit")
     readable = set().union(*(names for first, names in TOOLKIT_ENV.items() if versions.at_least(version, first)))

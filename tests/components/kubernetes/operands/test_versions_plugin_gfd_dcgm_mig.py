@@ -115,12 +115,14 @@ def test_the_plugin_hands_out_cdi_devices_only_where_the_release_turns_cdi_on(re
 
 
 @releases
-def test_the_exporter_skips_setcap_only_where_its_entrypoint_tries_it(release):
-    spec, _ = rendered("dcgm-exporter", release)
+def test_the_exporter_runs_its_binary_not_the_entrypoint_script_at_every_version(release):
+    # The scripts setcap (fails on a read-only root) and, at 4.0.4-4.4.0, run ldconfig under set -e
+    # (fatal on a read-only root); /usr/bin/dcgm-exporter is the binary at every tag the matrix ships.
+    spec, manifest = rendered("dcgm-exporter", release)
     exporter = container(spec, "nvidia-dcgm-exporter")
-    old_entrypoint = not versions.at_least(dcgm_exporter.exporter_version(exporter.image), "4.7.0")
-    assert ("NO_SETCAP" in env(exporter)) == old_entrypoint
-    assert env(exporter).get("NO_SETCAP", "1") == "1"
+    assert exporter.command == ("/usr/bin/dcgm-exporter",) and exporter.read_only_root
+    assert "NO_SETCAP" not in env(exporter)
+    assert manifest["spec"]["template"]["metadata"]["labels"]["app"] == "nvidia-dcgm-exporter"
 
 
 @releases
@@ -162,6 +164,9 @@ def test_the_mig_manager_finds_the_host_driver_by_its_images_env_names(release):
     assert {hp.path: hp.mount for hp in spec.host_paths}["/"] == "/host"
     # The image's own entrypoint: no operator entrypoint script, no shell.
     assert manager.command == ()
+    # With CDI the device nodes are the host's too; v0.13+ no longer default them to the driver root.
+    if release.cdi and newer:
+        assert (env(manager)["NVIDIA_DEV_ROOT"], env(manager)["DEV_ROOT_CTR_PATH"]) == ("/", "/host")
 
 
 @releases
