@@ -1,6 +1,10 @@
 """The NVIDIA container toolkit: registers the `nvidia` runtime handler in the host's containerd and
 restarts containerd through its socket. Its first init step is the validator's driver check, which
-proves the baked driver is loaded and writes `driver-ready`.
+proves the baked driver is loaded and writes its marker (`host-driver-ready` for a host driver up to
+validator v24.3.0, `driver-ready` from v24.6.0: validator.py). The installer itself reads no marker and
+makes no Kubernetes API call (gpu_platform/operand_contracts/container-toolkit.yaml), so the pods get
+no API token: the driver check needs one only to list driver DaemonSets when the host driver fails,
+where failing and being restarted is what we want (validator.py).
 
 Env and host paths are the GPU Operator's (gpu-operator-facts.yaml, operand_manifests
 container_toolkit_containerd and per_component.container-toolkit at v23.9.2, v24.9.2, v25.10.1 and
@@ -26,20 +30,28 @@ from components.kubernetes.namespace import RUNTIME_CLASS
 # (scripts/install-nvidia-driver.sh) writes the same file.
 DROP_IN_DIR = "/etc/containerd/config.d"
 CONFIG_TOML = "/etc/containerd/config.toml"
+PID_DIR = "toolkit-run"
 
 
 @dataclass(frozen=True)
 class Traits:
     since: str
-    # Where the installer writes its pid file (the readiness probe). It is written when the
-    # installer starts, before it installs anything or touches containerd (initialize() in Run, at
-    # every version from v1.14.3 to v1.20.0), so ready means "installer running"; the proof that
-    # containerd has the handler is the validator's toolkit check, the next stage. Up to 1.15 the
-    # path is the constant /run/nvidia/toolkit.pid
-    # (tools/container/nvidia-toolkit/run.go v1.14.3, v1.15.0), written inside the container;
-    # TOOLKIT_PID_FILE exists from v1.16.0 (run.go v1.16.1) and puts it on the host.
+    # Where the installer writes and flocks its pid file, at start, before it installs anything or
+    # touches containerd (initialize() in Run, at every version from v1.14.3 to v1.20.0). No probe
+    # reads it: its presence means "installer started", which a running container says already; the
+    # proof that containerd has the handler is the validator's toolkit check, the next stage. Up to
+    # 1.15 the path is the constant /run/nvidia/toolkit.pid, created without a mkdir
+    # (tools/container/nvidia-toolkit/run.go:17-19, 185-220 at v1.14.3, v1.15.0), so /run/nvidia is a
+    # pod-local emptyDir; TOOLKIT_PID_FILE exists from v1.16.0 (run.go v1.16.1) and puts it in a host
+    # directory, where the lock also keeps a second installer on the node from starting.
     pid_file: str
     pid_file_env: bool
+    # NVIDIA_DEV_ROOT / DEV_ROOT_CTR_PATH exist from v1.16.0 (tools/container/toolkit/toolkit.go:141-152
+    # at v1.16.1; absent at v1.15.0). Unset, the control device nodes that the installer creates with CDI
+    # on go under the container's own / (createDeviceNodes, toolkit.go:780-794 at v1.16.1;
+    # pkg/system/nvdevices/devices.go: an empty root is /), not the host's /dev; the operator exports
+    # them (/ and /host for a host driver) from the validator's driver-ready, which we do not source.
+    dev_root_env: bool
     # RUNTIME_DROP_IN_CONFIG(_HOST_PATH) exist from v1.18.0 (cmd/nvidia-ctk-installer); older images
     # edit the file named by RUNTIME_CONFIG/CONTAINERD_CONFIG in place (and restore it on exit).
     drop_in: bool
@@ -63,9 +75,9 @@ _CDI_MODE = (
 )
 
 TRAITS: tuple[Traits, ...] = (
-    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, drop_in=True, cdi_env=_CDI_MODE),
+    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, dev_root_env=False, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=True, cdi_env=_CDI_MODE),
 )
 
 
@@ -87,8 +99,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
     )
     # The toolkit-root host directory only holds the pid file, so it is mounted only where the
-    # image can be told to write it there.
+    # image can be told to write it there; older images get a pod-local /run/nvidia for it.
     toolkit_root = ("toolkit-root",) if t.pid_file_env else ()
+    pid_dir = () if t.pid_file_env else ((PID_DIR, "/run/nvidia", False),)
     toolkit = Container(
         name="nvidia-container-toolkit-ctr",
         image=image,
@@ -102,15 +115,16 @@ def spec(ctx: OperandContext) -> OperandSpec:
             # (both names read since v1.14.3, tools/container/toolkit/toolkit.go).
             ("NVIDIA_DRIVER_ROOT", "/"),
             ("DRIVER_ROOT_CTR_PATH", "/host"),
+            *((("NVIDIA_DEV_ROOT", "/"), ("DEV_ROOT_CTR_PATH", "/host")) if t.dev_root_env else ()),
             *containerd,
             *(t.cdi_env if ctx.cdi else ()),
         ),
         host_paths=("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket",
-                    *toolkit_root, "toolkit-install-dir", "host-root", "cdi-root", "host-dev-char", "run-nvidia-validations"),
+                    *toolkit_root, "toolkit-install-dir", "host-root", "cdi-root"),
+        mounts=pid_dir,
         privileged=True,
         read_only_root=False,
         requests=("50m", "64Mi"),
-        readiness={"exec": {"command": ["test", "-f", t.pid_file]}, "periodSeconds": 10},
     )
     writes = (f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml" if t.drop_in
               else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit)")
@@ -118,7 +132,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         operand="container-toolkit",
         reason=(
             f"installs the NVIDIA runtime under /usr/local/nvidia, {writes} and restarts containerd "
-            "(privileged, hostPID); generates CDI specs in /var/run/cdi and /dev/char links; its driver check chroots into /"
+            "(privileged, hostPID); generates CDI specs in /var/run/cdi; its driver check chroots into / and links the GPU char devices in /dev/char"
         ),
         init_containers=(validator.driver_check(ctx.images["validator"]),),
         containers=(toolkit,),
@@ -135,7 +149,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
             validator.HOST_DEV_CHAR,
             HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, False, "DirectoryOrCreate"),
         ),
+        empty_dirs=() if t.pid_file_env else (PID_DIR,),
         host_pid=True,
+        # The GPU Operator's pod label (assets/state-container-toolkit/0500_daemonset.yaml:17 at
+        # v23.9.0 .. v26.7.0), kept beside ours.
+        app_label="nvidia-container-toolkit-daemonset",
     )
 
 

@@ -18,6 +18,21 @@ the toolkit check runs `nvidia-smi` through the nvidia runtime, and every image 
 `NVIDIA_VISIBLE_DEVICES=void` (validator/Dockerfile, docker/Dockerfile), so the check asks for
 `all` itself; and from v25.10.0 the image is distroless with busybox, where the asset stopped
 using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in finite steps.
+
+What the image looks up by name (gpu_platform/operand_contracts/validator.yaml): the cuda and plugin
+checks GET the DaemonSet `nvidia-operator-validator` in their namespace before they create a workload
+pod (validator/main.go:1030-1053 at v23.9.0, cmd/nvidia-validator/main.go:1330, 1594 at v26.7.0), and
+the workload pods baked into the image run as the service account of that name
+(validator/cuda-workload-validation.yaml:14 at v23.9.0, validator/manifests/*-workload-validation.yaml
+at v26.7.0), so the DaemonSet, its service account and its RBAC carry the upstream name. The pods
+keep the upstream label app=nvidia-operator-validator, by which the MIG manager restarts them after
+repartitioning (deployments/container/reconfigure-mig.sh:640 at NVIDIA/mig-parted v0.9.1).
+
+The driver marker is not the same at every tag: up to v24.3.0 a host driver gets `host-driver-ready`
+(validator/main.go:141-144, 677-681 at v23.9.0 and v24.3.0) and `driver-ready` is written only for a
+driver container; from v24.6.0 `driver-ready` is written for both (validator/main.go:150, 773-820 at
+v24.6.0). No stage may wait for either (stages.py waits for toolkit-ready and plugin-ready, which
+every tag writes).
 """
 
 from __future__ import annotations
@@ -32,6 +47,8 @@ from components.kubernetes.operands.context import OperandContext
 # created in OPERATOR_NAMESPACE from VALIDATOR_IMAGE under VALIDATOR_RUNTIME_CLASS.
 HOST_ROOT = HostPath("host-root", "/", "/host", True)
 HOST_DEV_CHAR = HostPath("host-dev-char", "/dev/char", "/host-dev-char", False)
+# The name the image looks itself up by, and the name of the service account its workload pods run as.
+NAME = "nvidia-operator-validator"
 VALIDATIONS_RW = HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, False, "DirectoryOrCreate")
 
 
@@ -58,16 +75,11 @@ def _workload_env(image: str) -> tuple:
     return (("VALIDATOR_IMAGE", image), ("VALIDATOR_RUNTIME_CLASS", "nvidia"))
 
 
-def mig_strategy(ctx: OperandContext) -> str:
-    strategies = {s.mig_strategy for s in ctx.sharing}
-    return "mixed" if "mixed" in strategies else "single"
-
-
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["validator"]
     # Runs until the device plugin (a later stage) advertises GPUs, then keeps the pod alive; the
     # pod is ready once the checks that precede the plugin have passed (readiness below).
-    plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "true"), ("MIG_STRATEGY", mig_strategy(ctx)), *_workload_env(image)))
+    plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "true"), *_workload_env(image)))
     plugin = Container(
         **{**plugin.__dict__,
            "name": "plugin-validation",
@@ -89,10 +101,22 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         containers=(plugin,),
         host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW, *gpu_access.host_paths(ctx)),
-        # The CUDA and plugin checks run workload pods in the namespace and read the node's resources.
-        namespace_rules=({"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "create", "delete"]},),
-        cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},),
+        # The cuda and plugin checks list and delete the node's earlier workload pod, create a new one and
+        # get it until it succeeds, after a get of their own DaemonSet (for its tolerations); the plugin
+        # check gets its Node for the advertised GPUs. No watch, update or list of DaemonSets: the
+        # driver check lists driver DaemonSets (v24.6.0+) only when `chroot /host nvidia-smi` fails, and
+        # then a refusal is what we want: the check exits and the kubelet restarts it, so it tries the
+        # host driver again, where a granted list that finds no driver DaemonSet would wait for a
+        # driver container's /run/nvidia/driver forever (validateDriverContainer, validator/main.go:709-771
+        # at v24.6.0, cmd/nvidia-validator/main.go:800-873 at v26.7.0).
+        namespace_rules=(
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "delete"]},
+            {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"], "resourceNames": [NAME]},
+        ),
+        cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},),
         runtime_class="nvidia",
+        object_name=NAME,
+        app_label=NAME,
     )
 
 
