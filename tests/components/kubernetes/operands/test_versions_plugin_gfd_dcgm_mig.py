@@ -103,10 +103,12 @@ def test_gfd_up_to_23_9_is_its_own_image_and_borrows_config_manager_from_the_plu
 def test_the_plugin_hands_out_cdi_devices_only_where_the_release_turns_cdi_on(release):
     spec, _ = rendered("device-plugin", release)
     plugin = container(spec, "nvidia-device-plugin")
-    cdi_env = {"CDI_ENABLED", "DEVICE_LIST_STRATEGY", "CDI_ANNOTATION_PREFIX", "NVIDIA_CDI_HOOK_PATH"}
+    cdi_env = {"DEVICE_LIST_STRATEGY", "CDI_ANNOTATION_PREFIX", "NVIDIA_CDI_HOOK_PATH", "DRIVER_ROOT_CTR_PATH", "NVIDIA_DRIVER_ROOT"}
     assert (cdi_env <= set(env(plugin))) == release.cdi
     assert not release.cdi or env(plugin)["DEVICE_LIST_STRATEGY"] == "cdi-annotations,cdi-cri"
-    assert ("cdi-root" in plugin.host_paths) == release.cdi
+    # The plugin reads no CDI_ENABLED at any version: the strategy is the switch.
+    assert "CDI_ENABLED" not in env(plugin)
+    assert ("cdi-root" in plugin.host_paths) == ("host-root" in plugin.host_paths) == release.cdi
     if release.cdi:
         # NVIDIA_CDI_HOOK_PATH and the cdi-cri strategy need plugin v0.16+ (v0.18 is what ships with CDI).
         assert versions.at_least(tag_version(plugin.image), "0.16.0")
