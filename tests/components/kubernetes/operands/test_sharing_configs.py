@@ -56,3 +56,15 @@ def test_a_configuration_the_gpu_cannot_carve_never_reaches_the_map():
 
 def test_no_mig_manager_without_a_mig_pool(dev):
     assert not any(r.name.startswith("gpu-mig-manager") for r in dev.resources)
+
+
+def test_the_config_config_manager_falls_back_to_is_in_the_map(stack):
+    # With no node label config-manager links DEFAULT_CONFIG, which must exist in CONFIG_FILE_SRCDIR
+    # or it exits (cmd/config-manager/main.go:334-392 at v0.18.1).
+    for operand in ("device-plugin", "gpu-feature-discovery"):
+        ds = next(r for r in stack.of_type("kubernetes:apps/v1:DaemonSet") if r.inputs["metadata"]["name"] == f"nvidia-{operand}")
+        pod = ds.inputs["spec"]["template"]["spec"]
+        for c in [*pod["initContainers"], *pod["containers"]]:
+            default = {e["name"]: e.get("value") for e in c.get("env", [])}.get("DEFAULT_CONFIG")
+            if default is not None:
+                assert default in config_map(stack, f"nvidia-{operand}-available-configs"), (operand, c["name"])
