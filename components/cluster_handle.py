@@ -15,13 +15,14 @@ import pulumi_kubernetes as k8s
 @dataclass(frozen=True)
 class GpuPoolHandle:
     name: str
-    labels: dict[str, str]  # the kubelet labels its nodes register with (gates, sharing config, generation)
+    labels: dict[str, str]  # the kubelet labels its nodes register with (gates, sharing config, image generation)
     taints: tuple[dict[str, str], ...]  # in Kubernetes spelling
     max_nodes: int
     desired_nodes: int
     rollout: str  # surge | in-place | blue-green
-    # The labels that pick the nodes of its current image generation (what a readiness gate proves).
-    generation_selector: dict[str, str]
+    # The labels that pick the nodes of the pool's current node group, and only those (what a
+    # readiness gate proves): a replaced group's nodes never match its successor's.
+    node_selector: dict[str, pulumi.Input[str]]
     # What must exist before its nodes can run anything (its node group), and what a blue-green
     # readiness gate must follow (the group replaced create-before-delete).
     ready: pulumi.Resource

@@ -213,9 +213,11 @@ class NodeImage(_Model):
     # gpu_platform/eks_ami_releases.yaml); pinned so that AWS publishing a newer one rebuilds nothing.
     base_image_release: Optional[str] = Field(default=None, alias="baseImageRelease")
 
-    @field_validator("release")
+    @field_validator("release", mode="before")
     @classmethod
-    def _eks_release(cls, value: Optional[str]) -> Optional[str]:
+    def _eks_release(cls, value: Any) -> Any:
+        # Before the type check: `release: 20260714` is a number in YAML, and its message must still
+        # list the releases (written with the v, as the tags are).
         known = matrix.load().eks_nvidia_amis
         if value is not None and value not in known:
             raise ValueError(
@@ -255,20 +257,21 @@ class NodeImage(_Model):
                 raise ValueError(f"driverVersion is required with source: {self.source} (e.g. \"580.105.08\")")
             return self
         if not self.release:
-            raise ValueError("release is required with source: eks-nvidia (an amazon-eks-ami release, e.g. v20260714; "
-                             f"valid: {_valid(matrix.load().eks_nvidia_amis)})")
+            raise ValueError(_at(".release", "required with source: eks-nvidia (an amazon-eks-ami release, e.g. v20260714; "
+                                             f"valid: {_valid(matrix.load().eks_nvidia_amis)})"))
         for key, value in (("amiId", self.ami_id), ("baseImageRelease", self.base_image_release)):
             if value:
-                raise ValueError(f"{key} is not for source: eks-nvidia (AWS's AMI of release {self.release} is the image)")
+                raise ValueError(_at(f".{key}", f"not for source: eks-nvidia (AWS's AMI of release {self.release} is the image); remove it"))
         drivers = {ami.driver for ami in matrix.load().eks_nvidia_amis[self.release].values()}
         if self.driver_version is None and len(drivers) == 1:
             object.__setattr__(self, "driver_version", drivers.pop())
         elif self.driver_version not in drivers:
-            raise ValueError(f"driverVersion {_shown(self.driver_version)} is not the driver of the {self.release} nvidia AMI "
-                             f"(valid: {_valid(drivers)}); with source: eks-nvidia the driver is AWS's")
+            raise ValueError(_at(".driverVersion", f"{_shown(self.driver_version)} is not the driver of the {self.release} nvidia AMI "
+                                                   f"(valid: {_valid(drivers)}, or leave it out); with source: eks-nvidia the driver is AWS's"))
         if not self.toolkit_baked:
-            raise ValueError("toolkitBaked: false does not fit source: eks-nvidia: AWS's AMI carries the container toolkit and "
-                             "nodeadm makes nvidia containerd's default runtime, so a toolkit DaemonSet would be a second owner")
+            raise ValueError(_at(".toolkitBaked", "false does not fit source: eks-nvidia: AWS's AMI carries the container toolkit and "
+                                                  "nodeadm makes nvidia containerd's default runtime, so a toolkit DaemonSet would be a second "
+                                                  "owner (valid: true, or leave it out)"))
         return self
 
     @model_validator(mode="after")
@@ -336,6 +339,9 @@ class NodePool(_Model):
     # new node group beside the old, removed after a readiness gate). Default surge; in-place for a
     # capacity block, whose reservation holds no spare instance to surge into.
     rollout: Optional[Literal["surge", "in-place", "blue-green"]] = None
+    # blue-green on a capacity block: both generations run at once, so the block must hold twice the
+    # pool's nodes; the stack accepts it only when the stack file says the block does.
+    block_holds_both_generations: StrictBool = Field(default=False, alias="blockHoldsBothGenerations")
     # EKS node auto repair: a node whose GPU reports a fatal condition (the node monitoring agent's
     # AcceleratedHardwareReady, e.g. NVIDIA XID or double-bit errors) is rebooted or replaced. Any pool
     # with it on gets the cluster the eks-node-monitoring-agent add-on that detects those conditions.
@@ -345,6 +351,17 @@ class NodePool(_Model):
     capacity_reservation_id: Optional[str] = Field(
         default=None, alias="capacityReservationId", pattern=r"^cr-[0-9a-f]{17}$"
     )
+
+    @field_validator("rollout", "node_repair", mode="before")
+    @classmethod
+    def _no_null(cls, value: Any, info) -> Any:
+        # `rollout:` and `nodeRepair:` with nothing after them are YAML nulls: both are refused alike,
+        # never read as "the default" for one and an error for the other.
+        if value is None:
+            valid = "surge, in-place or blue-green" if info.field_name == "rollout" else "true or false"
+            default = "surge; in-place for a capacity block" if info.field_name == "rollout" else "true"
+            raise ValueError(f"has no value (null): give {valid}, or remove the key for the default ({default})")
+        return value
 
     @field_validator("max_size")
     @classmethod
@@ -375,8 +392,27 @@ class NodePool(_Model):
         elif block and self.rollout == "surge":
             # A surge launches extra instances before the old ones go; a capacity block reserves a fixed
             # count for a fixed window (EC2 User Guide, "Capacity Blocks for ML"), so there is none to spare.
-            raise ValueError("rollout: surge does not fit capacityType: CAPACITY_BLOCK: the block holds no spare instance "
-                             "to launch new nodes into first (valid: in-place, blue-green with a block that has room for both)")
+            raise ValueError(_at(".rollout", "surge does not fit capacityType: CAPACITY_BLOCK: the block holds no spare instance "
+                                             "to launch new nodes into first (valid: in-place; blue-green with blockHoldsBothGenerations: true)"))
+        elif block and self.rollout == "blue-green" and not self.block_holds_both_generations:
+            # The new node group launches desiredSize nodes into the same reservation while the old one
+            # still holds its own: the block must have room for both generations, which only its owner knows.
+            raise ValueError(_at(".rollout", (
+                f"blue-green on capacityType: CAPACITY_BLOCK runs both node group generations at once, {self.desired_size} + "
+                f"{self.desired_size} nodes in the block {self.capacity_reservation_id}; say that the block holds them with "
+                "blockHoldsBothGenerations: true, or use rollout: in-place (valid: in-place; blue-green with blockHoldsBothGenerations: true)")))
+        if self.block_holds_both_generations and not (block and self.rollout == "blue-green"):
+            raise ValueError(_at(".blockHoldsBothGenerations", "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it"))
+        return self
+
+    @model_validator(mode="after")
+    def _capacity_block_family(self) -> "NodePool":
+        families = matrix.load().capacity_block_families
+        family = self.instance_type.split(".", 1)[0]
+        if self.capacity_type == "CAPACITY_BLOCK" and family not in families:
+            raise ValueError(_at(".capacityType", (
+                f"EC2 sells Capacity Blocks for ML only for {', '.join(families)} instances, not {self.instance_type!r} "
+                "(valid: ON_DEMAND, SPOT; CAPACITY_BLOCK with an instance type of those families; gpu_platform/matrix.yaml capacityBlocks)")))
         return self
 
     @model_validator(mode="after")

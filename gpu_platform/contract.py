@@ -47,8 +47,11 @@ OPERATOR_RELEASE_KEY = "gpu-platform.io/operator-release"
 # On a GPU node group: how a new node image reaches its nodes (surge | in-place | blue-green).
 ROLLOUT_TAG = "gpu-platform.io/rollout"
 # A kubelet label of every GPU node: a digest of what its node image is (source, release or AMI,
-# driver, toolkit, Kubernetes version). A new image is a new generation; the readiness gate of a
-# blue-green pool selects the new generation's nodes by it.
+# driver, toolkit, Kubernetes version, kernel module flavour), for people reading nodes
+# (`kubectl get nodes -L gpu-platform.io/image-generation`). Not what a readiness gate selects on: a
+# node group replaced for another reason (instance type, volume size) keeps the digest, and a
+# rollback brings an old one back; the gate selects the node group's own EKS label instead
+# (components/aws/node_pool.py NODE_GROUP_LABEL).
 GENERATION_LABEL = "gpu-platform.io/image-generation"
 CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
 OVERRIDES_KEY = "gpu-platform.io/image-overrides"

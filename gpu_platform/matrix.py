@@ -102,6 +102,13 @@ class Gpu:
     kernel_modules: tuple[str, ...] = ("open",)
     # Fourth-generation NVSwitch: the NVLink subnet manager and ib_umad run beside the fabric manager.
     nvlink_subnet_manager: bool = False
+    # AWS turns the GSP firmware off on this GPU (proprietary modules only): matrix.yaml gspFirmwareOff.
+    gsp_firmware_off: bool = False
+
+    def nvswitch_in(self, gpu_count: int) -> bool:
+        """Whether an instance with `gpu_count` of these GPUs has NVSwitch: a switch joins GPUs, so one
+        GPU of an NVSwitch model (p5.4xlarge) has none (matrix.yaml, the note on nvswitch)."""
+        return self.nvswitch and gpu_count > 1
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,8 @@ class Matrix:
     mig_config_names: frozenset[str] = field(default_factory=frozenset)
     # amazon-eks-ami release -> Kubernetes minor -> its nvidia AMI
     eks_nvidia_amis: Mapping[str, Mapping[str, EksNvidiaAmi]] = field(default_factory=dict)
+    # The instance families EC2 sells Capacity Blocks for (matrix.yaml capacityBlocks).
+    capacity_block_families: tuple[str, ...] = ()
 
     def release(self, name: str) -> Release:
         return self.releases[name]
@@ -179,6 +188,7 @@ def _gpu(key: str, row: dict) -> Gpu:
         source=row.get("source", ""),
         kernel_modules=tuple(row["kernelModules"]),
         nvlink_subnet_manager=bool(row.get("nvlinkSubnetManager", False)),
+        gsp_firmware_off=bool(row.get("gspFirmwareOff", False)),
     )
 
 
@@ -218,6 +228,7 @@ def load(path: Path = MATRIX_FILE) -> Matrix:
         gpus=gpus,
         mig_config_names=mig_names,
         eks_nvidia_amis=_eks_nvidia_amis(raw.get("eksNvidiaAmis") or {}),
+        capacity_block_families=tuple((raw.get("capacityBlocks") or {}).get("families", ())),
     )
 
 

@@ -11,8 +11,9 @@ import pulumi
 from components.aws import tags as aws_tags
 from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
-from components.aws.node_health import NodeMonitoringAgent
-from components.aws.node_image import NodeImage, NodeImageArgs, image_hardware
+from components.aws.node_health import SOFTWARE as node_health_software, NodeMonitoringAgent
+from components.aws.image_hardware import PoolHardware, image_hardware
+from components.aws.node_image import NodeImage, NodeImageArgs
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
@@ -30,12 +31,11 @@ class EksGpuCluster:
 
 
 def check(config: StackConfig, found: Discovered):
-    """What the EKS half must refuse before anything is registered (a config error): a node image
-    cannot carry the kernel modules every pool's GPU needs."""
+    """What the EKS half must refuse before anything is registered (a config error): one node image
+    cannot carry the kernel modules or module options every pool's GPU needs."""
     return image_hardware(
-        {i: p.instance_type for i, p in enumerate(config.node_pools)},
-        {i: found.gpus[p.name].model for i, p in enumerate(config.node_pools)},
-        bake=config.node_image.source == "bake",
+        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count) for i, p in enumerate(config.node_pools)],
+        config.node_image.source,
     )
 
 
@@ -108,12 +108,14 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 tags={**privileged_tags, **image.declares},
                 generation=image.generation,
                 declared=declared,
+                gpu_access_at_boot=bool(node_image.toolkit_baked) and node_image.source != "bake",
             ),
             opts=child,
         )
     # Node auto repair acts on the GPU conditions only the node monitoring agent reports.
     node_health = (
-        NodeMonitoringAgent(f"{name}-node-monitoring", cluster.name, base_tags,
+        NodeMonitoringAgent(f"{name}-node-monitoring", cluster.name,
+                            {**base_tags, **aws_tags.audit_tags(config.audit, [node_health_software])},
                             depends_on=[cluster, *pools.values()], opts=child)
         if any(pool.node_repair for pool in config.node_pools) else None
     )
@@ -128,7 +130,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 max_nodes=pool.max_size,
                 desired_nodes=pool.desired_size,
                 rollout=pool.rollout,
-                generation_selector=pools[pool.name].generation_selector,
+                node_selector=pools[pool.name].node_selector,
                 ready=pools[pool.name].node_group,
             )
             for pool in config.node_pools

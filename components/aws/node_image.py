@@ -3,44 +3,31 @@ Builder in the stack), or a pinned, already baked AMI. A driver upgrade is a new
 replacement of the node groups, never a kernel build on a live node.
 
 The bake follows AWS's own accelerated AL2023 image (awslabs/amazon-eks-ami v20260714,
-templates/al2023): see scripts/install-nvidia-driver.sh for each step and its source. What the image
-needs is decided here, per image, from the GPUs of the pools it serves (`ImageHardware`): the kernel
-module flavour, and whether the fabric manager and the NVLink subnet manager are installed. Whether
-they run is decided at boot, from the node's hardware (scripts/nvswitch-fabric.sh)."""
+templates/al2023): see scripts/install-nvidia-driver.sh for each step and its source, and
+image_component.py for the component document and its test phase. What the image needs is decided
+per image from the pools it serves (image_hardware.py): the kernel module flavour, GSP firmware,
+and whether the fabric manager and the NVLink subnet manager are installed. Whether they run is
+decided at boot, per instance type (scripts/nvswitch-fabric.sh)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
-import yaml
 
+from components.aws import image_component
 from components.aws.base_image import BaseImage
 from components.aws.discovery import BuildNetwork, EksNvidiaImage
+from components.aws.image_component import BUILD_INSTANCE_TYPE
+from components.aws.image_hardware import ImageHardware
 from components.aws.managed_role import managed_role, trust
-from gpu_platform import contract, matrix
-from gpu_platform.config import ConfigError, NodeImage as NodeImageConfig
+from gpu_platform import contract
+from gpu_platform.config import NodeImage as NodeImageConfig
 
-SCRIPTS = Path(__file__).with_name("scripts")
-INSTALL_SCRIPT = SCRIPTS / "install-nvidia-driver.sh"
-# Baked only with the fabric manager; runs at every boot and starts it where the hardware has NVSwitch.
-NVSWITCH_SCRIPT = SCRIPTS / "nvswitch-fabric.sh"
-NVSWITCH_SCRIPT_PATH = "/usr/libexec/gpu-platform/nvswitch-fabric"
-NVSWITCH_UNIT = "gpu-platform-nvswitch.service"
-# The test phase boots the new AMI on a GPU and proves the driver: a cheap single-L4 instance, which
-# both kernel module flavours drive (Ada is Turing or newer).
-BUILD_INSTANCE_TYPE = "g6.xlarge"
-# What `modinfo -F license nvidia` says of each flavour (MODULE_LICENSE in NVIDIA/open-gpu-kernel-modules
-# kernel-open/nvidia/nv.c for the open one; the proprietary one declares "NVIDIA").
-MODULE_LICENSES = {"open": "Dual MIT/GPL", "proprietary": "NVIDIA"}
-# NVIDIA's download domain per partition: China regions use nvidia.cn (amazon-eks-ami v20260714,
-# templates/al2023/provisioners/install-nvidia-driver.sh lines 34-39).
-NVIDIA_DOMAINS = {"aws-cn": "nvidia.cn"}
 # A driver build (DKMS compile, downloads, test boot) takes 30-60 min; Image Builder's own default
 # of 60 min leaves no margin.
 BUILD_TIMEOUT = "150m"
@@ -61,39 +48,6 @@ IMAGE_BUILDER_POLICIES = (
 )
 # botocore's ResourceName pattern for Image Builder names: 128 characters at most.
 _NAME_LIMIT = 128
-
-
-@dataclass(frozen=True)
-class ImageHardware:
-    """What one image must carry for every GPU of the pools it serves."""
-
-    kernel_module: Optional[str]  # open | proprietary; None for an image the stack does not bake
-    fabric_manager: bool  # some pool is an NVSwitch family
-    nvlink_subnet_manager: bool  # some pool has fourth-generation NVSwitch (p6-b200)
-
-
-def image_hardware(instance_types: dict[int, str], gpus: dict[int, matrix.Gpu], bake: bool) -> ImageHardware:
-    """The image's needs from its pools' GPUs (by pool index). A baked image carries one kernel module
-    flavour (NVIDIA's two flavours conflict as packages): the one every GPU accepts, the open one when
-    both do (NVIDIA's default from the 560 series). GPUs that accept no common flavour are a config
-    error naming the pools. A pinned or AWS-built image brings its own modules."""
-    common = [m for m in ("open", "proprietary") if all(m in g.kernel_modules for g in gpus.values())]
-    if bake and not common:
-        # With two flavours, no common one means one pool takes only one and another only the other.
-        needs = {i: g.kernel_modules[0] for i, g in sorted(gpus.items()) if len(g.kernel_modules) == 1}
-        first = min(needs)
-        other = min(i for i in needs if needs[i] != needs[first])
-        raise ConfigError(
-            f"gpu-platform:nodePools[{other}].instanceType: {instance_types[other]!r} ({gpus[other].key}) needs the "
-            f"{needs[other]} NVIDIA kernel modules, but nodePools[{first}] {instance_types[first]!r} ({gpus[first].key}) "
-            f"needs the {needs[first]} ones; the stack's one node image carries one flavour (valid: pools whose GPUs "
-            f"share one; put the others in a stack of their own)"
-        )
-    return ImageHardware(
-        kernel_module=common[0] if bake else None,
-        fabric_manager=any(g.nvswitch for g in gpus.values()),
-        nvlink_subnet_manager=any(g.nvlink_subnet_manager for g in gpus.values()),
-    )
 
 
 @dataclass(frozen=True)
@@ -133,95 +87,9 @@ def _digest(*parts: object) -> str:
     return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:10]
 
 
-def nvidia_domain(partition: str) -> str:
-    return NVIDIA_DOMAINS.get(partition, "nvidia.com")
-
-
-def build_commands(args: NodeImageArgs) -> str:
-    """The build phase's one bash step: the install script's inputs, the boot script it installs
-    (with the fabric manager only), then the install script itself."""
-    hardware = args.hardware
-    lines = [
-        f"export DRIVER_VERSION={args.config.driver_version}",
-        f"export KERNEL_MODULE={hardware.kernel_module}",
-        f"export TOOLKIT_VERSION={args.toolkit_version if args.config.toolkit_baked else ''}",
-        f"export FABRIC_MANAGER={str(hardware.fabric_manager).lower()}",
-        f"export NVLINK_SUBNET_MANAGER={str(hardware.nvlink_subnet_manager).lower()}",
-        f"export NVIDIA_DOMAIN={nvidia_domain(args.partition)}",
-    ]
-    if hardware.fabric_manager:
-        # A quoted here-document: the script lands byte for byte. ROOT is unset on a build instance
-        # (tests set it to a scratch directory).
-        lines += [
-            f'install -D -m 0755 /dev/stdin "${{ROOT:-}}{NVSWITCH_SCRIPT_PATH}" <<\'GPU_PLATFORM_NVSWITCH\'',
-            NVSWITCH_SCRIPT.read_text().rstrip("\n"),
-            "GPU_PLATFORM_NVSWITCH",
-        ]
-    return "\n".join(lines) + "\n" + INSTALL_SCRIPT.read_text()
-
-
-def test_commands(args: NodeImageArgs) -> list[str]:
-    """What the test phase checks on a fresh boot of the new image (a g6.xlarge, BUILD_INSTANCE_TYPE):
-    the module loaded is the configured version and flavour, nvidia-smi reports that version,
-    persistence is on, the driver is version-locked, and the runtime is the one nodeadm registers."""
-    driver = args.config.driver_version
-    hardware = args.hardware
-    commands = [
-        "set -euo pipefail",
-        "nvidia-smi",
-        f'test "$(cat /sys/module/nvidia/version)" = "{driver}"',
-        f'test "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u)" = "{driver}"',
-        f'test "$(modinfo -F license nvidia)" = "{MODULE_LICENSES[hardware.kernel_module]}"',
-        "systemctl is-active nvidia-persistenced.service",
-        f"dnf versionlock list | grep -F -- '-{driver}'",
-    ]
-    if hardware.fabric_manager:
-        # Enabled everywhere, started only on NVSwitch hardware: on the L4 test instance it stays off.
-        commands += [
-            f"systemctl is-enabled {NVSWITCH_UNIT}",
-            "if systemctl is-active --quiet nvidia-fabricmanager.service; then echo 'fabric manager running without NVSwitch'; exit 1; fi",
-        ]
-    if args.config.toolkit_baked:
-        commands += [
-            # What nodeadm looks for to make `nvidia` containerd's runtime (runtime_config_nvidia.go).
-            "test -x /usr/bin/nvidia-container-runtime",
-            "grep -Eq '^accept-nvidia-visible-devices-envvar-when-unprivileged *= *false' /etc/nvidia-container-runtime/config.toml",
-        ]
-    return commands
-
-
 def component_document(args: NodeImageArgs) -> str:
-    """The Image Builder component: the install script with its inputs, and a test phase that proves
-    the driver on a fresh boot of the new image."""
-    expected = args.config.driver_version
-    document = {
-        "name": "nvidia-driver",
-        "description": f"NVIDIA driver {expected} ({args.hardware.kernel_module} kernel modules) for EKS AL2023 GPU nodes",
-        "schemaVersion": 1.0,
-        "phases": [
-            {
-                "name": "build",
-                "steps": [
-                    {
-                        "name": "InstallNvidiaDriver",
-                        "action": "ExecuteBash",
-                        "inputs": {"commands": [build_commands(args)]},
-                    }
-                ],
-            },
-            {
-                "name": "test",
-                "steps": [
-                    {
-                        "name": "DriverLoads",
-                        "action": "ExecuteBash",
-                        "inputs": {"commands": test_commands(args)},
-                    }
-                ],
-            },
-        ],
-    }
-    return yaml.safe_dump(document, sort_keys=False, width=1000)
+    return image_component.document(args.config.driver_version, args.toolkit_version, bool(args.config.toolkit_baked),
+                                    args.hardware, args.partition)
 
 
 def _resource_name(text: str) -> str:

@@ -11,20 +11,28 @@ How a new node image (a new launch template version) reaches the nodes is the po
   service-2.json at 0e6e2404b, NodegroupUpdateConfig.updateStrategy): no spare capacity needed.
 - blue-green: the node group is REPLACED when its launch template changes (replaceOnChanges, and
   create-before-delete, never deleteBeforeReplace): Pulumi creates the new group (a new name from the
-  prefix) beside the old one and carries on with what depends on it, the readiness gate
-  (components/kubernetes/readiness_gate.py), whose Job the Kubernetes provider waits for until it
-  succeeds. The old group is deleted only in the engine's post-steps, which run once the program
-  has finished, i.e. once every registration, the gate's included, has succeeded
+  prefix) beside the old one, at the pool's desiredSize whatever the autoscaler ran in the old one,
+  and carries on with what depends on it, the readiness gate (components/kubernetes/readiness_gate.py),
+  a DaemonSet on the new group's nodes whose rollout the Kubernetes provider waits for. The old group
+  is deleted only in the engine's post-steps, which run once the program has finished, i.e. once every
+  registration, the gate's included, has succeeded
   (pulumi/pulumi pkg/resource/deploy/deployment_executor.go at v3.259.0-14-g1b5949891b: performPostSteps
   is reached only after the source iterator's last event, lines 327-333; a failed step cancels the
   loop first, lines 318-325; GenerateDeletes, step_generator.go lines 2328-2440, deletes replaced
   resources marked Delete there). A failed gate therefore fails the update with both generations up;
   the old one stays in the state as pending delete and goes at the end of the next update that passes.
+  (Not so with `pulumi up --continue-on-error`: a failed step no longer stops the update, and the
+  post-steps delete the old group anyway; pkg/resource/deploy/step_executor.go lines 441-460,
+  deployment_executor.go lines 513-545, which hold back only what the failed resource depends on.)
+
+None of the three checks GPUs for surge or in-place: EKS moves on once a new node is Ready
+(managed-node-update-behavior.adoc lines 38-42).
 """
 
 from __future__ import annotations
 
 import base64
+import math
 from dataclasses import dataclass
 
 import pulumi
@@ -38,6 +46,10 @@ from gpu_platform.config import NodePool as NodePoolConfig
 
 # A managed node group replaces at most this share of a pool's nodes at once on an AMI rollout.
 MAX_UNAVAILABLE_PERCENT = 25
+# The label EKS puts on every node of a managed node group, its value the group's name (EKS User Guide,
+# managed-node-update-behavior.adoc lines 44-55 at 4d52b4d0, for custom launch template and AMI groups
+# too): what picks the nodes of one physical group, a replacement's new group included.
+NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
 # EKS's update strategies (botocore eks service-2.json, NodegroupUpdateStrategies: DEFAULT | MINIMAL).
 _UPDATE_CONFIG = {
     "surge": {"max_unavailable_percentage": MAX_UNAVAILABLE_PERCENT, "update_strategy": "DEFAULT"},
@@ -45,6 +57,32 @@ _UPDATE_CONFIG = {
     # Never used for a version roll: a new launch template version replaces the whole group.
     "blue-green": {"max_unavailable_percentage": MAX_UNAVAILABLE_PERCENT, "update_strategy": "DEFAULT"},
 }
+
+
+# How long one batch of a node roll may take: EKS launches the batch's new nodes and waits until they
+# are Ready, drains each old node (up to 15 minutes before it fails with PodEvictionFailure), waits 60
+# seconds after cordoning it and terminates it (managed-node-update-behavior.adoc lines 26-42 and
+# 81-87). A GPU node's boot (driver, persistenced, fabric manager) and join take 10 to 15 minutes, so
+# 30 minutes a batch; a batch is maxUnavailable nodes, at most 100 (line 22).
+BATCH_MINUTES = 30
+# The AWS provider waits 60 minutes for a node group update unless told otherwise (tf-aws v5.42.0
+# internal/service/eks/node_group.go lines 51-53): an in-place roll of an 8-node p5 pool is 8 batches.
+PROVIDER_DEFAULT_MINUTES = 60
+MAX_BATCH = 100
+
+
+def roll_batches(pool: NodePoolConfig) -> tuple[int, int]:
+    """(batches, nodes per batch) of a version roll of the whole pool at its maxSize (the cluster
+    autoscaler may run that many when the roll starts): in-place one at a time, surge 25% (at least
+    one), as _UPDATE_CONFIG asks EKS."""
+    per_batch = 1 if pool.rollout == "in-place" else max(1, pool.max_size * MAX_UNAVAILABLE_PERCENT // 100)
+    per_batch = min(per_batch, MAX_BATCH)
+    return math.ceil(pool.max_size / per_batch), per_batch
+
+
+def update_timeout(pool: NodePoolConfig) -> str:
+    batches, _ = roll_batches(pool)
+    return f"{max(PROVIDER_DEFAULT_MINUTES, batches * BATCH_MINUTES)}m"
 
 
 @dataclass(frozen=True)
@@ -70,6 +108,9 @@ class NodePoolArgs:
     tags: dict[str, str]  # stack, image facts and audit tags
     declared: dict[str, str]  # stack facts for the policy pack: resource tags only, never on an instance
     generation: str = ""  # the node image's generation (contract.GENERATION_LABEL)
+    # An image the stack did not bake: the user data makes the toolkit refuse GPUs to pods the device
+    # plugin gave none (user_data.gpu_access_script).
+    gpu_access_at_boot: bool = False
 
 
 def _capacity_block(pool: NodePoolConfig) -> dict:
@@ -90,8 +131,8 @@ class GpuNodePool(pulumi.ComponentResource):
     node_group: aws.eks.NodeGroup
     labels: dict[str, str]  # the kubelet labels its nodes register with
     rollout: str
-    # The labels that pick this generation's nodes (pool and image generation).
-    generation_selector: dict[str, str]
+    # The labels that pick the nodes of this pool's node group (a replaced group: the new one's).
+    node_selector: dict[str, pulumi.Input[str]]
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:GpuNodePool", name, None, opts)
@@ -100,7 +141,6 @@ class GpuNodePool(pulumi.ComponentResource):
         labels = dict(sorted({**args.labels, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}.items()))
         self.labels = labels
         self.rollout = pool.rollout
-        self.generation_selector = {contract.POOL_LABEL: pool.name, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}
         tags = {
             **args.tags,
             contract.GPU_MODEL_TAG: args.gpu.model.key,
@@ -112,7 +152,8 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster.name, cluster.endpoint, cluster.certificate_authority, cluster.service_cidr
         ).apply(
             lambda c: base64.b64encode(
-                user_data.mime(user_data.node_config(c[0], c[1], c[2], c[3], labels, taints)).encode()
+                user_data.mime(user_data.node_config(c[0], c[1], c[2], c[3], labels, taints),
+                               user_data.gpu_access_script() if args.gpu_access_at_boot else None).encode()
             ).decode()
         )
         template = aws.ec2.LaunchTemplate(
@@ -156,6 +197,8 @@ class GpuNodePool(pulumi.ComponentResource):
                 parent=self,
                 # Nodes of a role without its policies cannot join: wait for every attachment.
                 depends_on=list(args.node_role.attachments),
+                # A version roll of the whole pool, batch by batch (roll_batches).
+                custom_timeouts=pulumi.CustomTimeouts(update=update_timeout(pool)),
                 # The cluster autoscaler owns the desired size once the pool exists.
                 ignore_changes=["scalingConfig.desiredSize"],
                 # blue-green: a new template version is a new group beside the old (see the module doc).
@@ -165,5 +208,6 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         self.node_group = group
         self.node_group_name = group.node_group_name
+        self.node_selector = {contract.POOL_LABEL: pool.name, NODE_GROUP_LABEL: group.node_group_name}
         self.launch_template_id = template.id
         self.register_outputs({"node_group_name": self.node_group_name})

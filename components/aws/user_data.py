@@ -1,12 +1,21 @@
 """User data for a GPU node on a custom AMI: a nodeadm NodeConfig, as EKS adds no bootstrap for
 custom AMIs. It carries what the node needs to join (cluster name, endpoint, CA, service CIDR) and
-the kubelet labels and taint of the pool, so a node joins already gated and tainted."""
+the kubelet labels and taint of the pool, so a node joins already gated and tainted.
+
+On an image the stack did not bake (AWS's accelerated AMI, or a pinned one) the user data also makes
+the container toolkit refuse GPUs to pods the device plugin gave none, as a baked image does at bake
+time (scripts/install-nvidia-driver.sh): `gpu_access_script`."""
 
 from __future__ import annotations
 
 import yaml
 
+from components.aws.image_component import GPU_ACCESS_SETTINGS
+
 _BOUNDARY = "==GPUPLATFORM=="
+# A kubelet drop-in, so that the settings are applied before every start of the kubelet, on every boot.
+KUBELET_DROP_IN = "/etc/systemd/system/kubelet.service.d/10-gpu-platform-gpu-access.conf"
+NVIDIA_CTK = "/usr/bin/nvidia-ctk"
 
 
 def node_config(cluster_name: str, endpoint: str, certificate_authority: str, service_cidr: str,
@@ -31,15 +40,48 @@ def node_config(cluster_name: str, endpoint: str, certificate_authority: str, se
     return yaml.safe_dump(document, sort_keys=False, width=1000)
 
 
-def mime(node_config_yaml: str) -> str:
-    """nodeadm reads NodeConfig parts of a MIME multi-part document."""
+def gpu_access_script() -> str:
+    """A cloud-init user script that makes the container toolkit refuse NVIDIA_VISIBLE_DEVICES from
+    unprivileged pods and accept the device plugin's volume mounts, before any pod runs.
+
+    AWS's accelerated AMI sets neither (nothing in amazon-eks-ami v20260714 templates/ calls nvidia-ctk),
+    so its toolkit keeps its defaults: NVIDIA_VISIBLE_DEVICES accepted from any pod, volume mounts
+    ignored (nvidia-container-toolkit v1.19.1 api/config/v1/config.go lines 64-65 and 105-106), while
+    nodeadm makes `nvidia` the default runtime of every pod (nodeadm/internal/containerd/
+    runtime_config_nvidia.go). Why this runs before the kubelet admits a pod: the settings are an
+    ExecStartPre of kubelet.service, so they are written before every kubelet start, and a failure
+    keeps the kubelet down (the node never turns Ready, so it serves nothing unprotected). The drop-in
+    itself is written at first boot by cloud-init's scripts-user module, in cloud-final (cloud-init
+    22.2.2 config/cloud.cfg.tmpl lines 159 and 181), and the kubelet is started only by nodeadm-run,
+    which runs After=cloud-final.service (amazon-eks-ami v20260714,
+    templates/al2023/runtime/rootfs/etc/systemd/system/nodeadm-run.service line 6; nodeadm init's run
+    phase starts the daemons, nodeadm/cmd/nodeadm/init/init.go lines 140-153; the AMI enables no
+    kubelet.service of its own: install-worker.sh line 199, install-nodeadm.sh lines 57-60)."""
+    settings = " ".join(f"--set {key}={value}" for key, value in GPU_ACCESS_SETTINGS)
+    return (
+        "#!/usr/bin/env bash\n"
+        "# gpu-platform: GPUs only for the pods the device plugin gave them (components/aws/user_data.py).\n"
+        "set -euo pipefail\n"
+        f'mkdir -p "${{ROOT:-}}{KUBELET_DROP_IN.rsplit("/", 1)[0]}"\n'
+        f"cat >\"${{ROOT:-}}{KUBELET_DROP_IN}\" <<'GPU_PLATFORM_EOF'\n"
+        "[Service]\n"
+        f"ExecStartPre={NVIDIA_CTK} config --in-place {settings}\n"
+        "GPU_PLATFORM_EOF\n"
+        "systemctl daemon-reload\n"
+    )
+
+
+def mime(node_config_yaml: str, script: str | None = None) -> str:
+    """nodeadm reads NodeConfig parts of a MIME multi-part document; cloud-init runs its
+    text/x-shellscript parts."""
+    parts = [("application/node.eks.aws", node_config_yaml)]
+    if script:
+        parts.append(('text/x-shellscript; charset="us-ascii"', script))
+    body = "".join(f"--{_BOUNDARY}\nContent-Type: {kind}\n\n{text}" for kind, text in parts)
     return (
         "MIME-Version: 1.0\n"
         f'Content-Type: multipart/mixed; boundary="{_BOUNDARY}"\n'
         "\n"
-        f"--{_BOUNDARY}\n"
-        "Content-Type: application/node.eks.aws\n"
-        "\n"
-        f"{node_config_yaml}"
+        f"{body}"
         f"--{_BOUNDARY}--\n"
     )

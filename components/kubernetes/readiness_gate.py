@@ -1,19 +1,35 @@
-"""The readiness gate of a blue-green GPU pool: a Job that succeeds only once every node of the pool's
-new generation serves GPUs, so that the old generation is removed only after it.
+"""The readiness gate of a blue-green GPU pool: a DaemonSet on the nodes of the pool's current node
+group, ready only once every one of those nodes serves GPUs, so that the old group is removed only
+after it.
 
 What "serves GPUs" means is the validator's own per-node proof: its plugin check runs a CUDA workload
 that asks the device plugin for a GPU and, once that works, writes `plugin-ready` in
-/run/nvidia/validations on that node (components/kubernetes/operands/stages.py). The gate runs one
-pod per new node (required pod anti-affinity on the host name, as many completions as the pool's
-desired size), each waiting for that marker on its own node, read-only. The Kubernetes provider waits
-for a Job until it succeeds (pulumi-kubernetes provider/pkg/await/awaiters.go at v4.32.0-27-g94977969d,
-lines 103, 154-161, 195), and the Job fails at its deadline, which fails the update before the engine
-reaches the deletes of the replaced node group (components/aws/node_pool.py). A new generation is a
-new Job: its template (node selector) and completions are replace-only fields of a Job
-(provider/pkg/provider/diff.go lines 178-184 there); and a gate that failed is run again by the next
-update (`pulumi.com/replaceUnready`, provider/pkg/provider/provider.go lines 1621-1635).
+/run/nvidia/validations on that node (components/kubernetes/operands/stages.py). Each gate pod reads
+that marker on its own node, read-only, as its readiness probe.
 
-Cloud-neutral: it knows the new generation only by the labels the pool hands it.
+Why a DaemonSet and not a Job: a Job needs a count, and there is none to give. The pool's desiredSize
+is what a new group starts with, but the cluster autoscaler owns the count afterwards (the node
+group ignores desiredSize changes), and a Job's completions, parallelism and template are
+replace-only in pulumi-kubernetes (provider/pkg/provider/diff.go at v4.32.0 lines 178-186; completions
+is immutable in the API too: kubernetes pkg/apis/batch/validation/validation.go ValidateJobSpecUpdate
+and validateCompletions, search-index file id 159273491), so any count
+in a Job re-runs the gate against a group the count no longer describes and can wait forever. A
+DaemonSet needs no count: Pulumi waits for its rollout until every node its selector matches runs a
+ready pod (provider/pkg/await/daemonset.go at v4.32.0 lines 184-202: kstatus Current, i.e.
+desiredNumberScheduled equal to current, updated, available and ready, sigs.k8s.io/cli-utils
+pkg/kstatus/status/core.go daemonsetConditions), however many nodes that is, zero included.
+
+Which nodes: those of the pool's current node group, by the label EKS puts on every node of a managed
+node group, `eks.amazonaws.com/nodegroup=<node group name>` (EKS User Guide,
+managed-node-update-behavior.adoc lines 44-55 at 4d52b4d0), the name being an output of the node group
+(components/aws/node_pool.py). A replaced group has a new name, so the gate's template changes with
+every replacement and with nothing else, and Pulumi waits for the new rollout before the engine's
+post-steps delete the old group (components/aws/node_pool.py). A rollout that is not ready by the
+deadline fails the update with both groups up; the DaemonSet is then recorded with initialization
+errors, and the next `pulumi up` waits for it again before it deletes anything (pulumi/pulumi
+pkg/resource/deploy/step_generator.go at v3.259.0 lines 2178-2194).
+
+Cloud-neutral: it knows the pool's nodes only by the labels the pool hands it.
 """
 
 from __future__ import annotations
@@ -29,16 +45,15 @@ from gpu_platform.config import Audit
 MARKER_DIR = "/run/nvidia/validations"
 MARKER = f"{MARKER_DIR}/plugin-ready"
 # Nodes boot, join, and get the operands (NFD, validator, device plugin) in this time; past it the
-# Job fails, and with it the update, while the old generation still serves.
-DEADLINE_SECONDS = 45 * 60
+# update fails, while the old node group still serves.
+DEADLINE_MINUTES = 45
 NAME = "gpu-readiness-gate"
 
 
 @dataclass(frozen=True)
 class GateArgs:
     pool: str
-    selector: dict[str, str]  # the labels of the new generation's nodes
-    nodes: int  # how many new nodes must prove themselves (the pool's desired size)
+    selector: dict[str, pulumi.Input[str]]  # the labels of the pool's current node group's nodes
     image: str  # the validator image: it has a shell (busybox from v25.10, the CUDA base before)
     namespace: pulumi.Input[str]
     audit: Audit
@@ -47,28 +62,31 @@ class GateArgs:
     depends_on: list[pulumi.Resource]
 
 
+def _labels(pool: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", contract.POOL_LABEL: pool}
+
+
 def manifest_spec(args: GateArgs) -> dict:
-    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", contract.POOL_LABEL: args.pool}
+    labels = _labels(args.pool)
     return {
-        "completions": args.nodes,
-        "parallelism": args.nodes,
-        "backoffLimit": 0,
-        "activeDeadlineSeconds": DEADLINE_SECONDS,
+        # The selector never changes (a new selector would replace the DaemonSet); the nodes it runs
+        # on are the template's nodeSelector.
+        "selector": {"matchLabels": labels},
         "template": {
             "metadata": {"labels": labels},
             "spec": {
-                "restartPolicy": "Never",
                 "automountServiceAccountToken": False,
                 "nodeSelector": dict(sorted(args.selector.items())),
                 "tolerations": [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}],
-                # One pod per node: each proves its own node.
-                "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                    {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}},
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+                # The idle loop is a shell loop: nothing to shut down.
+                "terminationGracePeriodSeconds": 5,
                 "containers": [{
                     "name": "gpus-served",
                     "image": args.image,
-                    "command": ["sh", "-c", f"until [ -f {MARKER} ]; do sleep 10; done; echo GPUs served on this node"],
+                    # Finite sleeps: busybox's sleep (the validator image from v25.10) has no `infinity`.
+                    "command": ["sh", "-c", "while true; do sleep 3600; done"],
+                    "readinessProbe": {"exec": {"command": ["test", "-f", MARKER]}, "periodSeconds": 10},
                     "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": MARKER_DIR, "readOnly": True}],
                     "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
                     "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
@@ -81,29 +99,26 @@ def manifest_spec(args: GateArgs) -> dict:
 
 
 class ReadinessGate(pulumi.ComponentResource):
-    job: k8s.batch.v1.Job
+    daemon_set: k8s.apps.v1.DaemonSet
 
     def __init__(self, name: str, args: GateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:kubernetes:ReadinessGate", name, None, opts)
         annotations = {
             contract.AUDIT_REASON: (f"readiness gate of GPU pool {args.pool!r}: reads the validator's {MARKER} on each node "
-                                    "of the new generation (read-only) before the old generation is removed"),
+                                    "of the pool's current node group (read-only) before an old node group is removed"),
             contract.AUDIT_HOST_PATHS: f"{MARKER_DIR}:ro",
             contract.AUDIT_OWNER: args.audit.owner,
             contract.AUDIT_APPROVAL: args.audit.approval,
             contract.OPERATOR_RELEASE_KEY: args.release,
-            "pulumi.com/replaceUnready": "true",
         }
-        self.job = k8s.batch.v1.Job(
-            f"{name}-job",
-            metadata={"namespace": args.namespace, "annotations": annotations,
-                      "labels": {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform",
-                                 contract.POOL_LABEL: args.pool}},
+        deadline = f"{DEADLINE_MINUTES}m"
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-ds",
+            metadata={"namespace": args.namespace, "annotations": annotations, "labels": _labels(args.pool)},
             spec=manifest_spec(args),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.provider, depends_on=args.depends_on,
-                # Longer than the Job's own deadline, so that the Job's failure is what Pulumi reports.
-                custom_timeouts=pulumi.CustomTimeouts(create=f"{DEADLINE_SECONDS // 60 + 5}m"),
+                custom_timeouts=pulumi.CustomTimeouts(create=deadline, update=deadline),
             ),
         )
         self.register_outputs({})

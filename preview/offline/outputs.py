@@ -62,7 +62,10 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "aws:iam/policy:Policy": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}"},
     "aws:kms/key:Key": lambda name, i: {"arn": _arn("kms", "key", _hex(name, 32)), "keyId": _hex(name, 32)},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {"arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"), "latestVersion": 1},
-    "aws:eks/nodeGroup:NodeGroup": lambda name, i: {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE"},
+    # A name from the prefix plus a unique suffix, as the provider makes one (tf-aws v5.42.0
+    # internal/service/eks/node_group.go line 309, create.Name): 26 characters, here from the name.
+    "aws:eks/nodeGroup:NodeGroup": lambda name, i: {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE",
+                                                    "nodeGroupName": i.get("nodeGroupName") or i.get("nodeGroupNamePrefix", "") + _hex(name, 26)},
     "aws:cloudwatch/logGroup:LogGroup": lambda name, i: {"arn": _arn("logs", "log-group", i.get("name", name))},
 }
 

@@ -1,22 +1,26 @@
 """Driver and image changes as rollouts: per pool `rollout: surge | in-place | blue-green`. A blue-green
 pool's node group is replaced create-before-delete when its launch template changes, and a readiness
-gate that depends on the new group (and on the operands that prove its GPUs) must pass before the
+gate that depends on the new group (and on the operands that prove its GPUs) must be ready before the
 engine deletes the old one. `--against` says, per pool, how many GPU nodes a change replaces and how."""
 
 from __future__ import annotations
 
-import base64
+import copy
 import json
 
 import pytest
+from google.protobuf import json_format
 
 from gpu_platform.config import NodePool
 from preview.__main__ import main
-from tests.components.aws.conftest import launch_template, node_group
+from tests.components.aws.conftest import node_group
 from tests.conftest import stack_config, write_stack
 
-JOB = "kubernetes:batch/v1:Job"
-GENERATION = "gpu-platform.io/image-generation"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+# The label EKS puts on every node of a managed node group, valued with the group's name (EKS User
+# Guide, managed-node-update-behavior.adoc lines 44-55).
+NODE_GROUP_LABEL = "eks.amazonaws.com/nodegroup"
+MARKER = "/run/nvidia/validations/plugin-ready"
 
 
 def _blue_green(config):
@@ -28,10 +32,8 @@ def _bumped(config):
     config["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
 
 
-def _node_labels(rec, pool) -> dict[str, str]:
-    text = base64.b64decode(launch_template(rec, pool).inputs["userData"]).decode()
-    flag = next(line for line in text.splitlines() if "--node-labels=" in line)
-    return dict(item.split("=", 1) for item in flag.split("--node-labels=", 1)[1].split(","))
+def _gates(rec):
+    return [r for r in rec.of_type(DAEMON_SET) if r.name.endswith("-gate-ds")]
 
 
 def _all_waits(rec, urn) -> set[str]:
@@ -45,12 +47,22 @@ def _all_waits(rec, urn) -> set[str]:
     return seen
 
 
+BLOCK = {"name": "p", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 1, "maxSize": 2,
+         "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}
+
+
 def test_the_default_is_surge_and_a_capacity_block_rolls_in_place():
-    base = {"name": "p", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 1, "maxSize": 2}
-    assert NodePool.model_validate(base).rollout == "surge"
-    block = {**base, "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}
-    assert NodePool.model_validate(block).rollout == "in-place"
-    assert NodePool.model_validate({**block, "rollout": "blue-green"}).rollout == "blue-green"
+    assert NodePool.model_validate({k: v for k, v in BLOCK.items() if not k.startswith("capacity")}).rollout == "surge"
+    assert NodePool.model_validate(BLOCK).rollout == "in-place"
+
+
+def test_blue_green_on_a_capacity_block_needs_the_stack_to_say_the_block_holds_both_generations():
+    with pytest.raises(ValueError, match=r"\.rollout: blue-green on capacityType: CAPACITY_BLOCK runs both node group generations"):
+        NodePool.model_validate({**BLOCK, "rollout": "blue-green"})
+    acknowledged = NodePool.model_validate({**BLOCK, "rollout": "blue-green", "blockHoldsBothGenerations": True})
+    assert acknowledged.rollout == "blue-green"
+    with pytest.raises(ValueError, match="blockHoldsBothGenerations: only for rollout: blue-green with capacityType: CAPACITY_BLOCK"):
+        NodePool.model_validate({**BLOCK, "rollout": "in-place", "blockHoldsBothGenerations": True})
 
 
 @pytest.mark.parametrize("rollout, update", [
@@ -64,7 +76,22 @@ def test_surge_and_in_place_roll_inside_the_node_group(record_variant, rollout, 
     assert group.inputs["updateConfig"] == update
     assert group.replace_on_changes == ()
     assert group.inputs["tags"]["gpu-platform.io/rollout"] == rollout
-    assert not rec.of_type(JOB)
+    assert not _gates(rec)
+
+
+@pytest.mark.parametrize("rollout, max_size, minutes", [
+    # A roll goes batch by batch, each up to 30 minutes (launch and join a GPU node, drain the old one
+    # for up to 15 minutes, 60 s after cordoning: managed-node-update-behavior.adoc lines 26-42, 81-87);
+    # the provider's own 60 minutes (tf-aws v5.42.0 node_group.go line 52) is the floor.
+    ("in-place", 8, 8 * 30),  # one node at a time
+    ("surge", 8, 4 * 30),  # 25% of 8 = 2 a batch: 4 batches
+    ("surge", 2, 60),  # 25% of 2 rounds down to 0, so one a batch: 2 batches, 60 minutes
+])
+def test_a_node_group_update_may_take_as_long_as_its_roll(record_variant, rollout, max_size, minutes):
+    rec = record_variant(f"timeout-{rollout}-{max_size}",
+                         lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout=rollout, maxSize=max_size))
+    create, update, delete = node_group(rec, "l4").custom_timeouts
+    assert update == f"{minutes}m"
 
 
 def test_a_blue_green_group_is_replaced_create_before_delete_when_its_template_changes(record_variant):
@@ -77,55 +104,146 @@ def test_a_blue_green_group_is_replaced_create_before_delete_when_its_template_c
     assert "nodeGroupName" not in group.inputs and group.inputs["nodeGroupNamePrefix"] == "gpu-l4-"
 
 
-def test_the_gate_waits_for_the_new_groups_nodes_and_the_operands_that_prove_their_gpus(record_variant):
+def test_the_gate_is_a_daemon_set_on_the_current_node_groups_nodes_after_the_operands(record_variant):
     rec = record_variant("blue-green", _blue_green)
-    (gate,) = rec.of_type(JOB)
+    (gate,) = _gates(rec)
+    assert gate.type == DAEMON_SET
     waits = _all_waits(rec, gate.urn)
-    assert node_group(rec, "l4").urn in waits
-    plugin = rec.one("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds")
-    validator = rec.one("kubernetes:apps/v1:DaemonSet", "gpu-validator-ds")
+    group = node_group(rec, "l4")
+    assert group.urn in waits
+    plugin = rec.one(DAEMON_SET, "gpu-device-plugin-ds")
+    validator = rec.one(DAEMON_SET, "gpu-validator-ds")
     assert {plugin.urn, validator.urn} <= waits
     spec = gate.inputs["spec"]
     pod = spec["template"]["spec"]
-    # Every node of the new generation, one pod each.
-    assert spec["completions"] == spec["parallelism"] == rec.config["gpu-platform:nodePools"][0]["desiredSize"]
-    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["topologyKey"] == "kubernetes.io/hostname"
-    # The new generation, by the labels its nodes register with.
-    labels = _node_labels(rec, "l4")
-    assert pod["nodeSelector"] == {"gpu-platform.io/pool": "l4", GENERATION: labels[GENERATION]}
-    # The validator's per-node proof that the device plugin serves GPUs there, read-only.
+    # The nodes of the group as AWS named it (a prefix and a suffix), by the label EKS gives them: a
+    # replaced group's nodes are never counted for its successor.
+    name = json_format.MessageToDict(group.state)["nodeGroupName"]
+    assert name.startswith("gpu-l4-") and len(name) > len("gpu-l4-")
+    assert pod["nodeSelector"] == {"gpu-platform.io/pool": "l4", NODE_GROUP_LABEL: name}
+    # No count anywhere: the cluster autoscaler owns it, and a DaemonSet is ready when every node it
+    # matches runs a ready pod.
+    assert not {"completions", "parallelism", "replicas"} & set(spec)
+    # Ready only once the validator's per-node proof that the device plugin serves GPUs is there, read-only.
     (container,) = pod["containers"]
-    assert "/run/nvidia/validations/plugin-ready" in container["command"][-1]
+    assert container["readinessProbe"]["exec"]["command"] == ["test", "-f", MARKER]
     assert container["volumeMounts"] == [{"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}]
-    assert spec["backoffLimit"] == 0 and spec["activeDeadlineSeconds"] > 0
+    # Pulumi waits for its rollout on create and on update, bounded.
+    create, update, _ = gate.custom_timeouts
+    assert create == update and create.endswith("m") and int(create[:-1]) >= 30
 
 
-def test_a_driver_bump_is_a_new_generation_and_a_new_gate(record_variant):
-    old, new = record_variant("blue-green", _blue_green), record_variant("blue-green-bumped", _bumped)
-    assert _node_labels(old, "l4")[GENERATION] != _node_labels(new, "l4")[GENERATION]
-    (old_gate,), (new_gate,) = old.of_type(JOB), new.of_type(JOB)
-    selector = lambda g: g.inputs["spec"]["template"]["spec"]["nodeSelector"][GENERATION]  # noqa: E731
-    assert selector(new_gate) == _node_labels(new, "l4")[GENERATION] != selector(old_gate)
+def test_only_the_gate_daemon_set_takes_another_resources_output_in_its_spec(record_variant):
+    # preview/reports/replacements.yaml narrows a DaemonSet's `spec` cascade to the gate's nodeSelector.
+    rec = record_variant("blue-green", _blue_green)
+    for ds in rec.of_type(DAEMON_SET):
+        deps = dict(ds.property_dependencies).get("spec", ())
+        if ds.name.endswith("-gate-ds"):
+            assert node_group(rec, "l4").urn in deps
+        else:
+            assert not deps, ds.name
 
 
-def test_against_says_per_pool_how_many_gpu_nodes_a_driver_bump_replaces_and_how(tmp_path, capsys):
-    config = stack_config("prod")
-    config["gpu-platform:nodePools"][0]["rollout"] = "blue-green"  # h100-mig: desired 2 x 8 H100
-    (tmp_path / "old").mkdir()
-    old = write_stack(tmp_path / "old", config, name="prod")
-    assert main(["--config", str(old), "--json", str(tmp_path / "old.json")]) == 0
-    config["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
-    (tmp_path / "new").mkdir()
-    new = write_stack(tmp_path / "new", config, name="prod")
+def test_a_blue_green_pool_with_no_desired_node_is_warned_about(record_variant):
+    rec = record_variant("blue-green-zero", lambda cfg: (_blue_green(cfg), cfg["gpu-platform:nodePools"][0].update(desiredSize=0)))
+    assert any("nodePools[0] (l4): blue-green with desiredSize 0" in w and "passes at once" in w for w in rec.warnings)
+    assert not any("blue-green" in w for w in record_variant("blue-green", _blue_green).warnings)
+
+
+def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str]:
+    for name, config in (("old", old_config), ("new", new_config)):
+        (tmp_path / name).mkdir()
+        write_stack(tmp_path / name, config, name=stack)
+    assert main(["--config", str(tmp_path / "old" / f"Pulumi.{stack}.yaml"), "--json", str(tmp_path / "old.json")]) == 0
     capsys.readouterr()
-    assert main(["--config", str(new), "--against", str(tmp_path / "old.json")]) == 0
+    assert main(["--config", str(tmp_path / "new" / f"Pulumi.{stack}.yaml"), "--against", str(tmp_path / "old.json")]) == 0
     out = capsys.readouterr().out
-    lines = out[out.index("GPU node rollouts"):].splitlines()
-    (h100,) = [line for line in lines if line.strip().startswith("h100-mig")]
-    (l40s,) = [line for line in lines if line.strip().startswith("l40s")]
-    assert "blue-green: replaces 2 GPU nodes (16 GPUs) by a new node group beside the old one" in h100
-    assert "gpu-pool-h100-mig-gate-job" in h100
+    return out[out.index("GPU node rollouts"):].splitlines()
+
+
+def _line(lines, pool) -> str:
+    (found,) = [line for line in lines if line.strip().startswith(pool + " ")]
+    return found
+
+
+def _after(lines, pool) -> list[str]:
+    """The lines under a pool's line, up to the next pool."""
+    start = lines.index(_line(lines, pool))
+    rest = []
+    for line in lines[start + 1:]:
+        if not line.startswith("  " + " " * 4) or not line.strip():
+            break
+        rest.append(line.strip())
+    return rest
+
+
+def test_against_a_driver_bump_replaces_a_blue_green_group_and_moves_the_gate_to_it(tmp_path, capsys):
+    old = stack_config("prod")
+    old["gpu-platform:nodePools"][0]["rollout"] = "blue-green"  # h100-mig: desired 2 x 8 H100
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    (tmp_path / "o").mkdir()
+    lines = _against(tmp_path / "o", capsys, old, new)
+    h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
+    assert "blue-green: replaces 2 GPU nodes (16 GPUs) by a new node group created beside the old one (create-before-delete)" in h100
+    assert "only after its readiness gate (gpu-pool-h100-mig-gate-ds) has seen every new node serve GPUs" in h100
     assert "surge: replaces 2 GPU nodes (8 GPUs) inside the node group, new nodes launched first" in l40s
+    assert "no GPU check" in l40s
+
+
+def test_against_the_gate_follows_a_group_replaced_for_any_reason(tmp_path, capsys):
+    # An instance type change keeps the image (the old gate's selector, the image generation, would
+    # have matched the old nodes); the group is replaced, so the gate must move to the new one.
+    old = stack_config("prod")
+    old["gpu-platform:nodePools"][1]["rollout"] = "blue-green"  # l40s, g6e.12xlarge
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodePools"][1]["instanceType"] = "g6e.24xlarge"
+    (tmp_path / "o").mkdir()
+    for name, config in (("old", old), ("new", new)):
+        (tmp_path / "o" / name).mkdir()
+        write_stack(tmp_path / "o" / name, config, name="prod")
+    assert main(["--config", str(tmp_path / "o/old/Pulumi.prod.yaml"), "--json", str(tmp_path / "old.json")]) == 0
+    capsys.readouterr()
+    assert main(["--config", str(tmp_path / "o/new/Pulumi.prod.yaml"), "--against", str(tmp_path / "old.json")]) == 0
+    out = capsys.readouterr().out
+    gate = out[out.index("kubernetes:apps/v1:DaemonSet gpu-pool-l40s-gate-ds"):].splitlines()
+    assert "updated in place" in gate[0]
+    assert "spec.template.spec.nodeSelector: changes because gpu-pool-l40s-ng is replaced" in gate[1]
+
+
+def test_against_names_removed_pools_rollout_changes_and_counts_from_the_old_report(tmp_path, capsys):
+    old = stack_config("prod")
+    extra = {"minSize": 0, "maxSize": 2, "instanceType": "g6.xlarge"}  # one L4 a node
+    old["gpu-platform:nodePools"] += [{"name": "one", "desiredSize": 1, **extra}, {"name": "gone", "desiredSize": 2, **extra}]
+    old["gpu-platform:nodePools"][0]["rollout"] = "blue-green"
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    new["gpu-platform:nodePools"].pop()  # gone
+    new["gpu-platform:nodePools"][0]["desiredSize"] = 1  # h100-mig: old report 2
+    new["gpu-platform:nodePools"][1]["rollout"] = "in-place"  # l40s: was surge
+    (tmp_path / "o").mkdir()
+    lines = _against(tmp_path / "o", capsys, old, new)
+    assert "node counts are the old report's desiredSize" in lines[0]
+    # The nodes that go are the old report's 2; the new group starts with the new desiredSize, 1.
+    assert "replaces 2 GPU nodes (16 GPUs)" in _line(lines, "h100-mig") and "with 1 node " in _line(lines, "h100-mig")
+    assert "surge: replaces 1 GPU node (1 GPU) inside the node group" in _line(lines, "one")
+    gone = _line(lines, "gone")
+    assert "removed (or renamed)" in gone and "2 GPU nodes (2 GPUs)" in gone
+    # The provider updates the version before the updateConfig of the same update (tf-aws v5.42.0
+    # node_group.go lines 461-509, then 511-546): the roll still goes by surge.
+    (warning,) = [line for line in _after(lines, "l40s") if line.startswith("warning:")]
+    assert "rollout changes from surge to in-place in the same update" in warning
+    assert "in-place: replaces 2 GPU nodes (8 GPUs)" in _line(lines, "l40s")
+
+
+def test_against_a_surge_pool_replaced_by_a_new_instance_type_is_create_before_delete_without_a_gate(tmp_path, capsys):
+    old = stack_config("prod")
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodePools"][1]["instanceType"] = "g6e.24xlarge"
+    (tmp_path / "o").mkdir()
+    l40s = _line(_against(tmp_path / "o", capsys, old, new), "l40s")
+    assert "surge: replaces 2 GPU nodes (8 GPUs) by a new node group created beside the old one (create-before-delete)" in l40s
+    assert "no GPU check in between" in l40s and "readiness gate (" not in l40s
 
 
 def test_against_an_unchanged_stack_replaces_no_gpu_node(tmp_path, capsys):
