@@ -73,6 +73,8 @@ def _path(text: str) -> Path:
     # Path("") is ".", which would read as "is a directory".
     if not text:
         raise argparse.ArgumentTypeError("the path is empty")
+    if text == "-":  # the usual spelling of stdout or stdin, which no flag here reads or writes
+        raise argparse.ArgumentTypeError("'-' (stdin or stdout) is not supported; give a file path (the summary goes to stdout)")
     return Path(text)
 
 
@@ -84,7 +86,7 @@ def _stack_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     _stack_flags(parser)
     parser.add_argument("--json", type=_path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=_path, help="write every Kubernetes object as YAML into this directory")
@@ -102,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
 def _verify_parser() -> argparse.ArgumentParser:
     from preview import verify_ami
 
-    parser = argparse.ArgumentParser(prog="python -m preview verify-ami", description=verify_ami.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m preview verify-ami", description=verify_ami.__doc__.split("\n\n")[0],
+                                     allow_abbrev=False)
     _stack_flags(parser)
     return parser
 
@@ -134,6 +137,12 @@ def _reading(shown: str) -> Iterator[None]:
         raise InvalidInput(str(exc)) from None
 
 
+# How large each input file may be: ten times the largest one the preview writes for a shipped stack
+# (the prod --json report is about 0.3 MB, its audit report 30 KB), so a wrong file is refused in
+# milliseconds instead of being parsed for seconds.
+MAX_INPUT_BYTES = {"--against": 16 * 1024 * 1024, "--audit-against": 4 * 1024 * 1024, "--policy-config": 1024 * 1024}
+
+
 def read_text(flag: str, path: Path) -> str:
     """An input file's text, or a ValueError naming the flag (exit 2)."""
     try:
@@ -141,7 +150,14 @@ def read_text(flag: str, path: Path) -> str:
             raise ValueError(f"{flag} {path}: no such file")
         if not path.is_file():
             raise ValueError(f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file")
-        return path.read_text(encoding="utf-8")
+        limit = MAX_INPUT_BYTES.get(flag)
+        with path.open("rb") as stream:
+            data = stream.read(limit + 1 if limit else -1)
+        if limit and len(data) > limit:
+            raise ValueError(f"{flag} {path}: larger than {limit // 1024 // 1024} MB; "
+                             f"{'a --json report' if flag == '--against' else 'an audit report' if flag == '--audit-against' else 'a policy config'} "
+                             "is far smaller (is it the right file?)")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{flag} {path}: is not a UTF-8 text file") from None
     except OSError as exc:
@@ -319,9 +335,12 @@ def _verify_ami(args: argparse.Namespace) -> int:
 
     _, path, shown = _stack(args)
     with _reading(shown):
-        # Checked as the preview checks it, the program's own checks included (a pool's instance
-        # type, the admins' partition), before AWS is asked about the stack.
-        config = parse(engine.run(path, mode=engine.UP, shown=shown).config)
+        # A stack that pins no AMI is answered from its config alone, without the program run.
+        config = parse(engine.read_stack_file(path, shown))
+        if config.node_image.source == "ami":
+            # Checked as the preview checks it, the program's own checks included (a pool's instance
+            # type, the admins' partition), before AWS is asked about the stack.
+            config = parse(engine.run(path, mode=engine.UP, shown=shown).config)
     return verify_ami.verify(config, shown)
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import yaml
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from gpu_platform.config import PROJECT
 
@@ -64,16 +64,17 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         if not isinstance(node, MappingNode):  # `!!map [a]`: PyYAML would fail inside flatten_mapping
             raise yaml.constructor.ConstructorError(None, None, f"{node.tag.rsplit(':', 1)[-1]} tag on a value that is not a mapping",
                                                     node.start_mark)
-        seen: dict[Any, Node] = {}
+        # go-yaml v3 refuses a key whose node kind and text repeat an earlier key's (decode.go
+        # mapping(), "mapping key %#v already defined at line %d"), comparing the text as written and
+        # merge keys too: two `<<` in one mapping are refused; a collection key's text is empty.
+        seen: dict[tuple[str, str], Node] = {}
         for key_node, _ in node.value:
-            if key_node.tag == _MERGE:
-                continue  # merged keys may be overridden by the mapping's own, as in go-yaml
-            key = self.construct_object(key_node, deep=True)
-            hashable = key if isinstance(key, (str, int, float, bool, type(None))) else repr(key)
-            if hashable in seen:
+            identity = (type(key_node).__name__, key_node.value if isinstance(key_node, ScalarNode) else "")
+            if identity in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r}", key_node.start_mark)
-            seen[hashable] = key_node
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {identity[1]!r} (first at line {seen[identity].start_mark.line + 1})", key_node.start_mark)
+            seen[identity] = key_node
         return super().construct_mapping(node, deep=deep)
 
 
@@ -109,6 +110,9 @@ def _go_int(text: str) -> Optional[int]:
     if not found:
         return None
     base, digits = next((b, found[g]) for g, b in (("hex", 16), ("bin", 2), ("oct", 8), ("old", 8), ("dec", 10)) if found[g])
+    digits = digits.replace("_", "").lstrip("0") or "0"
+    if len(digits) > 64:  # more digits than 64 bits hold in any base: Go's range error (and Python's digit limit)
+        return None
     value = int(digits, base) * (-1 if found["sign"] == "-" else 1)
     if -_INT64 <= value < _INT64 or (not found["sign"] and 0 <= value < _UINT64):
         return value
@@ -231,6 +235,17 @@ def _count(node: Node, shown: str, budget: list[int], depth: int = 0) -> None:
 
 def _key_path(path: str, key: Any) -> str:
     return f"{path}.{printable(key)}" if path else printable(key)
+
+
+def json_error(exc: Exception) -> str:
+    """Why a JSON text was refused, in one short line: json's own message, Python's integer digit
+    limit said as a fact of the input, the nesting limit as such."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "a number of more than 4300 digits"
+    return printable(text)
 
 
 def printable(text: Any) -> str:

@@ -25,6 +25,8 @@ from typing import Any, Mapping
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
 
+from preview.stack_file import json_error
+
 LEVELS = ("advisory", "mandatory", "remediate", "disabled")
 _TO_PROTO = {
     "advisory": analyzer_pb2.ADVISORY,
@@ -75,8 +77,8 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
         # The CLI reads this file with Go's encoding/json, which has no NaN or Infinity (and 1e999
         # overflows): refused here too, not passed to the pack as a number protobuf cannot carry.
         raw = json.loads(text, parse_constant=_not_json, parse_float=_finite)
-    except (ValueError, RecursionError) as exc:  # ValueError: JSON's, or an integer of more than 4300 digits
-        raise ValueError(f"{flag}: not JSON ({str(exc)[:120]})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{flag}: not JSON ({json_error(exc)})") from None
     if _depth(raw, MAX_DEPTH + 1) > MAX_DEPTH:
         raise ValueError(f"{flag}: nested deeper than {MAX_DEPTH} levels; a policy's config is a flat object")
     if not isinstance(raw, dict):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from preview.reports import replacements
-from preview.stack_file import printable
+from preview.stack_file import json_error, printable
 
 
 @dataclass(frozen=True)
@@ -120,8 +120,8 @@ def parse(text: str, which: str) -> dict[str, Any]:
     flag and the file) says what is wrong."""
     try:
         report = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:  # ValueError: JSON's, or an integer of more than 4300 digits
-        raise ValueError(f"{which}: not JSON ({str(exc)[:120]})") from None
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"{which}: not JSON ({json_error(exc)})") from None
     _resources(report, which)
     return report
 

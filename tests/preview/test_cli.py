@@ -198,6 +198,12 @@ def test_a_write_that_fails_midway_leaves_no_report(tmp_path, capsys, monkeypatc
     ("--policy-config", lambda p: p.mkdir(), "is a directory"),
     ("--policy-config", lambda p: p.write_text("{" * 300 + "}" * 300), "not JSON"),
     ("--policy-config", lambda p: p.write_text('{"all": ' + '{"x": ' * 40 + '1' + "}" * 40 + "}"), "nested deeper than 32"),
+    # Python's own int() limit said as a fact of the file, not as a hint to call sys.set_int_max_str_digits().
+    ("--against", lambda p: p.write_text('{"resources": ' + "9" * 5000 + "}"), "not JSON (a number of more than 4300 digits)"),
+    ("--policy-config", lambda p: p.write_text('{"all": ' + "9" * 5000 + "}"), "not JSON (a number of more than 4300 digits)"),
+    # A wrong file refused by its size before it is parsed (a 24 MB JSON took 10 s and 470 MB to refuse).
+    ("--against", lambda p: p.write_text("[" + "1," * (8 * 1024 * 1024) + "1]"), "larger than 16 MB"),
+    ("--policy-config", lambda p: p.write_text(" " * (1024 * 1024 + 1)), "larger than 1 MB"),
 ])
 def test_an_unreadable_input_file_exits_2_naming_the_flag(tmp_path, capsys, flag, make, message):
     target = tmp_path / "input"
@@ -206,6 +212,18 @@ def test_an_unreadable_input_file_exits_2_naming_the_flag(tmp_path, capsys, flag
     assert main(["--stack", "dev", flag, str(target), *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {flag} {target}") and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--json", "-"], "argument --json: '-' (stdin or stdout) is not supported"),
+    (["--jso", "report.json"], "unrecognized arguments: --jso"),  # no abbreviations: a typo is not a flag
+])
+def test_flags_are_spelt_out_and_dash_is_not_a_path(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        main(["--stack", "dev", *argv])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):

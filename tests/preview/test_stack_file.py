@@ -28,6 +28,8 @@ from preview.stack_file import MAX_BYTES, StackFileError, parse, read_stack_file
     ("size: 4.0", 4), ("size: 089", 89),
     # Not numbers to go-yaml: a 400-digit integer overflows every Go type, and so does 1e400.
     ("size: " + "9" * 400, "9" * 400), ("size: 1e400", "1e400"),
+    # ... and past Python's 4300-digit limit for int() too: text, never a ValueError of our own.
+    ("size: " + "9" * 5000, "9" * 5000), ("size: 0x" + "f" * 5000, "0x" + "f" * 5000),
     # Timestamps go-yaml does not parse are text (resolve.go:306-326: layouts need the seconds).
     ("approval: 2024-01-01 later", "2024-01-01 later"), ("approval: 2024-01-01T10:00", "2024-01-01T10:00"),
     ("x: [~]", [None]),
@@ -67,7 +69,9 @@ def test_merge_keys_merge_and_the_mappings_own_keys_win():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("config:\n  a: 1\n  a: 2", "f.yaml: line 3, column 3: found duplicate key 'a'"),
+    ("config:\n  a: 1\n  a: 2", "f.yaml: line 3, column 3: found duplicate key 'a' (first at line 2)"),
+    # go-yaml v3.0.1 decode.go:767-776 compares every key of a mapping as written, merge keys too.
+    ("config:\n  a: &x {b: 1}\n  c: {<<: *x, <<: *x}", "f.yaml: line 3, column 15: found duplicate key '<<' (first at line 3)"),
     ("config:\n  approval: 2024-01-01", "f.yaml: gpu-platform:approval: '2024-01-01' is a date or time in YAML"),
     ("config:\n  x:approval: 2024-01-01T10:00:00Z", "f.yaml: x:approval: '2024-01-01T10:00:00Z' is a date or time"),
     ("config:\n  a: !!binary aGVsbG8=", "f.yaml: gpu-platform:a: binary data (!!binary) is not a value"),
