@@ -86,11 +86,12 @@ def test_the_offline_job_needs_no_cloud_credentials(workflow):
     assert not [s for s in steps(job) if action(s) in ("aws-actions/configure-aws-credentials", "pulumi/actions")]
 
 
-def test_the_offline_job_runs_the_tests_and_the_linters_on_python_3_11(workflow):
+def test_the_offline_job_runs_the_tests_the_linters_and_the_scan_on_python_3_11(workflow):
     job = offline_job(workflow)
     runs = [s.get("run", "").strip() for s in steps(job)]
     assert "make test" in runs
     assert "make lint" in runs
+    assert "make scan" in runs
     [python] = [s for s in steps(job) if action(s) == "actions/setup-python"]
     assert str(python["with"]["python-version"]) == "3.11"
 
