@@ -8,11 +8,18 @@ The add-on's own agent tolerates every taint, but its DCGM server (the GPU half)
 default (aws/eks-node-monitoring-agent v1.7.0, charts/eks-node-monitoring-agent/values.yaml lines
 93-95 and 157-158; aws/containers-roadmap#2567), so it would never run on GPU nodes tainted
 `nvidia.com/gpu`: the add-on is configured to tolerate that taint (`dcgmAgent.tolerations`).
+
+The add-on is pinned (ADDON_VERSION), so that what runs privileged on every node is what was approved,
+not whatever EKS makes its default later; its configuration is checked against the add-on's own
+schema (eks-node-monitoring-agent.schema.json: charts/configuration.schema.json at v1.7.0, what
+`aws eks describe-addon-configuration` answers), and its privileged DaemonSets, which EKS creates and
+no stack resource shows, are written down here (WORKLOADS) for the audit report and its ledger.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pulumi
 import pulumi_aws as aws
@@ -20,6 +27,32 @@ import pulumi_aws as aws
 from gpu_platform import contract
 
 ADDON = "eks-node-monitoring-agent"
+# The chart at tag v1.7.0 ships the agent image v1.7.0-eksbuild.1 (charts/eks-node-monitoring-agent/
+# values.yaml line 32); EKS names add-on versions the same way (vX.Y.Z-eksbuild.N). NOT VERIFIED
+# offline: that EKS publishes this version for the cluster's Kubernetes version (`aws eks
+# describe-addon-versions --addon-name eks-node-monitoring-agent` says; a version EKS does not offer
+# fails the add-on's create).
+ADDON_VERSION = "v1.7.0-eksbuild.1"
+SCHEMA = Path(__file__).with_name("eks-node-monitoring-agent.schema.json")
+# EKS installs add-ons into kube-system unless told otherwise (the chart uses its release namespace).
+NAMESPACE = "kube-system"
+# What the add-on's two DaemonSets run with on every node, from the chart at v1.7.0: the node agent
+# (templates/daemonset.yaml lines 41-42 hostNetwork and hostPID, 75-79 the securityContext of
+# values.yaml lines 88-92, privileged with NET_ADMIN, and the host's / mounted at /host, lines 79 and
+# 86-88, writable), and the DCGM server (templates/dcgm-daemonset.yaml lines 1-4 and 75-76:
+# privileged). The ledger's vocabulary (preview/reports/ledger.py).
+_AGENT = f"DaemonSet {NAMESPACE}/eks-node-monitoring-agent (EKS add-on {ADDON} {ADDON_VERSION})"
+_DCGM = f"DaemonSet {NAMESPACE}/dcgm-server (EKS add-on {ADDON} {ADDON_VERSION})"
+WORKLOADS: tuple[tuple[str, str, str], ...] = (
+    (_AGENT, "(pod)", "hostNetwork"),
+    (_AGENT, "(pod)", "hostPID"),
+    (_AGENT, ADDON, "privileged"),
+    (_AGENT, ADDON, "capability NET_ADMIN"),
+    (_AGENT, ADDON, "hostPath / rw"),
+    (_DCGM, f"{ADDON}-dcgm", "privileged"),
+)
+# The audit tag of the privileged software the add-on runs (aws_tags.audit_tags).
+SOFTWARE = f"{ADDON} {ADDON_VERSION} (privileged DaemonSets eks-node-monitoring-agent, dcgm-server)"
 
 
 def configuration() -> str:
@@ -31,11 +64,11 @@ class NodeMonitoringAgent(pulumi.ComponentResource):
     def __init__(self, name: str, cluster_name: pulumi.Input[str], tags: dict[str, str],
                  depends_on: list[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:NodeMonitoringAgent", name, None, opts)
-        # No addonVersion: EKS installs its default version for the cluster's Kubernetes version.
         self.addon = aws.eks.Addon(
             f"{name}-addon",
             cluster_name=cluster_name,
             addon_name=ADDON,
+            addon_version=ADDON_VERSION,
             configuration_values=configuration(),
             # A setting someone changed by hand is overwritten by the stack's, on create and update.
             resolve_conflicts_on_create="OVERWRITE",

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
+from components.aws import node_health
 from gpu_platform import contract
 from preview.reports import aws_exposure, ledger, privileges
 from preview.recording import Recording
@@ -39,7 +40,8 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
     """The report; `against` is the ledger of an older report (`ledger.parse`)."""
     found = privileges.read(recording)
     privileged = [w for w in found if w.privileges]
-    rows = [row for w in privileged for row in privileges.rows(w)]
+    addon_rows = _addon_rows(recording)
+    rows = [row for w in privileged for row in privileges.rows(w)] + addon_rows
     lines = [
         *_header(recording, privileged),
         *_summary(found),
@@ -51,6 +53,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         lines += _workload(w)
     if not privileged:
         lines += ["None.", ""]
+    lines += _addon_section(recording, addon_rows)
     lines += aws_exposure.section(recording)
     lines += [
         "## Privilege ledger",
@@ -60,6 +63,34 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         *ledger.write(rows),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _addons(recording: Recording) -> list[dict]:
+    return [props for r in recording.of_type(aws_exposure.ADDON)
+            if (props := clean(r.inputs)).get("addonName") == node_health.ADDON]
+
+
+def _addon_rows(recording: Recording) -> list[ledger.Row]:
+    """The privileges of the DaemonSets an EKS add-on of the stack runs on every node: EKS creates them,
+    so no stack resource shows them; what they are is written down with the add-on's pinned version
+    (components/aws/node_health.py WORKLOADS)."""
+    return list(node_health.WORKLOADS) if _addons(recording) else []
+
+
+def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:
+    if not rows:
+        return []
+    lines = ["## Privileged DaemonSets of EKS add-ons", ""]
+    for props in _addons(recording):
+        tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
+        lines += [f"Add-on `{props.get('addonName')}` version `{props.get('addonVersion') or 'EKS default'}` "
+                  f"(created by EKS, not by this stack; the chart of that version, read at its source):",
+                  "",
+                  f"- owner: {tags.get(contract.AUDIT_TAG_OWNER, '(not stated)')}",
+                  f"- approval: {tags.get(contract.AUDIT_TAG_APPROVAL, '(not stated)')}",
+                  ""]
+    lines += [*ledger.table(rows), ""]
+    return lines
 
 
 def _values(label: str, values: list[str]) -> str:

@@ -25,7 +25,9 @@ FAMILIES = {
     "p5e": "p5e.48xlarge",
     "p6-b200": "p6-b200.48xlarge",
 }
-# Families whose GPUs talk over NVSwitch and need the fabric manager (NVIDIA's fabric manager guide).
+# The families whose instance type above has NVSwitch and needs the fabric manager: eight GPUs on an HGX
+# baseboard (NVIDIA Fabric Manager User Guide; AWS enables the fabric manager on its accelerated AMI for
+# them): p4d/p4de (A100), p5 (H100), p5e (H200), p6-b200 (B200). Typed here, never read from matrix.yaml.
 NVSWITCH_FAMILIES = {"p4d", "p4de", "p5", "p5e", "p6-b200"}
 
 

@@ -38,13 +38,6 @@ def test_the_nodes_boot_the_ami_of_the_release_specific_nvidia_parameter(rec):
     assert not [r for r in rec.resources if r.type.startswith("aws:imagebuilder/")]
 
 
-def test_the_recommended_nvidia_ami_is_never_answered():
-    _, failures = aws_answers.answer(
-        "aws:ssm/getParameter:getParameter",
-        {"name": "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/recommended/image_id"}, {})
-    assert failures
-
-
 def test_launch_templates_and_node_groups_declare_awss_driver_and_toolkit(rec):
     for pool in ("l4", "h100"):
         for resource in (launch_template(rec, pool), node_group(rec, pool)):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from preview.reports import audit
 from tests.components.aws.conftest import node_group, pool_names
 
@@ -49,3 +51,61 @@ def test_the_agent_waits_for_the_gpu_node_groups(shipped):
     (addon,) = shipped.of_type(ADDON)
     for pool in pool_names(shipped):
         assert node_group(shipped, pool).urn in addon.dependencies
+
+
+def test_the_agent_is_pinned_to_the_version_read_at_its_source(shipped):
+    # aws/eks-node-monitoring-agent v1.7.0 charts/eks-node-monitoring-agent/values.yaml line 32: the
+    # image of chart 1.7.0 is v1.7.0-eksbuild.1, EKS's version naming.
+    (addon,) = shipped.of_type(ADDON)
+    assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.1"
+
+
+def test_the_configuration_is_one_the_add_on_schema_accepts(shipped):
+    import jsonschema
+
+    from components.aws.node_health import SCHEMA
+
+    schema = json.loads(SCHEMA.read_text())
+    (addon,) = shipped.of_type(ADDON)
+    jsonschema.validate(json.loads(addon.inputs["configurationValues"]), schema)
+    # The schema refuses what the add-on would refuse: a misspelt section, a toleration that is not a list.
+    for wrong in ({"dcgmAgents": {}}, {"dcgmAgent": {"tolerations": {"key": "nvidia.com/gpu"}}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, schema)
+
+
+def test_the_add_on_carries_the_stacks_owner_and_approval(shipped):
+    (addon,) = shipped.of_type(ADDON)
+    audit_config = shipped.config["gpu-platform:audit"]
+    tags = addon.inputs["tags"]
+    assert tags["audit.gpu-platform.io/owner"] == audit_config["owner"]
+    assert tags["audit.gpu-platform.io/approval"] == audit_config["approval"]
+    assert "eks-node-monitoring-agent v1.7.0-eksbuild.1" in tags["audit.gpu-platform.io/privileged-software"]
+
+
+# What the add-on's DaemonSets run with, from the chart at v1.7.0 (templates/daemonset.yaml lines
+# 41-42, 75-79, 86-88 with values.yaml lines 88-92; templates/dcgm-daemonset.yaml lines 75-76).
+ADDON_PRIVILEGES = {
+    ("eks-node-monitoring-agent", "(pod)", "hostNetwork"),
+    ("eks-node-monitoring-agent", "(pod)", "hostPID"),
+    ("eks-node-monitoring-agent", "eks-node-monitoring-agent", "privileged"),
+    ("eks-node-monitoring-agent", "eks-node-monitoring-agent", "capability NET_ADMIN"),
+    ("eks-node-monitoring-agent", "eks-node-monitoring-agent", "hostPath / rw"),
+    ("dcgm-server", "eks-node-monitoring-agent-dcgm", "privileged"),
+}
+
+
+def _ledger_addon_rows(text: str) -> set[tuple[str, str, str]]:
+    from preview.reports import ledger
+
+    rows = ledger.parse(text) or set()
+    return {(w.split("/", 1)[1].split(" ", 1)[0], c, p) for w, c, p in rows if "(EKS add-on " in w}
+
+
+def test_the_audit_ledger_holds_the_add_ons_privileged_daemon_sets(prod):
+    assert _ledger_addon_rows(audit.report(prod)) == ADDON_PRIVILEGES
+
+
+def test_without_the_add_on_its_daemon_sets_leave_the_ledger(record_variant):
+    rec = record_variant("no-repair", lambda config: [p.update(nodeRepair=False) for p in config["gpu-platform:nodePools"]], stack="prod")
+    assert _ledger_addon_rows(audit.report(rec)) == set()
