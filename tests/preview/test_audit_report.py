@@ -86,7 +86,7 @@ def test_a_host_paths_annotation_that_disagrees_with_the_mounts_is_flagged(prod)
 def test_the_ledger_reads_back_one_row_per_privilege(prod):
     rows = ledger.parse(audit.report(prod))
     assert ("DaemonSet gpu-operator/nvidia-mig-manager", "(pod)", "hostPID") in rows
-    assert ("DaemonSet gpu-operator/nvidia-validator", "toolkit-validation", "hostPath /dev/null ro") in rows
+    assert ("DaemonSet gpu-operator/nvidia-operator-validator", "toolkit-validation", "hostPath /dev/null ro") in rows
     assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "capability SYS_ADMIN") in rows
 
 

@@ -187,7 +187,7 @@ _R = '{"urn": "u", "type": "t", "name": "n"'
     ('{"resources": [' + _R + ', "ignoreChanges": "a"}]}', "ignoreChanges or replaceOnChanges that are not lists"),
     ('{"stack": NaN, "resources": []}', "not JSON (NaN is not a JSON number"),
     ('{"stack": 3, "resources": []}', "'stack' is not text"),
-    ('{"resources": [], "x": ' + "9" * 5000 + "}", "not JSON (Exceeds the limit"),
+    ('{"resources": [], "x": ' + "9" * 5000 + "}", "not JSON (a number of more than 4300 digits)"),
 ])
 def test_load_names_the_file_and_what_is_wrong_with_an_invalid_report(tmp_path, content, message):
     old = tmp_path / "old.json"

@@ -1,0 +1,122 @@
+"""Every operand of every release meets its upstream contract (gpu_platform/operand_contracts/).
+
+The stack rendered per release is the prod stack (a MIG pool, the baked toolkit) and its twin with the
+toolkit DaemonSet and a time-sliced pool, run through the real program offline; each clause whose
+`applies` range holds for the image tag the release renders, and whose `when` holds for the stack, is
+checked against the recorded manifests. A failure names the clause, the release, what is wrong and
+where upstream says so.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpu_platform import matrix
+from preview.offline import engine
+from tests.conftest import stack_config, write_stack
+from tests.gpu_platform import contract_checks as checks
+
+CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "operand_contracts"
+MATRIX = matrix.load()
+RELEASES = sorted(MATRIX.releases, key=lambda r: checks.version_key(r))
+
+
+@functools.lru_cache(maxsize=None)
+def contracts() -> dict[str, dict]:
+    found = {}
+    for path in sorted(CONTRACTS.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text())
+        found[data["operand"]] = data
+    return found
+
+
+def _variant(config: dict, release: str, baked: bool) -> None:
+    config["gpu-platform:operator"]["release"] = release
+    config["gpu-platform:nodeImage"]["toolkitBaked"] = baked
+    if not baked:
+        for pool in config["gpu-platform:nodePools"]:
+            if not pool.get("mig"):
+                pool["timeSlicing"] = {"replicas": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def rendered(release: str, baked: bool, tmp: str) -> engine.Recording:
+    config = stack_config("prod")
+    _variant(config, release, baked)
+    return engine.run(write_stack(Path(tmp), config, name=f"contract-{release}-{'baked' if baked else 'ds'}"))
+
+
+def facts(release: str, baked: bool) -> checks.Facts:
+    return checks.Facts(cdi=MATRIX.releases[release].cdi, toolkit_baked=baked, mig=True, time_slicing=not baked)
+
+
+def tag(image: str) -> str:
+    return image.rsplit(":", 1)[1]
+
+
+def test_every_tag_a_release_renders_was_read_at_its_source():
+    unread = []
+    for operand, data in contracts().items():
+        versions = {str(k): v for k, v in data["versions"].items()}
+        for release in MATRIX.releases.values():
+            if operand in release.images:
+                row = versions.get(tag(release.images[operand]))
+                if not row or not row.get("read"):
+                    unread.append(f"{operand} {tag(release.images[operand])} (release {release.name})")
+    assert not unread, "rendered but never read at the tag: " + "; ".join(sorted(set(unread)))
+
+
+def test_every_operand_the_matrix_renders_has_a_contract():
+    rendered_operands = {op for r in MATRIX.releases.values() for op in r.images}
+    assert rendered_operands - {"driver"} <= set(contracts()), rendered_operands - set(contracts())
+
+
+def test_every_clause_says_what_it_asks_of_the_manifests_or_why_nothing():
+    wrong = []
+    for operand, data in contracts().items():
+        for clause in data["clauses"]:
+            expect, none = clause.get("expect"), clause.get("no_manifest_effect")
+            if bool(expect) == bool(none):
+                wrong.append(f"{operand}:{clause['id']}: give exactly one of expect or no_manifest_effect")
+                continue
+            for item in expect or []:
+                if not isinstance(item, dict) or len(item) != 1 or next(iter(item)) not in checks.CHECKS:
+                    wrong.append(f"{operand}:{clause['id']}: {item!r} is not one of the checks {sorted(checks.CHECKS)}")
+            if set(clause.get("when") or {}) - set(checks.Facts.__dataclass_fields__):
+                wrong.append(f"{operand}:{clause['id']}: when {clause['when']} names an unknown fact")
+            checks.applies(clause["applies"], "1.0.0")  # a malformed range raises here
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("baked", [True, False], ids=["toolkit-baked", "toolkit-daemonset"])
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_operand_meets_its_contract(release, baked, tmp_path_factory):
+    rec = rendered(release, baked, str(tmp_path_factory.getbasetemp()))
+    images = MATRIX.releases[release].images
+    stack = facts(release, baked)
+    failures = []
+    for operand, data in contracts().items():
+        op = checks.Operand(rec, operand)
+        if op.daemonset is None:
+            continue  # not deployed in this stack (the toolkit DaemonSet under a baked toolkit)
+        image = images[operand]
+        for clause in data["clauses"]:
+            if not clause.get("expect") or not stack.match(clause.get("when")) or not checks.applies(clause["applies"], tag(image)):
+                continue
+            for expectation in clause["expect"]:
+                for problem in checks.check(op, image, expectation):
+                    failures.append(f"{operand} {tag(image)} [{clause['id']}] {problem}\n    upstream: {clause['source'][0]}")
+    assert not failures, f"release {release}:\n" + "\n".join(failures)
+
+
+def test_the_toolkit_daemonset_stack_renders_the_toolkit_and_the_baked_one_does_not(tmp_path_factory):
+    # The two variants exist to cover both: a contract test that never saw the toolkit would pass on anything.
+    base = str(tmp_path_factory.getbasetemp())
+    latest = RELEASES[-1]
+    assert checks.Operand(rendered(latest, False, base), "container-toolkit").daemonset is not None
+    assert checks.Operand(rendered(latest, True, base), "container-toolkit").daemonset is None
+    assert checks.Operand(rendered(latest, True, base), "mig-manager").daemonset is not None
