@@ -17,8 +17,6 @@ class GpuPoolHandle:
     name: str
     labels: dict[str, str]  # the kubelet labels its nodes register with (gates, sharing config, image generation)
     taints: tuple[dict[str, str], ...]  # in Kubernetes spelling
-    max_nodes: int
-    desired_nodes: int
     rollout: str  # surge | in-place | blue-green
     # The labels that pick the nodes of the pool's current node group, and only those (what a
     # readiness gate proves): a replaced group's nodes never match its successor's.
@@ -33,8 +31,6 @@ class ClusterHandle:
     name: pulumi.Output[str]
     provider: k8s.Provider  # every Kubernetes object goes through it
     pools: dict[str, GpuPoolHandle]
-    # The most nodes outside the GPU pools an ungated DaemonSet (NFD's worker) may cover.
-    system_max_nodes: int
     # What the first operand stage waits for: the GPU nodes (a DaemonSet that matches no node is
     # "ready" at once, which would make every later wait meaningless).
     first_stage_waits_on: tuple[pulumi.Resource, ...]

@@ -51,7 +51,7 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         cdi=config.release.cdi,
         service_monitor=service_monitor(config, found),
     )
-    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools))
+    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=images)
     return [(stage, stage.spec(context)) for stage in active]
 
 
@@ -75,7 +75,8 @@ class GpuPlatform(pulumi.ComponentResource):
         # Which gating labels each pool's nodes carry is the operands' business; the cloud layer
         # puts them on the nodes.
         pool_gates = {
-            pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=config.node_image.toolkit_baked)
+            pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=config.node_image.toolkit_baked,
+                                             carried=config.release.images)
             for pool in config.node_pools
         }
         eks = gpu_cluster.build(name, config, found, stack, pool_gates, parent=self)
@@ -93,10 +94,6 @@ class GpuPlatform(pulumi.ComponentResource):
         previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace]
         self.operands = []
         for stage, spec in planned:
-            # The most nodes this stage's DaemonSet may cover: the GPU pools carrying its gate, or
-            # for an ungated stage (NFD's worker) every pool and the system nodes.
-            nodes = sum(p.max_nodes for p in handle.pools.values() if stage.gate is None or stage.gate in pool_gates[p.name])
-            nodes += handle.system_max_nodes if stage.gate is None else 0
             operand = stage.component(
                 f"{name}-{stage.operand}",
                 OperandArgs(
@@ -110,7 +107,6 @@ class GpuPlatform(pulumi.ComponentResource):
                     provider=provider,
                     overrides=dict(config.operator.overrides),
                     depends_on=previous,
-                    nodes=nodes,
                 ),
                 opts=child,
             )

@@ -14,20 +14,12 @@ from typing import Mapping, Optional
 
 import yaml
 
-from gpu_platform import versions
+from gpu_platform import operands, versions
 
 MATRIX_FILE = Path(__file__).with_name("matrix.yaml")
 
-# The operands whose images a release pins, in the keys `matrix.yaml` uses.
-OPERAND_IMAGES = (
-    "node-feature-discovery",
-    "container-toolkit",
-    "device-plugin",
-    "gpu-feature-discovery",
-    "dcgm-exporter",
-    "mig-manager",
-    "validator",
-)
+# The operands whose images a release may pin, in the keys `matrix.yaml` uses: the operand registry's.
+OPERAND_IMAGES = operands.names()
 
 
 @dataclass(frozen=True)
@@ -192,7 +184,23 @@ def _gpu(key: str, row: dict) -> Gpu:
     )
 
 
+def _check_images(name: str, row: dict) -> None:
+    """A release pins an image for exactly the operands the registry says it carries: those whose
+    first release (`since`) is this one or older, and no key the registry does not know."""
+    have = set(row["images"])
+    unknown = have - set(OPERAND_IMAGES)
+    if unknown:
+        raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {', '.join(sorted(unknown))} not in the operand "
+                         f"registry ({operands.REGISTRY_FILE.name})")
+    for r in operands.rows():
+        carried = versions.at_least(name, r.since)
+        if carried != (r.operand in have):
+            raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {r.operand} "
+                             f"{'missing' if carried else 'given'}, but the registry says it ships from {r.since}")
+
+
 def _release(name: str, row: dict) -> Release:
+    _check_images(name, row)
     drivers = row["drivers"]
     return Release(
         name=name,
@@ -203,7 +211,7 @@ def _release(name: str, row: dict) -> Release:
         driver_branches=tuple(int(b) for b in drivers["branches"]),
         driver_versions=tuple(str(v) for v in drivers["versions"]),
         cdi=bool(row.get("cdi", False)),
-        images={op: row["images"][op] for op in OPERAND_IMAGES},
+        images={op: row["images"][op] for op in OPERAND_IMAGES if op in row["images"]},
         source=row["source"],
     )
 

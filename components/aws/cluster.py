@@ -23,7 +23,7 @@ _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 # Cluster add-ons (CoreDNS, the NFD master, the GC) need somewhere to run that is not a GPU.
 _SYSTEM_INSTANCE_TYPE = "m6i.large"
 _SYSTEM_ROOT_GIB = 50
-SYSTEM_MAX_NODES = 4  # what operands that run on every node (NFD's worker) may also cover
+SYSTEM_MAX_NODES = 4
 
 
 @dataclass(frozen=True)

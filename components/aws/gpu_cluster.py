@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.aws import tags as aws_tags
-from components.aws.cluster import SYSTEM_MAX_NODES, ClusterArgs, EksCluster
+from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.node_health import SOFTWARE as node_health_software, NodeMonitoringAgent
 from components.aws.image_hardware import PoolHardware, image_hardware
@@ -127,15 +127,12 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 name=pool.name,
                 labels=pools[pool.name].labels,
                 taints=(contract.gpu_taint(),),
-                max_nodes=pool.max_size,
-                desired_nodes=pool.desired_size,
                 rollout=pool.rollout,
                 node_selector=pools[pool.name].node_selector,
                 ready=pools[pool.name].node_group,
             )
             for pool in config.node_pools
         },
-        system_max_nodes=SYSTEM_MAX_NODES,
         first_stage_waits_on=tuple(pools.values()),
     )
     return EksGpuCluster(cluster=cluster, image=image, pools=pools, node_health=node_health, handle=handle)

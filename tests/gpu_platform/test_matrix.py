@@ -69,3 +69,47 @@ def test_every_gpu_names_the_kernel_module_flavours_it_runs():
     assert MATRIX.gpus["B200"].kernel_modules == ("open",)
     assert MATRIX.gpus["A10G"].kernel_modules == ("proprietary",)
     assert [g.key for g in MATRIX.gpus.values() if g.nvlink_subnet_manager] == ["B200"]
+
+
+def _matrix_with(tmp_path, change):
+    import yaml
+
+    raw = yaml.safe_load(matrix.MATRIX_FILE.read_text())
+    change(raw)
+    path = tmp_path / f"matrix-{len(list(tmp_path.iterdir()))}.yaml"  # load() caches by path
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_a_release_without_an_operand_the_registry_says_it_carries_is_refused(tmp_path):
+    path = _matrix_with(tmp_path, lambda raw: raw["releases"]["v25.10.1"]["images"].pop("dcgm-exporter"))
+    with pytest.raises(ValueError, match="releases.v25.10.1.images: dcgm-exporter missing, but the registry says it ships from v23.9.0"):
+        matrix.load(path)
+
+
+def test_an_operand_only_newer_releases_carry_is_absent_from_older_ones(tmp_path, monkeypatch):
+    # What adding the DRA driver looks like: one registry row with its first release, images from it on.
+    from gpu_platform import operands
+
+    rows = operands.rows() + (operands.OperandRow("dra-driver", "dra_driver", "DraDriver", None, None, "gpu-nodes", "v26.3.0"),)
+    monkeypatch.setattr(operands, "rows", lambda: rows)
+    monkeypatch.setattr(matrix, "OPERAND_IMAGES", tuple(r.operand for r in rows))
+
+    def add(raw):
+        for name, row in raw["releases"].items():
+            if versions.at_least(name, "v26.3.0"):
+                row["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia-gpu:v25.8.0"
+    loaded = matrix.load(_matrix_with(tmp_path, add))
+    assert "dra-driver" in loaded.release("v26.3.0").images
+    assert "dra-driver" not in loaded.release("v25.10.1").images
+
+    def add_everywhere(raw):
+        raw["releases"]["v25.10.1"]["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia-gpu:v25.8.0"
+    with pytest.raises(ValueError, match="releases.v25.10.1.images: dra-driver given, but the registry says it ships from v26.3.0"):
+        matrix.load(_matrix_with(tmp_path, lambda raw: (add(raw), add_everywhere(raw))))
+
+
+def test_an_image_key_the_registry_does_not_know_is_refused(tmp_path):
+    path = _matrix_with(tmp_path, lambda raw: raw["releases"]["v25.10.1"]["images"].update({"dcgm": "x:1"}))
+    with pytest.raises(ValueError, match="releases.v25.10.1.images: dcgm not in the operand registry"):
+        matrix.load(path)

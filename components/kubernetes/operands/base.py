@@ -171,7 +171,6 @@ class OperandArgs:
     provider: k8s.Provider
     overrides: dict[str, str] = field(default_factory=dict)  # operator.overrides, declared for the policy pack
     depends_on: Sequence[pulumi.Resource] = ()
-    nodes: int = 0  # no longer read (Pulumi does not wait for every node, stages.py); goes with platform.py's count
 
 
 def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, str]:
@@ -284,6 +283,7 @@ def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, 
     volumes = [{"name": d, "emptyDir": {}} for d in sorted({v for c in containers for v, _, _ in c.mounts})]
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
+        "automountServiceAccountToken": bool(part.cluster_rules or part.namespace_rules),
         "priorityClassName": "system-cluster-critical",
         "containers": [_container(c, spec) for c in containers],
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
@@ -334,6 +334,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
     ]
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
+        "automountServiceAccountToken": bool(spec.cluster_rules or spec.namespace_rules),
         "priorityClassName": PRIORITY_CLASS,
         "tolerations": tolerations,
         "containers": [_container(c, spec) for c in spec.containers],
@@ -440,13 +441,15 @@ class Operand(pulumi.ComponentResource):
 
     def _identity(self, name: str, object_name: str, operand: str, cluster_rules: tuple[dict, ...],
                   namespace_rules: tuple[dict, ...]) -> list[pulumi.Resource]:
-        """A service account with exactly the given rights; no API token in pods that use none."""
+        """A service account with exactly the given rights. It mounts no API token by default: the
+        operand's own pod spec asks for one when it has rights to use, so a pod that another
+        process creates under this account (the validator's workload pods) gets none."""
         args, child = self._args, self._child
         meta = self._meta(object_name, operand)
         cluster_meta = {"name": object_name, "labels": meta["labels"]}
         subjects = [{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}]
         made: list[pulumi.Resource] = [k8s.core.v1.ServiceAccount(
-            f"{name}-sa", metadata=meta, automount_service_account_token=bool(cluster_rules or namespace_rules), opts=child)]
+            f"{name}-sa", metadata=meta, automount_service_account_token=False, opts=child)]
         if cluster_rules:
             role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata=cluster_meta, rules=list(cluster_rules), opts=child)
             made.append(k8s.rbac.v1.ClusterRoleBinding(

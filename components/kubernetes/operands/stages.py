@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 from components.kubernetes.operands.base import Operand, OperandSpec
 from components.kubernetes.operands.context import OperandContext
@@ -86,11 +86,12 @@ def _stage(row: operands.OperandRow) -> Stage:
 STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 
-def active(toolkit_baked: bool, any_mig: bool) -> tuple[Stage, ...]:
-    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig))
+def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None) -> tuple[Stage, ...]:
+    """The stages a stack deploys; `carried`: the operands its release pins an image for (all when None)."""
+    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig) and (carried is None or s.operand in carried))
 
 
-def gates_for_pool(mig: bool, toolkit_baked: bool) -> tuple[str, ...]:
+def gates_for_pool(mig: bool, toolkit_baked: bool, carried: Optional[Collection[str]] = None) -> tuple[str, ...]:
     """The gating labels a pool's nodes carry: every active stage's, the MIG manager's only on MIG
     pools, the toolkit's not when the image owns the runtime."""
-    return tuple(s.gate for s in STAGES if s.gate and s.deployed(toolkit_baked, mig))
+    return tuple(s.gate for s in active(toolkit_baked, mig, carried) if s.gate)

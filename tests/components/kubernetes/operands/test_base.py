@@ -100,3 +100,23 @@ def test_added_capabilities_are_named_in_the_audit_reason(stack):
         added = {cap for c in containers(pod_spec(ds)) for cap in c["securityContext"].get("capabilities", {}).get("add", [])}
         for cap in added:
             assert cap in ds.inputs["metadata"]["annotations"][contract.AUDIT_REASON], ds.name
+
+
+def _bound_accounts(rec) -> set[str]:
+    kinds = ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    return {s["name"] for kind in kinds for b in rec.of_type(kind) for s in b.inputs.get("subjects") or []}
+
+
+def test_a_pod_carries_an_api_token_only_when_its_operand_has_rights_to_use(stack):
+    bound = _bound_accounts(stack)
+    for workload in [*daemonsets(stack), *stack.of_type(DEPLOYMENT)]:
+        spec = pod_spec(workload)
+        assert spec["automountServiceAccountToken"] is (spec["serviceAccountName"] in bound), workload.name
+
+
+def test_a_pod_another_process_creates_under_an_operand_account_gets_no_token(stack):
+    # The validator creates its CUDA workload pods (privileged) under its own account: they must not
+    # inherit a token that may create pods. The accounts mount none unless the pod asks.
+    for account in stack.of_type("kubernetes:core/v1:ServiceAccount"):
+        if account.inputs["metadata"]["namespace"] == "gpu-operator":
+            assert account.inputs["automountServiceAccountToken"] is False, account.name
