@@ -95,3 +95,13 @@ def _accelerators() -> dict[str, Accelerator]:
 def non_nvidia_accelerator(instance_type: str) -> Optional[Accelerator]:
     """What an instance family carries instead of an NVIDIA data-center GPU, when the data knows."""
     return _accelerators().get(instance_type.split(".", 1)[0])
+
+
+@functools.lru_cache(maxsize=None)
+def _older_nvidia() -> dict[str, str]:
+    return {row["family"]: row["gpu"] for row in _data()["nvidia_gpus_older_than_the_matrix"]}
+
+
+def older_nvidia_gpu(instance_type: str) -> Optional[str]:
+    """The NVIDIA GPU of an instance family older than every GPU the platform supports, or None."""
+    return _older_nvidia().get(instance_type.split(".", 1)[0])

@@ -62,15 +62,53 @@ def _valid(options) -> str:
     return ", ".join(sorted(options))
 
 
+def _not_a_version(value: Any, pattern: str, what: str, example: str, valid: str = "") -> Optional[str]:
+    """What is wrong with a version as the stack file gave it, or None. YAML reads 1.30 unquoted as
+    the number 1.3, so a version must arrive as text; only a number is told to quote itself (a quoted
+    version that is unknown is unknown, and a mapping or list is not a version however it is written:
+    a `<<` merge entry in a list makes a mapping)."""
+    if isinstance(value, str) and re.fullmatch(pattern, value):
+        return None
+    listed = f" (valid: {valid})" if valid else ""
+    if value is None or value == "":
+        return f"has no value (null or empty): give {what}, quoted, e.g. \"{example}\"{listed}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = json.dumps(value)
+        quoted = text if re.fullmatch(pattern, text) else example
+        return f"the value was read as a number ({text}), not text: a version must be quoted, e.g. \"{quoted}\"{listed}"
+    if isinstance(value, (dict, list, tuple)):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        return f"{_shown(value)} is {kind}, not {what} (one quoted version, e.g. \"{example}\"){listed}"
+    return f"{_shown(value)} is not {what}" + (listed or f" (e.g. \"{example}\")")
+
+
 def _quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:
-    # YAML reads 1.30 unquoted as the number 1.3, so a version must arrive as text.
-    if not isinstance(value, str) or not re.fullmatch(pattern, value):
-        raise ValueError(f"{_shown(value)} is not {what}; write it quoted, e.g. \"{example}\"")
+    problem = _not_a_version(value, pattern, what, example)
+    if problem:
+        raise ValueError(problem)
     return value
+
+
+# Optional keys whose own validator answers a null, with the key's default in the message.
+_NULL_SAID_BY_VALIDATOR = ("rollout", "nodeRepair")
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=False, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_absent(cls, data: Any) -> Any:
+        # `timeSlicing:` with nothing after it is a YAML null. An optional key given null is refused as
+        # a required one is, never read as the key left out (its default), which the file does not say.
+        if isinstance(data, dict):
+            for name, field in cls.model_fields.items():
+                key = field.alias or name
+                if (key in data and (data[key] is None or data[key] == "") and not field.is_required()
+                        and field.default is None and key not in _NULL_SAID_BY_VALIDATOR):
+                    raise ValueError(_at(f".{key}", f"has no value (null or empty): give {_GIVE.get(key, 'a value')}, "
+                                                    "or remove the key for the default"))
+        return data
 
 
 # IAM role or user ARNs, with an optional path (IAM User Guide, "IAM identifiers": names and paths
@@ -294,10 +332,13 @@ class Workloads(_Model):
         if not isinstance(value, (list, tuple)):
             return value
         known = matrix.load().cuda.toolkits
+        valid = ", ".join(sorted(known, key=versions.parse))
         for i, cuda in enumerate(value):
-            if not isinstance(cuda, str) or cuda not in known:
-                raise ValueError(_at(f"[{i}]", f"{_shown(cuda)} is not a CUDA toolkit version of the matrix; write it quoted "
-                                               f"(valid: {', '.join(sorted(known, key=versions.parse))})"))
+            problem = _not_a_version(cuda, r"\d+\.\d+(\.\d+)?", "a CUDA toolkit version", "12.8", valid)
+            if problem is None and cuda not in known:
+                problem = f"{_shown(cuda)} is not a CUDA toolkit version the matrix knows (valid: {valid})"
+            if problem:
+                raise ValueError(_at(f"[{i}]", problem))
             if cuda in value[:i]:
                 raise ValueError(_at(f"[{i}]", f"{_shown(cuda)} is listed twice"))
         return tuple(value)
@@ -357,10 +398,10 @@ class NodePool(_Model):
     def _no_null(cls, value: Any, info) -> Any:
         # `rollout:` and `nodeRepair:` with nothing after them are YAML nulls: both are refused alike,
         # never read as "the default" for one and an error for the other.
-        if value is None:
+        if value is None or value == "":
             valid = "surge, in-place or blue-green" if info.field_name == "rollout" else "true or false"
             default = "surge; in-place for a capacity block" if info.field_name == "rollout" else "true"
-            raise ValueError(f"has no value (null): give {valid}, or remove the key for the default ({default})")
+            raise ValueError(f"has no value (null or empty): give {valid}, or remove the key for the default ({default})")
         return value
 
     @field_validator("max_size")
@@ -403,6 +444,30 @@ class NodePool(_Model):
                 "blockHoldsBothGenerations: true, or use rollout: in-place (valid: in-place; blue-green with blockHoldsBothGenerations: true)")))
         if self.block_holds_both_generations and not (block and self.rollout == "blue-green"):
             raise ValueError(_at(".blockHoldsBothGenerations", "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it"))
+        return self
+
+    @field_validator("instance_type")
+    @classmethod
+    def _supported_nvidia_gpu(cls, value: str) -> str:
+        gpu = aws_limits.older_nvidia_gpu(value)
+        if gpu:
+            known = ", ".join(f"{g.key} ({'/'.join(g.families)})" for g in matrix.load().gpus.values())
+            raise ValueError(f"{value!r} carries an NVIDIA {gpu}, which this platform does not support: its version matrix "
+                             f"(the driver floors, MIG profiles and kernel modules the node image is built for) has no row "
+                             f"for it (supported: {known})")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_share(self) -> "NodePool":
+        # The device plugin's config gets both (components/kubernetes/operands/device_plugin.py
+        # plugin_config): time-slicing of nvidia.com/gpu beside the MIG strategy, and a configuration
+        # carving several profiles (mixed strategy) exposes no nvidia.com/gpu at all, so the replicas
+        # would apply to nothing while the pool looked shared.
+        if self.mig and self.time_slicing:
+            raise ValueError("mig and timeSlicing are exclusive on one pool: a MIG pool shares its GPUs as MIG instances "
+                             "(with several profiles they are nvidia.com/mig-<profile> resources, and time-slicing "
+                             "nvidia.com/gpu applies to nothing) (valid: one of mig or timeSlicing; put the other in a "
+                             "pool of its own)")
         return self
 
     @model_validator(mode="after")
@@ -658,21 +723,92 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             loc = _alias_loc(error["loc"])
             fields = _field_names(loc)
             path = _key_path(loc)
-            message = _message(error)
+            message = _no_value(error, loc) or _message(error)
             if message.startswith("@"):  # a validator named the item at fault (_at)
                 sub, message = message[1:].split(": ", 1)
                 path = sub if sub.startswith(PROJECT) else path + sub
             if message == "unknown key" and fields:
                 message += f" (valid: {', '.join(fields)})"
-            if error["type"] in ("model_type", "model_attributes_type"):
+            if error["type"] in ("model_type", "model_attributes_type") and not _empty(error):
                 keys = _field_names(loc + ("",))
-                if keys and error.get("input") in ("", None):
-                    message = f"has no value (null or empty): give a mapping with keys {', '.join(keys)}, or remove the key"
-                elif keys:
+                if keys:
                     message = f"expected a mapping with keys {', '.join(keys)} (got {_shown(error['input'])})"
             problems.append(f"{path}: {message}" if path else message)
     shown = problems[:_MAX_PROBLEMS] + ([f"... and {len(problems) - _MAX_PROBLEMS} more"] if len(problems) > _MAX_PROBLEMS else [])
     raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(shown))
+
+
+def _empty(error: dict) -> bool:
+    # `key:` with nothing after it is a YAML null, and a top-level null reaches the program as "" (as
+    # Pulumi hands it over): one answer for both, wherever the key is.
+    return error["type"] != "missing" and "input" in error and (error["input"] is None or error["input"] == "")
+
+
+# What to give instead of nothing, where the error kind alone does not say it.
+_GIVE = {
+    "aws:region": "a region (e.g. us-west-2)",
+    "kubernetesVersion": 'a Kubernetes minor version, quoted (e.g. "1.33")',
+    "driverVersion": 'an NVIDIA driver version, quoted (e.g. "580.105.08")',
+    "release": "a release",
+    "owner": "a team that owns the privileged software",
+    "approval": "the approval record (e.g. SEC-1042)",
+    "instanceType": "an EC2 instance type (e.g. g6.2xlarge)",
+    "name": "a name",
+    "gpu-platform:nodePools": "a list of pools (mappings with name, instanceType, minSize, desiredSize, maxSize)",
+    "cudaVersions": 'a list of quoted CUDA versions (e.g. ["12.8"])',
+    "subnetIds": "a list of subnet ids (two zones or more)",
+    "admins": "a list of IAM role or user ARNs",
+    "timeSlicing": "a mapping with key replicas",
+    "mig": "a mapping with key config",
+    "amiId": "an AMI id (e.g. ami-0123456789abcdef0)",
+    "toolkitBaked": "true or false",
+    "baseImageRelease": "an EKS AMI release (e.g. v20260714)",
+    "capacityReservationId": "a capacity reservation id (cr- and 17 hex digits)",
+}
+
+
+def _no_value(error: dict, loc: tuple) -> Optional[str]:
+    """The one answer to a key given null or empty, whatever its type: what to give, and whether
+    removing the key is a way out (it is when the key has a default)."""
+    kind = error["type"]
+    if not _empty(error) or (kind == "value_error" and "has no value" in error["msg"]):
+        return None  # a validator that says it itself (with the key's default)
+    name = next((part for part in reversed(loc) if isinstance(part, str)), "")
+    if name in _GIVE and isinstance(loc[-1], str):
+        give = _GIVE[name]
+    elif kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
+        keys = _field_names(loc + ("",))
+        give = f"a mapping with keys {', '.join(keys)}" if keys else "a mapping"
+    elif kind in ("tuple_type", "list_type", "too_short"):
+        give = "a list"
+    elif kind in ("int_type", "int_parsing", "int_from_float"):
+        give = "a whole number"
+    elif kind in ("bool_type", "bool_parsing"):
+        give = "true or false"
+    elif kind == "literal_error":
+        give = error["ctx"]["expected"]
+    elif kind == "string_pattern_mismatch" and error["ctx"]["pattern"] in _PATTERNS:
+        give = _PATTERNS[error["ctx"]["pattern"]].removeprefix("not ")
+    else:
+        give = _GIVE.get(name, "text" if kind.startswith("string") else "a value")
+    field = _field(loc)
+    optional = field is not None and not field.is_required()
+    return f"has no value (null or empty): give {give}" + (", or remove the key for the default" if optional else "")
+
+
+def _field(loc: tuple) -> Any:
+    """The pydantic field at `loc`, or None (an item of a list, a key the model does not have)."""
+    if not loc or not isinstance(loc[-1], str):
+        return None
+    model: Any = StackConfig
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        model = _model_in(fields[part].annotation) if part in fields else None
+        if model is None:
+            return None
+    return {f.alias or name: f for name, f in model.model_fields.items()}.get(loc[-1])
 
 
 def _field_names(loc: tuple) -> list[str]:

@@ -101,3 +101,47 @@ def test_service_monitor_labels_kubernetes_would_refuse_or_that_clash_are_errors
     with pytest.raises(config_model.ConfigError) as error:
         config_model.parse(raw)
     assert "gpu-platform:monitoring.serviceMonitorLabels" in str(error.value) and fragment in str(error.value)
+
+
+def _message_for(change) -> str:
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    change(raw)
+    with pytest.raises(config_model.ConfigError) as error:
+        config_model.parse(raw)
+    return str(error.value)
+
+
+def test_a_quoted_but_unknown_cuda_version_is_not_told_to_quote_itself():
+    message = _message_for(lambda raw: raw["gpu-platform:workloads"].update(cudaVersions=["99.9"]))
+    assert "gpu-platform:workloads.cudaVersions[0]: '99.9' is not a CUDA toolkit version the matrix knows (valid: 11.8, " in message
+    assert "quote" not in message
+
+
+def test_an_unknown_quoted_kubernetes_version_is_not_told_to_quote_itself():
+    message = _message_for(lambda raw: raw["gpu-platform:cluster"].update(kubernetesVersion="1.3x"))
+    assert "gpu-platform:cluster.kubernetesVersion: '1.3x' is not a Kubernetes minor version" in message
+    assert "quote" not in message
+
+
+def test_a_merge_entry_in_the_cuda_list_is_named_a_mapping_not_told_to_quote_itself():
+    message = _message_for(lambda raw: raw["gpu-platform:workloads"].update(cudaVersions=[{"a": "b"}]))
+    assert 'cudaVersions[0]: {"a": "b"} is a mapping, not a CUDA toolkit version' in message
+    assert "write it quoted" not in message and "read as a number" not in message
+
+
+@pytest.mark.parametrize("key, place", [
+    ("aws:region", lambda raw, v: raw.update({"aws:region": v})),
+    ("gpu-platform:cluster", lambda raw, v: raw.update({"gpu-platform:cluster": v})),
+    ("gpu-platform:nodePools", lambda raw, v: raw.update({"gpu-platform:nodePools": v})),
+    ("gpu-platform:cluster.name", lambda raw, v: raw["gpu-platform:cluster"].update(name=v)),
+    ("gpu-platform:nodePools[0].instanceType", lambda raw, v: raw["gpu-platform:nodePools"][0].update(instanceType=v)),
+    ("gpu-platform:nodePools[0].timeSlicing", lambda raw, v: raw["gpu-platform:nodePools"][0].update(timeSlicing=v)),
+    ("gpu-platform:nodePools[0].rollout", lambda raw, v: raw["gpu-platform:nodePools"][0].update(rollout=v)),
+    ("gpu-platform:nodeImage.toolkitBaked", lambda raw, v: raw["gpu-platform:nodeImage"].update(toolkitBaked=v)),
+    ("gpu-platform:audit.owner", lambda raw, v: raw["gpu-platform:audit"].update(owner=v)),
+])
+@pytest.mark.parametrize("nothing", [None, ""], ids=["null", "empty"])
+def test_every_key_given_nothing_gets_the_same_answer(key, place, nothing):
+    message = _message_for(lambda raw: place(raw, nothing))
+    assert f"\n  {key}: has no value (null or empty): give " in message
+    assert "(got" not in message and "is not a region" not in message
