@@ -7,7 +7,7 @@ import pulumi
 
 from components.aws import gpu_cluster
 from components.aws.discovery import Discovered
-from components.kubernetes.dashboard import DashboardArgs, GpuDashboard
+from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_label
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
 from components.kubernetes.operands import sharing, stages
@@ -134,5 +134,6 @@ class GpuPlatform(pulumi.ComponentResource):
         if config.monitoring.dashboard:
             # After the exporter: the dashboard only reads the series the exporter's metrics list makes.
             exporter = [op for op in self.operands if isinstance(op, DcgmExporter)]
-            GpuDashboard(f"{name}-gpu-dashboard", DashboardArgs(namespace.name, provider, exporter), opts=child)
+            GpuDashboard(f"{name}-gpu-dashboard",
+                         DashboardArgs(namespace.name, provider, host_label(images["dcgm-exporter"]), exporter), opts=child)
         self.register_outputs({"cluster": self.cluster.name, "ami_id": self.image.ami_id})

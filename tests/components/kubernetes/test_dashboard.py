@@ -113,3 +113,24 @@ def test_every_panel_reads_the_datasource_variable(shipped):
 def test_there_are_panels_per_pod(shipped):
     per_pod = [t["expr"] for p in shipped["panels"] for t in p.get("targets", []) if "by (namespace, pod" in t["expr"]]
     assert per_pod
+
+
+@pytest.mark.parametrize("image, label", [
+    # The rename landed in exporter 4.8.3 (dcgm-exporter #655); the DCGM half of the tag does not decide it.
+    ("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless", "Hostname"),
+    ("nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless", "hostname"),
+    ("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04", "Hostname"),
+])
+def test_the_host_label_follows_the_exporter_version(image, label):
+    from components.kubernetes.dashboard import host_label
+
+    assert host_label(image) == label
+
+
+def test_a_release_whose_exporter_says_hostname_gets_a_dashboard_that_says_it_too(variant):
+    # v26.7.0 ships exporter 4.8.3: a dashboard grouping by `Hostname` would show empty per-node panels.
+    rec = variant(lambda cfg: cfg["gpu-platform:operator"].update(release="v26.7.0"), stack="prod")
+    [config_map] = dashboard_config_maps(rec)
+    text = config_map.inputs["data"][DATA_KEY]
+    assert "Hostname" not in text
+    assert "by (namespace, pod, hostname, modelName)" in text and "{{hostname}}" in text
