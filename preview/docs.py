@@ -1,6 +1,8 @@
 """The generated parts of the README and docs/, so they cannot drift from the code:
 
 - the policy table, from the policy declarations (policy/declare.py, in the pack's order);
+- the operand table, from the operand registry (gpu_platform/operands.yaml) and what the prod stack
+  (and its twin with the toolkit DaemonSet) really renders;
 - the prod rollout picture (README block and docs/rollout-prod.md), from the recorded graph.
 
     python -m preview.docs --write   # rewrite them (make docs)
@@ -19,6 +21,9 @@ from preview.stack_file import ROOT
 README = ROOT / "README.md"
 REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
+OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
+_PLACES = {"every-node": "every node", "gpu-nodes": "GPU nodes", "mig-pools": "MIG pools only",
+           "toolkit-daemonset": "only with `toolkitBaked: false`"}
 
 
 def policy_table() -> str:
@@ -39,6 +44,50 @@ def policy_table() -> str:
     return "\n".join(lines)
 
 
+def _recordings():
+    """The prod stack and its twin with the toolkit DaemonSet (the one operand prod leaves out)."""
+    import tempfile
+
+    import yaml
+
+    from preview.offline import engine
+
+    prod = engine.run(engine.stack_file("prod"))
+    config = engine.read_stack_file(engine.stack_file("prod"))
+    config["gpu-platform:nodeImage"] = {**config["gpu-platform:nodeImage"], "toolkitBaked": False}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "Pulumi.prod.yaml"
+        path.write_text(yaml.safe_dump({"config": config}))
+        twin = engine.run(path)
+    return prod, twin
+
+
+def operand_table(recordings=None) -> str:
+    from gpu_platform import contract, operands, workloads
+
+    recordings = recordings or _recordings()
+    lines = [
+        OPERANDS_BEGIN,
+        f"<!-- generated from gpu_platform/operands.yaml and the prod stack's manifests by `{REGENERATE}`; CI fails when it is stale -->",
+        "| stage | operand | runs on | gate label | waits on its node for | privileges kept (prod; the toolkit: with `toolkitBaked: false`) | API token |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for number, row in enumerate(operands.rows(), 1):
+        found = next((ds for rec in recordings for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
+                      if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand), None)
+        pod = found.inputs["spec"]["template"]["spec"] if found else {}
+        kept = ", ".join(workloads.privileges(pod)) or "none"
+        paths = workloads.host_path_modes(pod)
+        if paths:
+            kept += " (" + ", ".join(f"{p} {m}" for p, m in paths.items()) + ")"
+        gate = f"`{contract.gate_label(row.gate)}`" if row.gate else "none"
+        name = f"`{found.inputs['metadata']['name']}`" if found else row.operand
+        token = "yes" if pod.get("automountServiceAccountToken") else "no"
+        lines.append(f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {row.waits_for or 'nothing'} | {kept} | {token} |")
+    lines.append(OPERANDS_END)
+    return "\n".join(lines)
+
+
 def replace_block(text: str, begin: str, end: str, block: str) -> str:
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
@@ -55,6 +104,8 @@ def stale(readme: Path = README) -> list[str]:
         text = readme.read_text()
         if replace_block(text, POLICIES_BEGIN, POLICIES_END, policy_table()) != text:
             found.append(f"{readme.name}: the policy table is stale")
+        if replace_block(text, OPERANDS_BEGIN, OPERANDS_END, operand_table()) != text:
+            found.append(f"{readme.name}: the operand table is stale")
     except (FileNotFoundError, ValueError) as exc:
         found.append(f"{readme.name}: {exc}")
     found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
@@ -65,7 +116,8 @@ def write(readme: Path = README) -> None:
     from preview.offline import engine
     from preview.reports import graph
 
-    readme.write_text(replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table()))
+    text = replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table())
+    readme.write_text(replace_block(text, OPERANDS_BEGIN, OPERANDS_END, operand_table()))
     graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
 
 
