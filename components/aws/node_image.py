@@ -83,6 +83,19 @@ def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version
     return tags
 
 
+# The kernel module flavour of a baked image is declared in its audit tag (contract.AUDIT_TAG_SOFTWARE,
+# written by components/aws/tags.py node_software: "nvidia-driver <version> (<flavour> kernel modules)"),
+# on the AMI, its launch templates and node groups; `verify-ami` and the preview's plan read it back.
+_FLAVOUR_IN_SOFTWARE = re.compile(r"\bnvidia-driver \S+ \((open|proprietary) kernel modules\)")
+
+
+def kernel_module_declared(software: Optional[str]) -> Optional[str]:
+    """open | proprietary, as an image's privileged-software tag declares it; None when it names none
+    (an image the stack did not bake, or no such tag)."""
+    found = _FLAVOUR_IN_SOFTWARE.search(software or "")
+    return found.group(1) if found else None
+
+
 def _digest(*parts: object) -> str:
     return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:10]
 

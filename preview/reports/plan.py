@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.aws.node_image import kernel_module_declared
 from components.kubernetes.operands import stages
-from gpu_platform import contract
-from gpu_platform.config import StackConfig, parse
+from gpu_platform import contract, matrix
+from gpu_platform.config import NodePool, StackConfig, parse
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
+from preview.reports import rollouts
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
 _DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -49,8 +51,51 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
     ]
 
 
+def _groups(recording: Recording) -> dict[str, Registration]:
+    """pool -> its node group, by the pool tag the program puts on it."""
+    return {((r.inputs.get("tags") or {}).get(contract.POOL_LABEL)): r for r in recording.of_type(_NODE_GROUP)}
+
+
+def _gates(recording: Recording) -> dict[str, Registration]:
+    """pool -> its readiness gate (a blue-green pool's), by the gate's labels."""
+    found = {}
+    for r in recording.resources:
+        labels = (r.inputs.get("metadata") or {}).get("labels") or {} if r.type in rollouts.GATE_KINDS else {}
+        if isinstance(labels, dict) and labels.get("app.kubernetes.io/name") == rollouts.GATE_NAME:
+            found[labels.get(contract.POOL_LABEL)] = r
+    return found
+
+
+def _fabric_manager(tags: dict[str, Any]) -> str:
+    """Whether the fabric manager runs on the pool's nodes: the image has it when some pool has NVSwitch,
+    and it starts at boot only on NVSwitch hardware (components/aws/scripts/nvswitch-fabric.sh)."""
+    gpu = matrix.load().gpus.get(tags.get(contract.GPU_MODEL_TAG, ""))
+    try:
+        count = int(float(tags.get(contract.GPU_COUNT_TAG, 0)))
+    except (TypeError, ValueError):
+        count = 0
+    return "fabric manager runs (NVSwitch)" if gpu and gpu.nvswitch_in(count) else "no fabric manager (no NVSwitch)"
+
+
+def _kernel_modules(config: StackConfig, tags: dict[str, Any]) -> str:
+    if config.node_image.source == "eks-nvidia":
+        return "kernel modules chosen per node at boot by AWS's AMI"
+    flavour = kernel_module_declared(tags.get(contract.AUDIT_TAG_SOFTWARE))
+    return f"{flavour} kernel modules" if flavour else "kernel modules as the pinned AMI was baked"
+
+
+def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate: Registration | None) -> str:
+    guard = (f"guarded by the readiness gate {gate.name}" if gate else
+             "no readiness gate" + (" (missing: a bug)" if pool.rollout == "blue-green" else ""))
+    facts = [f"rollout {pool.rollout}, {guard}", f"nodeRepair {'on' if pool.node_repair else 'off'}",
+             _kernel_modules(config, tags), _fabric_manager(tags)]
+    if config.node_image.source == "ami":
+        facts.append(f"AMI {config.node_image.ami_id} declared, not verified: run python -m preview verify-ami")
+    return ", ".join(facts)
+
+
 def _pools(config: StackConfig, recording: Recording) -> list[str]:
-    groups = {((r.inputs.get("tags") or {}).get(contract.POOL_LABEL)): r for r in recording.of_type(_NODE_GROUP)}
+    groups, gates = _groups(recording), _gates(recording)
     lines = ["GPU pools:"]
     for pool in config.node_pools:
         tags = (groups[pool.name].inputs.get("tags") or {}) if pool.name in groups else {}
@@ -59,6 +104,7 @@ def _pools(config: StackConfig, recording: Recording) -> list[str]:
                    f"time-sliced x{pool.time_slicing.replicas}" if pool.time_slicing else "whole GPUs")
         lines.append(f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
                      f"nodes (min/desired/max), {pool.capacity_type}, {sharing}")
+        lines.append(f"  {'':<12} {_pool_facts(config, pool, tags, gates.get(pool.name))}")
     return lines
 
 
@@ -104,10 +150,28 @@ def _operands(config: StackConfig, recording: Recording, order: list[Registratio
     return lines
 
 
-def _long_steps(recording: Recording) -> list[str]:
+def _roll(pool: NodePool, group: Registration, gate: Registration | None) -> str:
+    """How a new node image reaches one pool, and how long Pulumi waits for it."""
+    if pool.rollout == "blue-green":
+        wait = f"up to {_minutes(gate.custom_timeouts[1] or gate.custom_timeouts[0])}" if gate else "no gate (a bug)"
+        return (f"blue-green: a new node group beside the old one (both run at once), then its readiness gate "
+                f"({wait}) before the old group and its nodes are deleted")
+    at_once = rollouts.max_unavailable({"inputs": group.inputs})
+    every = (f"old nodes first, {at_once} at a time" if pool.rollout == "in-place" else
+             f"new nodes first, at most {at_once} unavailable")
+    return (f"{pool.rollout}: a roll inside the node group, {every}, no GPU check; Pulumi waits up to "
+            f"{_minutes(group.custom_timeouts[1])} for the node group update")
+
+
+def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
     lines = []
     for r in recording.of_type(_IMAGE):
         lines.append(f"  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to {_minutes(r.custom_timeouts[0])})")
+    groups, gates = _groups(recording), _gates(recording)
+    rolled = [pool for pool in config.node_pools if pool.name in groups]
+    if rolled:
+        lines.append("  a new node image (driver, base release, pinned AMI) replaces every GPU node, per pool:")
+        lines += [f"    {pool.name:<12} {_roll(pool, groups[pool.name], gates.get(pool.name))}" for pool in rolled]
     return ["Long steps:", *lines] if lines else []
 
 
@@ -118,5 +182,5 @@ def plan(recording: Recording, order: list[Registration]) -> list[str]:
         *_header(config, recording), "",
         *_pools(config, recording), "",
         *_operands(config, recording, order), "",
-        *_long_steps(recording),
+        *_long_steps(config, recording),
     ]

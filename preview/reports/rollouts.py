@@ -88,7 +88,7 @@ def _desired(group: dict[str, Any]) -> int:
     return _count((_inputs(group).get("scalingConfig") or {}).get("desiredSize"))
 
 
-def _max_unavailable(group: dict[str, Any]) -> str:
+def max_unavailable(group: dict[str, Any]) -> str:
     update = _inputs(group).get("updateConfig") or {}
     if "maxUnavailablePercentage" in update:
         return f"{_count(update['maxUnavailablePercentage'])}%"
@@ -161,7 +161,7 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> list[Pool
         strategy = str(_tags(new_group).get(contract.ROLLOUT_TAG) or "surge")
         template_key, template = new_templates.get(pool, (None, None))
         notes = _notes(pool, old_group, new_group, bool(why), replaced, changed.get(template_key) if template_key else None, template)
-        found.append(PoolRollout(pool, strategy, nodes, gpus, tuple(why), gates.get(pool), _max_unavailable(new_group),
+        found.append(PoolRollout(pool, strategy, nodes, gpus, tuple(why), gates.get(pool), max_unavailable(new_group),
                                  group_replaced=replaced and bool(why), new_nodes=_desired(new_group), notes=tuple(notes)))
     return found
 

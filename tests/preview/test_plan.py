@@ -55,3 +55,70 @@ def test_the_validator_waits_for_the_driver_and_then_checks_toolkit_and_cuda(pro
     # toolkit and cuda validation check once.
     assert ("  2. Validator            on nvidia.com/gpu.deploy.operator-validator=true; on each node waits for "
             "driver, then checks toolkit, cuda") in _plan(prod)
+
+
+def _pool_facts(lines: list[str], pool: str) -> str:
+    """The line under a pool's line: its rollout, gate, repair, kernel modules and fabric manager."""
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"  {pool} "))
+    return lines[at + 1].strip()
+
+
+def test_each_pool_says_its_rollout_gate_repair_kernel_modules_and_fabric_manager():
+    # tests/fixtures/passing/rollouts.yaml: l4 (g6, one L4) surges, h100-block (p5.48xlarge, eight
+    # H100 on NVSwitch) rolls in place, l40s (g6e, four L40S, no NVSwitch) is blue-green; every pool
+    # repairs (the default) and the bake takes the open modules, which all three GPUs accept.
+    lines = _plan(record(FIXTURES / "passing" / "rollouts.yaml"))
+    assert _pool_facts(lines, "l4") == ("rollout surge, no readiness gate, nodeRepair on, open kernel modules, "
+                                        "no fabric manager (no NVSwitch)")
+    assert _pool_facts(lines, "h100-block") == ("rollout in-place, no readiness gate, nodeRepair on, open kernel modules, "
+                                                "fabric manager runs (NVSwitch)")
+    assert _pool_facts(lines, "l40s").startswith("rollout blue-green, guarded by the readiness gate ")
+    assert _pool_facts(lines, "l40s").endswith(", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch)")
+
+
+def test_a_g5_pool_s_image_takes_the_proprietary_modules(tmp_path):
+    from tests.conftest import stack_config, write_stack
+
+    # The A10G takes only the proprietary modules (AWS runs it with GSP firmware off, gpu_platform/matrix.yaml).
+    config = stack_config("dev")
+    config["gpu-platform:nodePools"][0]["instanceType"] = "g5.2xlarge"
+    assert ", proprietary kernel modules, " in _pool_facts(_plan(record(write_stack(tmp_path, config))), "l4")
+
+
+def test_node_repair_off_is_said(tmp_path):
+    from tests.conftest import stack_config, write_stack
+
+    config = stack_config("dev")
+    config["gpu-platform:nodePools"][0]["nodeRepair"] = False
+    assert ", nodeRepair off, " in _pool_facts(_plan(record(write_stack(tmp_path, config))), "l4")
+
+
+def test_long_steps_name_each_pool_s_roll_with_its_wait_and_the_blue_green_gate():
+    lines = _plan(record(FIXTURES / "passing" / "rollouts.yaml"))
+    steps = lines[lines.index("Long steps:") + 1:]
+    # Update timeouts: 30 min per batch, at least the provider's 60 (components/aws/node_pool.py):
+    # l4 surges 25% of maxSize 4, one node a batch, 4 batches; h100-block rolls 1 of 2 at a time.
+    assert ("    l4           surge: a roll inside the node group, new nodes first, at most 25% unavailable, no GPU check; "
+            "Pulumi waits up to 120 min for the node group update") in steps
+    assert ("    h100-block   in-place: a roll inside the node group, old nodes first, 1 at a time, no GPU check; "
+            "Pulumi waits up to 60 min for the node group update") in steps
+    assert ("    l40s         blue-green: a new node group beside the old one (both run at once), then its readiness gate "
+            "(up to 45 min) before the old group and its nodes are deleted") in steps
+
+
+def test_a_pinned_ami_is_declared_not_verified(tmp_path):
+    from tests.conftest import stack_config, write_stack
+
+    config = stack_config("dev")
+    config["gpu-platform:nodeImage"] = {"source": "ami", "driverVersion": "580.105.08", "amiId": "ami-0123456789abcdef0"}
+    lines = _plan(record(write_stack(tmp_path, config)))
+    assert _pool_facts(lines, "l4").endswith(
+        "kernel modules as the pinned AMI was baked, no fabric manager (no NVSwitch), "
+        "AMI ami-0123456789abcdef0 declared, not verified: run python -m preview verify-ami")
+    assert not any("node image bake" in line for line in lines)
+
+
+def test_an_eks_nvidia_pool_s_modules_are_chosen_by_aws_s_ami():
+    lines = _plan(record(FIXTURES / "passing" / "eks-nvidia.yaml"))
+    pool = next(line.split()[0] for line in lines if " -> " in line)
+    assert "kernel modules chosen per node at boot by AWS's AMI" in _pool_facts(lines, pool)
