@@ -5,8 +5,10 @@
 First checks the stack as the preview checks it (the program run offline), then asks EC2 (boto3, the
 stack's `aws:region`, the caller's credentials) whether the AMI exists and whether its tags declare
 what the stack expects: the driver version, the Kubernetes version, the architecture, whether the
-toolkit is baked (and which, when it is). The keys are the ones a baked image carries
-(`components.aws.node_image.image_tags`), so a pinned AMI is held to the same record.
+toolkit is baked (and which, when it is), and the kernel module flavour every pool's GPU loads. The
+keys are the ones a baked image carries (`components.aws.node_image.image_tags`, and the flavour in
+its privileged-software audit tag, `node_image.kernel_module_declared`), so a pinned AMI is held to
+the same record.
 
 Exit 0: the AMI matches; 1: missing or a tag mismatch (each named with both values); 2: a
 configuration error, or `source: bake` or `eks-nvidia` (nothing pinned, nothing to verify); 3: AWS
@@ -20,8 +22,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags
-from gpu_platform import contract
+from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
+from gpu_platform import contract, matrix
 
 EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG, EXIT_UNASKED = 0, 1, 2, 3
 
@@ -40,7 +42,43 @@ def expected_tags(config: Any) -> dict[str, str]:
     return image_tags(config.node_image, config.cluster.kubernetes_version, config.release.toolkit_version)
 
 
-def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, str]) -> list[str]:
+# One pool as the AMI must serve it: its index in nodePools, instance type and GPU model (the matrix's).
+PoolGpu = tuple[int, str, str]
+_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def pool_gpus(config: Any, recording: Any) -> list[PoolGpu]:
+    """Each pool's GPU model, as the program found it (the node groups' gpu-model tag)."""
+    models = {}
+    for r in recording.of_type(_NODE_GROUP):
+        tags = r.inputs.get("tags") or {}
+        models[tags.get(contract.POOL_LABEL)] = tags.get(contract.GPU_MODEL_TAG)
+    return [(i, p.instance_type, models[p.name]) for i, p in enumerate(config.node_pools) if models.get(p.name)]
+
+
+def _flavour_problems(tags: dict[str, str], ami_id: str, pools: list[PoolGpu]) -> list[str]:
+    """The kernel module flavour the AMI declares (its privileged-software tag, as the bake writes it)
+    against the flavours the pools' GPUs accept (gpu_platform/matrix.yaml kernelModules): a baked
+    image carries one flavour, and a GPU that cannot load it has no driver on that node."""
+    key = "gpu-platform:nodeImage.amiId"
+    gpus = matrix.load().gpus
+    accepted = [(i, instance_type, gpus[model]) for i, instance_type, model in pools if model in gpus]
+    if not accepted:
+        return []
+    common = [f for f in ("open", "proprietary") if all(f in gpu.kernel_modules for _, _, gpu in accepted)]
+    flavour = kernel_module_declared(tags.get(contract.AUDIT_TAG_SOFTWARE))
+    if flavour is None:
+        return [f"{key}: {ami_id} declares no kernel module flavour (tag {contract.AUDIT_TAG_SOFTWARE}, as the bake writes "
+                f"it: 'nvidia-driver <version> (<flavour> kernel modules)'); the stack's pools need "
+                f"{' or '.join(common) or 'one flavour per pool'}"]
+    return [f"{key}: {ami_id} carries the {flavour} NVIDIA kernel modules (tag {contract.AUDIT_TAG_SOFTWARE}); "
+            f"gpu-platform:nodePools[{i}].instanceType {instance_type!r} ({gpu.key}) loads only the "
+            f"{' or '.join(gpu.kernel_modules)} ones"
+            for i, instance_type, gpu in accepted if flavour not in gpu.kernel_modules]
+
+
+def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, str],
+             pools: Optional[list[PoolGpu]] = None) -> list[str]:
     """Every way the AMI (as DescribeImages returns it, or None) falls short of the stack."""
     key = "gpu-platform:nodeImage.amiId"
     if image is None:
@@ -58,7 +96,7 @@ def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, s
             found.append(f"{key}: {ami_id} has no tag {tag}; the stack expects {want!r} ({source})")
         elif tags[tag] != want:
             found.append(f"{key}: {ami_id} tag {tag} is {tags[tag]!r}; the stack expects {want!r} ({source})")
-    return found
+    return found + _flavour_problems(tags, ami_id, pools or [])
 
 
 def describe(ec2: Any, ami_id: str) -> Optional[dict[str, Any]]:
@@ -80,8 +118,9 @@ _NOTHING_PINNED = {
 }
 
 
-def verify(config: Any, shown: str) -> int:
-    """Ask EC2 about the stack's pinned AMI (the stack already checked as the preview checks it)."""
+def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None) -> int:
+    """Ask EC2 about the stack's pinned AMI (the stack already checked as the preview checks it);
+    `pools`: each pool's GPU (pool_gpus), for the kernel module flavour."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -100,12 +139,14 @@ def verify(config: Any, shown: str) -> int:
         print(f"error: {shown}: could not ask AWS: {reason}; nothing is verified ({image.ami_id} in {config.region})",
               file=sys.stderr)
         return EXIT_UNASKED
-    wrong = problems(found, image.ami_id, expected)
+    wrong = problems(found, image.ami_id, expected, pools)
     if wrong:
         print(f"{shown}: {image.ami_id} in {config.region} does not match the stack:", file=sys.stderr)
         for line in wrong:
             print(f"  {line}", file=sys.stderr)
         return EXIT_MISMATCH
     declared = ", ".join(f"{k}={v}" for k, v in sorted(expected.items()))
-    print(f"{shown}: {image.ami_id} in {config.region} exists and declares {declared}")
+    flavour = kernel_module_declared({t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(contract.AUDIT_TAG_SOFTWARE))
+    modules = f", and the {flavour} kernel modules every pool's GPU loads" if flavour and pools else ""
+    print(f"{shown}: {image.ami_id} in {config.region} exists and declares {declared}{modules}")
     return EXIT_OK

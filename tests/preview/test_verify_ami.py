@@ -14,7 +14,10 @@ GOOD_TAGS = {
     "gpu-platform.io/kubernetes-version": "1.33",
     "gpu-platform.io/toolkit-baked": "false",
     "gpu-platform.io/architecture": "x86_64",
+    # The kernel module flavour, as the bake declares it (the dev pool's L4 loads either).
+    "audit.gpu-platform.io/privileged-software": f"nvidia-driver {DRIVER} (open kernel modules)",
 }
+SOFTWARE = "audit.gpu-platform.io/privileged-software"
 
 
 @pytest.fixture
@@ -47,8 +50,10 @@ def _register(ec2, tags: dict[str, str]) -> str:
     return ami
 
 
-def _pinned_stack(tmp_path, ami: str, driver: str = DRIVER, source: str = "ami") -> str:
+def _pinned_stack(tmp_path, ami: str, driver: str = DRIVER, source: str = "ami", instance_type: str = "") -> str:
     config = stack_config("dev")
+    if instance_type:
+        config["gpu-platform:nodePools"][0]["instanceType"] = instance_type
     config["gpu-platform:nodeImage"] = {"source": source, "driverVersion": driver}
     if source == "ami":
         config["gpu-platform:nodeImage"]["amiId"] = ami
@@ -215,3 +220,41 @@ def test_a_stack_the_program_rejects_is_refused_as_the_preview_refuses_it(tmp_pa
     preview_err = capsys.readouterr().err
     code, _, err = _run(capsys, stack)
     assert (code, err) == (2, preview_err)
+
+
+def test_an_ami_with_a_kernel_module_flavour_a_pool_s_gpu_cannot_load_fails_naming_the_pool(ec2, tmp_path, capsys):
+    # g5's A10G loads only the proprietary modules (gpu_platform/matrix.yaml kernelModules).
+    ami = _register(ec2, GOOD_TAGS)  # open
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
+    assert code == 1
+    assert (f"{ami} carries the open NVIDIA kernel modules (tag {SOFTWARE}); gpu-platform:nodePools[0].instanceType "
+            "'g5.2xlarge' (A10G) loads only the proprietary ones") in err
+
+
+def test_an_ami_with_the_flavour_the_pool_s_gpu_loads_passes(ec2, tmp_path, capsys):
+    ami = _register(ec2, {**GOOD_TAGS, SOFTWARE: f"nvidia-driver {DRIVER} (proprietary kernel modules) + "
+                                                 "nvidia-container-toolkit (containerd runtime nvidia)"})
+    code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
+    assert code == 0, err
+    assert out.rstrip().endswith("and the proprietary kernel modules every pool's GPU loads")
+
+
+def test_an_ami_that_declares_no_flavour_fails(ec2, tmp_path, capsys):
+    ami = _register(ec2, {k: v for k, v in GOOD_TAGS.items() if k != SOFTWARE})
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 1
+    assert f"{ami} declares no kernel module flavour (tag {SOFTWARE}" in err
+    assert "the stack's pools need open or proprietary" in err
+
+
+def test_the_flavour_verify_ami_reads_is_the_one_the_bake_writes(ec2, tmp_path, capsys):
+    # The AMI of a bake carries the audit tags of components/aws/tags.py (Image Builder's ami_tags).
+    from components.aws import tags
+    from gpu_platform.config import Audit
+
+    software = tags.audit_tags(Audit(owner="ml-platform", approval="SEC-1042"),
+                               tags.node_software(DRIVER, False, False, "proprietary"))
+    ami = _register(ec2, {**{k: v for k, v in GOOD_TAGS.items() if k != SOFTWARE}, **software})
+    code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
+    assert code == 0, err
+    assert "the proprietary kernel modules" in out
