@@ -1,0 +1,112 @@
+"""`Operand`: the ComponentResource that registers one operand and everything it needs (CRDs, a
+service account with exactly its rights, config maps, the DaemonSet, its Deployments, Services and
+custom resources), in the order the API server needs them."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes.operands.manifests import daemonset_manifest, deployment_manifest
+from components.kubernetes.operands.spec import OperandArgs, with_wait
+
+class Operand(pulumi.ComponentResource):
+    """One GPU operand and everything it needs. Subclasses only build their `OperandSpec`."""
+
+    daemonset: k8s.apps.v1.DaemonSet
+
+    def __init__(self, name: str, args: OperandArgs, opts: Optional[pulumi.ResourceOptions] = None):
+        super().__init__(f"gpu-platform:operands:{type(self).__name__}", name, None,
+                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))))
+        spec = with_wait(args.spec, args.waits_for, args.wait_image)
+        self._name, self._args = name, args
+        self._child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        object_name = spec.name
+        # CRDs first: a workload whose image reads or writes its custom resources starts only
+        # after the API knows them.
+        crds = [
+            k8s.apiextensions.v1.CustomResourceDefinition(
+                f"{name}-crd-{crd['name'].split('.')[0]}",
+                metadata={"name": crd["name"], "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+                spec=crd["spec"],
+                opts=self._child,
+            )
+            for crd in spec.crds
+        ]
+        waits = [*crds, *self._identity(name, object_name, spec.operand, spec.cluster_rules, spec.namespace_rules)]
+        configmap_names = {}
+        for suffix, data in spec.config_maps.items():
+            cm_name = f"{object_name}-{suffix}"
+            waits.append(k8s.core.v1.ConfigMap(f"{name}-{suffix}", metadata=self._meta(cm_name, spec.operand), data=data, opts=self._child))
+            configmap_names[suffix] = cm_name
+        after_waits = pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=waits))
+        for part in spec.deployments:
+            part_name = f"{object_name}-{part.suffix}"
+            identity = self._identity(f"{name}-{part.suffix}", part_name, spec.operand, part.cluster_rules, part.namespace_rules)
+            manifest = deployment_manifest(spec, part, args, part_name)
+            manifest["metadata"]["namespace"] = args.namespace
+            k8s.apps.v1.Deployment(
+                f"{name}-{part.suffix}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[*waits, *identity])),
+            )
+        manifest = daemonset_manifest(spec, args, object_name, configmap_names)
+        manifest["metadata"]["namespace"] = args.namespace
+        self.daemonset = k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits)
+        selector = manifest["spec"]["selector"]["matchLabels"]
+        for service in spec.services:
+            k8s.core.v1.Service(
+                f"{name}-{service.port_name}-svc",
+                metadata=self._meta(object_name, spec.operand),
+                spec={
+                    "selector": selector,
+                    "ports": [{"name": service.port_name, "port": service.port, "targetPort": service.port_name}],
+                },
+                opts=self._child,
+            )
+        for resource in spec.custom_resources:
+            # A CRD object cannot be schema-checked offline; its CRD comes from outside this stack
+            # (e.g. the Prometheus operator), which the stack option asserts.
+            metadata = self._meta(f"{object_name}-{resource['suffix']}", spec.operand)
+            metadata["labels"].update(resource.get("labels") or {})
+            k8s.apiextensions.CustomResource(
+                f"{name}-{resource['suffix']}",
+                api_version=resource["apiVersion"],
+                kind=resource["kind"],
+                metadata=metadata,
+                spec=resource["spec"],
+                opts=self._child,
+            )
+        self.register_outputs({"daemonset": self.daemonset.metadata["name"]})
+
+    def _meta(self, object_name: str, operand: str) -> dict:
+        return {"name": object_name, "namespace": self._args.namespace,
+                "labels": {"app.kubernetes.io/name": operand, "app.kubernetes.io/part-of": "gpu-platform"}}
+
+    def _identity(self, name: str, object_name: str, operand: str, cluster_rules: tuple[dict, ...],
+                  namespace_rules: tuple[dict, ...]) -> list[pulumi.Resource]:
+        """A service account with exactly the given rights. It mounts no API token by default: the
+        operand's own pod spec asks for one when it has rights to use, so a pod that another
+        process creates under this account (the validator's workload pods) gets none."""
+        args, child = self._args, self._child
+        meta = self._meta(object_name, operand)
+        cluster_meta = {"name": object_name, "labels": meta["labels"]}
+        subjects = [{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}]
+        made: list[pulumi.Resource] = [k8s.core.v1.ServiceAccount(
+            f"{name}-sa", metadata=meta, automount_service_account_token=False, opts=child)]
+        if cluster_rules:
+            role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata=cluster_meta, rules=list(cluster_rules), opts=child)
+            made.append(k8s.rbac.v1.ClusterRoleBinding(
+                f"{name}-clusterrolebinding", metadata=cluster_meta,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata["name"]},
+                subjects=subjects, opts=child))
+        if namespace_rules:
+            role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=list(namespace_rules), opts=child)
+            made.append(k8s.rbac.v1.RoleBinding(
+                f"{name}-rolebinding", metadata=meta,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
+                subjects=subjects, opts=child))
+        return made

@@ -1,0 +1,190 @@
+"""An operand's spec rendered into Kubernetes objects as plain data (what the component registers and
+what the tests read): a DaemonSet that tolerates the GPU taint, selects nodes by its gating label and
+carries audit annotations read from its own rendered pod spec, and unprivileged Deployments for the
+cluster-wide parts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from components.kubernetes.operands.spec import Container, Deployment, OperandArgs, OperandSpec
+from gpu_platform import contract, workloads
+from gpu_platform.config import Audit
+
+PRIORITY_CLASS = "system-node-critical"
+
+
+# What `pulumi up` waits for on an operand DaemonSet: the controller has seen its spec, not every
+# node's pod ready (stages.py says why).
+AWAIT = {"pulumi.com/waitFor": "jsonpath={.status.observedGeneration}"}
+
+
+# On an operand's pod template: a digest of its config maps' content (config_hash below).
+CONFIG_HASH_KEY = "gpu-platform.io/config-hash"
+
+
+def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, str]:
+    """The audit annotations of a workload that keeps a privilege, read from its rendered pod spec by
+    the reader the policy pack and the audit report use (gpu_platform/workloads.py), so what the
+    annotations declare is what the policy checks."""
+    if not workloads.privileges(pod_spec):
+        return {}
+    return {
+        contract.AUDIT_REASON: reason,
+        contract.AUDIT_HOST_PATHS: ",".join(f"{p}:{m}" for p, m in workloads.host_path_modes(pod_spec).items()),
+        contract.AUDIT_OWNER: audit.owner,
+        contract.AUDIT_APPROVAL: audit.approval,
+    }
+
+
+def _security_context(c: Container) -> dict:
+    if c.privileged:
+        return {"privileged": True, "runAsUser": 0}
+    context: dict[str, Any] = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"], **({"add": list(c.capabilities)} if c.capabilities else {})},
+        "readOnlyRootFilesystem": c.read_only_root,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    # Talking to the GPU through NVML needs the device nodes' group or root; images run as root.
+    context.update({"runAsUser": 0} if c.run_as_root else {"runAsNonRoot": True, "runAsUser": 65532})
+    return context
+
+
+def _container(c: Container, spec: OperandSpec) -> dict:
+    by_volume = {hp.volume: hp for hp in spec.host_paths}
+    mounts = [
+        {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only} for v in c.host_paths
+    ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts]
+    env = [{"name": k, "value": v} for k, v in c.env] + [
+        {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}} for k, path in c.field_env
+    ]
+    body: dict[str, Any] = {
+        "name": c.name,
+        "image": c.image,
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": _security_context(c),
+        "resources": {
+            "requests": {"cpu": c.requests[0], "memory": c.requests[1]},
+            "limits": {"memory": c.memory_limit},
+        },
+    }
+    optional = {
+        "command": list(c.command),
+        "args": list(c.args),
+        "env": env,
+        "volumeMounts": mounts,
+        "ports": [{"name": n, "containerPort": p} for n, p in c.ports],
+        "readinessProbe": c.readiness,
+        "livenessProbe": c.liveness,
+        "startupProbe": c.startup,
+    }
+    body.update({k: v for k, v in optional.items() if v})
+    return body
+
+
+def _declared(args: OperandArgs) -> dict[str, str]:
+    """What a workload declares for the policy pack, which checks its images before it exists."""
+    found = {contract.OPERATOR_RELEASE_KEY: args.release}
+    if args.overrides:
+        found[contract.OVERRIDES_KEY] = contract.format_overrides(args.overrides)
+    return found
+
+
+def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, name: str) -> dict:
+    """A Deployment of a cluster-wide part: unprivileged by construction (host access belongs to
+    the DaemonSet, where the audit annotations are)."""
+    containers = [c for c in part.containers]
+    if any(c.privileged or c.capabilities or c.host_paths for c in containers):
+        raise ValueError(f"{spec.operand}-{part.suffix}: a Deployment part keeps no privilege")
+    labels = {
+        "app.kubernetes.io/name": f"{spec.operand}-{part.suffix}",
+        "app.kubernetes.io/part-of": "gpu-platform",
+        contract.OPERAND_KEY: spec.operand,
+    }
+    annotations = _declared(args)
+    volumes = [{"name": d, "emptyDir": {}} for d in sorted({v for c in containers for v, _, _ in c.mounts})]
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "automountServiceAccountToken": bool(part.cluster_rules or part.namespace_rules),
+        "priorityClassName": "system-cluster-critical",
+        "containers": [_container(c, spec) for c in containers],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "enableServiceLinks": False,
+    }
+    if volumes:
+        pod_spec["volumes"] = volumes
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "spec": {
+            "replicas": part.replicas,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": labels["app.kubernetes.io/name"]}},
+            "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": pod_spec},
+        },
+    }
+
+
+def config_hash(spec: OperandSpec) -> str:
+    """A digest of the operand's config maps: on the pod template, so a change of their content rolls
+    the pods (a mounted ConfigMap's new content is not re-read by the images: they read it at start,
+    or through config-manager only on a label change)."""
+    text = json.dumps(spec.config_maps, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str]) -> dict:
+    """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same)."""
+    labels = {
+        "app.kubernetes.io/name": spec.operand,
+        "app.kubernetes.io/part-of": "gpu-platform",
+        contract.OPERAND_KEY: spec.operand,
+        **({"app": spec.app_label} if spec.app_label else {}),
+    }
+    if spec.node_selector is not None:
+        selector = spec.node_selector
+    elif args.gate is not None:
+        selector = {contract.gate_label(args.gate): "true"}
+    else:
+        selector = {}
+    tolerations = [{"operator": "Exists"}] if spec.tolerate_all else [
+        {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}
+    ]
+    volumes = [
+        {"name": hp.volume, "hostPath": {"path": hp.path, **({"type": hp.type} if hp.type else {})}}
+        for hp in spec.host_paths
+    ] + [{"name": d, "emptyDir": {}} for d in spec.empty_dirs] + [
+        {"name": suffix, "configMap": {"name": cm}} for suffix, cm in configmap_names.items()
+    ]
+    pod_spec: dict[str, Any] = {
+        "serviceAccountName": name,
+        "automountServiceAccountToken": bool(spec.cluster_rules or spec.namespace_rules),
+        "priorityClassName": PRIORITY_CLASS,
+        "tolerations": tolerations,
+        "containers": [_container(c, spec) for c in spec.containers],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+    }
+    optional = {
+        "nodeSelector": selector,
+        "initContainers": [_container(c, spec) for c in spec.init_containers],
+        "volumes": volumes,
+        "hostPID": spec.host_pid,
+        "hostNetwork": spec.host_network,
+        "runtimeClassName": spec.runtime_class,
+        "shareProcessNamespace": spec.share_process_namespace,
+    }
+    pod_spec.update({k: v for k, v in optional.items() if v})
+    annotations = {**_declared(args), **audit_annotations(pod_spec, spec.reason, args.audit)}
+    pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": spec.operand}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
+            "template": {
+                "metadata": {"labels": labels, "annotations": pod_annotations},
+                "spec": pod_spec,
+            },
+        },
+    }

@@ -1,0 +1,144 @@
+"""What an operand is, as plain data: its containers, host paths, RBAC rules, config maps and the
+parts only some operands have (cluster-wide Deployments, Services, CRDs, custom resources). An
+operand module builds one `OperandSpec` from the stack's `OperandContext`; nothing here renders or
+registers anything."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform.config import Audit
+
+# Readiness markers live on the host, so a node that joins later replays the same order.
+VALIDATIONS_DIR = "/run/nvidia/validations"
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """A host directory or file a container mounts; every one shows up in the audit annotation."""
+
+    volume: str
+    path: str
+    mount: str
+    read_only: bool = True
+    type: str = ""  # "" | Directory | DirectoryOrCreate | File | Socket ...
+
+
+@dataclass(frozen=True)
+class Container:
+    name: str
+    image: str
+    command: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    host_paths: tuple[str, ...] = ()  # volume names of the operand's HostPaths this container mounts
+    mounts: tuple[tuple[str, str, bool], ...] = ()  # other volumes: (volume, mountPath, readOnly)
+    field_env: tuple[tuple[str, str], ...] = ()  # (NAME, fieldPath) from the downward API
+    privileged: bool = False
+    capabilities: tuple[str, ...] = ()  # added on top of dropping ALL
+    run_as_root: bool = False
+    read_only_root: bool = True
+    requests: tuple[str, str] = ("10m", "32Mi")  # cpu, memory
+    memory_limit: str = "256Mi"
+    ports: tuple[tuple[str, int], ...] = ()
+    readiness: Optional[dict] = None
+    liveness: Optional[dict] = None
+    startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
+
+
+@dataclass(frozen=True)
+class OperandSpec:
+    operand: str  # matrix image key and component name
+    reason: str  # why this operand needs what privilege it keeps (audit annotation)
+    containers: tuple[Container, ...]
+    init_containers: tuple[Container, ...] = ()
+    host_paths: tuple[HostPath, ...] = ()
+    empty_dirs: tuple[str, ...] = ()
+    config_maps: dict[str, dict[str, str]] = field(default_factory=dict)  # suffix -> data, mounted by name
+    cluster_rules: tuple[dict, ...] = ()
+    namespace_rules: tuple[dict, ...] = ()
+    host_pid: bool = False
+    host_network: bool = False
+    runtime_class: Optional[str] = None
+    share_process_namespace: bool = False
+    node_selector: Optional[dict[str, str]] = None  # None: the gating label
+    tolerate_all: bool = False  # NFD's worker runs on every node, whatever its taints
+    deployments: tuple["Deployment", ...] = ()
+    services: tuple["Service", ...] = ()
+    crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
+    custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
+    # The DaemonSet's, service account's and RBAC objects' name; None: nvidia-<operand>. An image that
+    # looks itself up by name (the validator) gets the name it looks up.
+    object_name: Optional[str] = None
+    # The GPU Operator's `app=` pod label for this operand, which other images select pods by (the MIG
+    # manager waits for and restarts the GPU clients by it); kept beside our app.kubernetes.io labels.
+    app_label: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return self.object_name or f"nvidia-{self.operand}"
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A cluster-wide part of an operand (NFD's master, its garbage collector): no host access, its
+    own service account and RBAC, so each part holds only the rights it uses."""
+
+    suffix: str
+    containers: tuple[Container, ...]
+    cluster_rules: tuple[dict, ...] = ()
+    namespace_rules: tuple[dict, ...] = ()
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Service in front of the DaemonSet's pods (DCGM exporter's metrics)."""
+
+    port_name: str
+    port: int
+
+
+@dataclass(frozen=True)
+class OperandArgs:
+    spec: OperandSpec
+    namespace: pulumi.Input[str]
+    gate: Optional[str]
+    waits_for: Optional[str]  # readiness marker file the pods wait for on their node
+    wait_image: str  # an image with a shell, for the wait init container (the validator's)
+    audit: Audit
+    release: str
+    provider: k8s.Provider
+    overrides: dict[str, str] = field(default_factory=dict)  # operator.overrides, declared for the policy pack
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+def wait_container(marker: str, image: str) -> Container:
+    """Holds a pod on its node until the previous stage left its readiness marker there."""
+    return Container(
+        name=f"wait-for-{marker}",
+        image=image,
+        command=("sh", "-c"),
+        args=(f"until [ -f {VALIDATIONS_DIR}/{marker} ]; do echo waiting for {marker}; sleep 5; done",),
+        host_paths=("run-nvidia-validations",),
+    )
+
+
+def with_wait(spec: OperandSpec, marker: Optional[str], image: str) -> OperandSpec:
+    if marker is None:
+        return spec
+    volumes = {hp.volume for hp in spec.host_paths}
+    host_paths = spec.host_paths
+    if "run-nvidia-validations" not in volumes:
+        host_paths += (HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, True, "DirectoryOrCreate"),)
+    return OperandSpec(
+        **{
+            **spec.__dict__,
+            "init_containers": (wait_container(marker, image), *spec.init_containers),
+            "host_paths": host_paths,
+        }
+    )
