@@ -80,6 +80,7 @@ def _container(c: Container, spec: OperandSpec) -> dict:
         "readinessProbe": c.readiness,
         "livenessProbe": c.liveness,
         "startupProbe": c.startup,
+        "lifecycle": {"preStop": {"exec": {"command": list(c.pre_stop)}}} if c.pre_stop else None,
     }
     body.update({k: v for k, v in optional.items() if v})
     return body

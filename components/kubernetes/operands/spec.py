@@ -48,6 +48,7 @@ class Container:
     readiness: Optional[dict] = None
     liveness: Optional[dict] = None
     startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
+    pre_stop: tuple[str, ...] = ()  # a command the kubelet runs in the container before stopping it
 
 
 @dataclass(frozen=True)

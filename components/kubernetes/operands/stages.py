@@ -20,11 +20,18 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
 that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
 container, not in an init container, and the validator is ready on `cuda-ready`. The MIG manager
-comes before the device plugin and waits for `toolkit-ready` only: a node whose GPUs boot in MIG
+waits for `toolkit-ready` only (as the GPU Operator's own asset does): a node whose GPUs boot in MIG
 mode with no instances advertises nothing until the MIG manager has carved them, so a MIG manager
-that waited for `plugin-ready` (or came after GFD and DCGM, which do) would never start there, and
-the node would hold every later stage forever. Carving first, it applies the pool's layout, restarts
-the GPU clients it finds by their `app=` labels, and the device plugin advertises the instances.
+that waited for `plugin-ready` would never start there, and the node would hold every later stage
+forever. On a node it starts beside the device plugin; what orders them there is the MIG manager
+itself: it pauses the clients' gates (nvidia.com/gpu.deploy.{device-plugin,gpu-feature-discovery,
+dcgm-exporter} set to paused-for-mig-change), waits for their pods, found by the GPU Operator's `app=`
+labels, to leave, carves the layout and sets the gates back (mig-parted v0.13.1
+pkg/mig/reconfigure/reconfigure.go 364-413), and the device plugin then advertises the instances.
+It comes before the device plugin in the creation order so that a new MIG pool's first `pulumi up`
+creates it before the operands that read the layout. When its validator pod stops (a MIG change
+restarts it, an update rolls it), the validator removes the node's markers (a preStop hook, as the
+GPU Operator's asset has it), so no stage starts on a marker the layout before left behind.
 
 What `pulumi up` waits for. The pulumi-kubernetes DaemonSet await (v4.32.0
 provider/pkg/await/daemonset.go, kstatus `Current`) completes only when every selected node runs a
@@ -42,7 +49,11 @@ deletes still wait, unlike `pulumi.com/skipAwait`, which a DaemonSet's delete ho
 where it holds for nodes that join later too: the markers above, the validator's readiness, and for
 blue-green pools the readiness gate that must pass before an old node group goes
 (components/kubernetes/readiness_gate.py). `kubectl -n gpu-operator rollout status ds/<name>` shows
-a stage's progress across nodes.
+a stage's progress across nodes. One cost: `pulumi refresh` (and `up --refresh`) reads a DaemonSet
+through the awaiter that only skipAwait bypasses (provider/pkg/await/await.go 404-421, daemonset.go
+117-121), so with a sick node a refresh reports that DaemonSet as not initialised and the next `up`
+updates it again; nothing is recreated. (Sources: pulumi-kubernetes v4.32.0, the newest tag read;
+the pinned SDK 4.34.2 runs provider 4.34.2, and the mirror's newest code has the same logic.)
 """
 
 from __future__ import annotations
