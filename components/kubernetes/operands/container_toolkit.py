@@ -31,6 +31,22 @@ from components.kubernetes.namespace import RUNTIME_CLASS
 DROP_IN_DIR = "/etc/containerd/config.d"
 CONFIG_TOML = "/etc/containerd/config.toml"
 PID_DIR = "toolkit-run"
+# The runtime this installer writes must hand a pod only the GPUs the device plugin gave it, as a node
+# with the toolkit in its image does (gpu_access.py): left at the installer's defaults (accept the
+# variable from any pod, ignore volume mounts), the `nvidia` runtime gives every GPU to any pod whose
+# image sets NVIDIA_VISIBLE_DEVICES=all (every CUDA base image), GPUs requested or not. The variable
+# then counts only for a container that is privileged or holds CAP_SYS_ADMIN, in the legacy hook
+# (cmd/nvidia-container-runtime-hook/container_config.go:130-170, 236-258 at v1.14.3) as in CDI mode,
+# where NVIDIA_VISIBLE_DEVICES=all would otherwise be the management spec's `all` device, every
+# /dev/nvidia* node (internal/modifier/cdi.go:102-115, internal/config/image/cuda_image.go:258-292,
+# pkg/nvcdi/management.go:41-60 at v1.18.1). Both names and their write into the toolkit's config.toml
+# are the same at every tag we render, v1.14.3 to v1.20.0 (tools/container/toolkit/toolkit.go:176-188,
+# 404-405 at v1.14.3; :166-176, 455-456 at v1.17.8; cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169,
+# 413-414 at v1.20.0), which is why they are not a row of TRAITS.
+GPU_ACCESS = (
+    ("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "false"),
+    ("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS", "true"),
+)
 
 
 @dataclass(frozen=True)
@@ -109,6 +125,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("ROOT", "/usr/local/nvidia"),
             ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
             ("NVIDIA_VISIBLE_DEVICES", "void"),
+            *GPU_ACCESS,
             *((("TOOLKIT_PID_FILE", t.pid_file),) if t.pid_file_env else ()),
             # The driver is the host's (baked into the image), not a driver container's under
             # /run/nvidia/driver: the operator sets the same pair when its driver is disabled

@@ -59,10 +59,10 @@ def _cdi_env(ctx: OperandContext, image: str) -> tuple[tuple[str, str], ...]:
     MOFED specs stay off as in every other version: v0.19.0-v0.19.2 turned them on by default and
     v0.19.3 reverted that (k8s-device-plugin commit 2ffedc34b); none of them is on our nodes."""
     if not ctx.cdi:
-        # A node with the toolkit in its image refuses NVIDIA_VISIBLE_DEVICES from unprivileged pods
-        # and accepts volume mounts, on every image source (gpu_access.py), so without CDI the plugin
-        # hands devices out as volume mounts.
-        return (("DEVICE_LIST_STRATEGY", "volume-mounts"),) if ctx.toolkit_baked else ()
+        # Every GPU node refuses NVIDIA_VISIBLE_DEVICES from unprivileged pods and accepts volume
+        # mounts, baked image or toolkit DaemonSet (gpu_access.py), so without CDI the plugin hands
+        # devices out as volume mounts: with its default (envvar) a pod would get no GPU.
+        return (("DEVICE_LIST_STRATEGY", "volume-mounts"),)
     version = image_version(image)
     if not versions.at_least(version, CDI_SINCE):
         raise ConfigError(
@@ -162,7 +162,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("NVIDIA_MIG_MONITOR_DEVICES", "all" if mig else "none"),
                     *_cdi_env(ctx, image),
                 ),
-                host_paths=("device-plugin", *(("cdi-root", HOST_ROOT.volume) if ctx.cdi else ()), *gpu_access.volumes(ctx)),
+                host_paths=("device-plugin", *(("cdi-root", HOST_ROOT.volume) if ctx.cdi else ()), *gpu_access.volumes()),
                 mounts=CONFIG_MOUNTS,
                 capabilities=("SYS_ADMIN",) if mig else (),
                 run_as_root=True,
@@ -177,7 +177,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         host_paths=(
             HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),
             *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"), HOST_ROOT) if ctx.cdi else ()),
-            *gpu_access.host_paths(ctx),
+            *gpu_access.host_paths(),
         ),
         empty_dirs=("config",),
         config_maps=available_configs(ctx),

@@ -96,7 +96,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         field_env=(("NAMESPACE", "metadata.namespace"), ("NODE_NAME", "spec.nodeName"),
                    *((("POD_NAME", "metadata.name"),) if api else ())),
-        host_paths=(*(() if api else ("output-dir",)), "host-sys", *gpu_access.volumes(ctx)),
+        host_paths=(*(() if api else ("output-dir",)), "host-sys", *gpu_access.volumes()),
         mounts=device_plugin.CONFIG_MOUNTS,
         capabilities=("SYS_ADMIN",) if mig else (),
         run_as_root=True,
@@ -116,7 +116,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         host_paths=(
             *(() if api else (HostPath("output-dir", FEATURES_D, FEATURES_D, False, "DirectoryOrCreate"),)),
             HostPath("host-sys", "/sys", "/sys", True, "Directory"),
-            *gpu_access.host_paths(ctx),
+            *gpu_access.host_paths(),
         ),
         empty_dirs=("config",),
         config_maps=device_plugin.available_configs(ctx),

@@ -96,11 +96,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
         init_containers=(
             driver_check(image),
             check(image, "toolkit", extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),),
-                  host_paths=("run-nvidia-validations", *gpu_access.volumes(ctx))),
+                  host_paths=("run-nvidia-validations", *gpu_access.volumes())),
             check(image, "cuda", extra_env=_workload_env(image)),
         ),
         containers=(plugin,),
-        host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW, *gpu_access.host_paths(ctx)),
+        host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW, *gpu_access.host_paths()),
         # The cuda and plugin checks list and delete the node's earlier workload pod, create a new one and
         # get it until it succeeds, after a get of their own DaemonSet (for its tolerations); the plugin
         # check gets its Node for the advertised GPUs. No watch, update or list of DaemonSets: the

@@ -68,6 +68,20 @@ def test_the_installer_finds_the_hosts_dev_where_the_host_driver_is(release):
 
 
 @pytest.mark.parametrize("release", RELEASES)
+def test_the_runtime_it_installs_gives_a_pod_only_the_gpus_the_device_plugin_gave_it(release):
+    # The installer writes both settings into the runtime's config.toml at every tag, from these env
+    # names, defaults true and false (tools/container/toolkit/toolkit.go:176-188, 404-405 at v1.14.3;
+    # :166-176, 455-456 at v1.17.8; cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169, 413-414 at
+    # v1.20.0). Left at the defaults, NVIDIA_VISIBLE_DEVICES=all of any CUDA image gets every GPU, in the
+    # legacy hook (cmd/nvidia-container-runtime-hook/container_config.go:236-258 at v1.14.3) and in CDI
+    # mode as management.nvidia.com/gpu=all (internal/modifier/cdi.go:102-115, pkg/nvcdi/management.go:41-60
+    # at v1.18.1).
+    installer = env(containers(release)[INSTALLER])
+    assert installer.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED") == "false", release
+    assert installer.get("ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS") == "true", release
+
+
+@pytest.mark.parametrize("release", RELEASES)
 def test_no_probe_claims_more_than_a_running_installer(release):
     # The pid file is written at start, before anything is installed or containerd touched
     # (tools/container/nvidia-toolkit/run.go:185-220 at v1.14.3; cmd/nvidia-ctk-installer/main.go:274-279

@@ -109,6 +109,30 @@ def test_without_cdi_nothing_of_the_host_root_is_mounted():
     assert "DRIVER_ROOT_CTR_PATH" not in env(containers(ds)["nvidia-device-plugin"])
 
 
+@every_release
+@both_toolkits
+def test_without_cdi_the_plugin_hands_devices_out_as_volume_mounts(release, baked):
+    # Every node refuses NVIDIA_VISIBLE_DEVICES from unprivileged pods, the toolkit DaemonSet's too
+    # (test_container_toolkit.py), and reads /dev/null mounts under /var/run/nvidia-container-devices
+    # first (nvidia-container-toolkit cmd/nvidia-container-runtime-hook/container_config.go:236-258 at
+    # v1.14.3). The plugin's default strategy, envvar, would hand a pod its GPUs only as the variable
+    # (internal/plugin/server.go:479-480 at v0.18.1): refused, the pod gets none.
+    if release.cdi:
+        return
+    plugin = env(containers(daemonset(context(release, baked)))["nvidia-device-plugin"])
+    assert plugin["DEVICE_LIST_STRATEGY"] == "volume-mounts"
+
+
+@every_release
+@both_toolkits
+def test_the_plugin_asks_for_every_gpu_by_volume_mount(release, baked):
+    # NVIDIA_VISIBLE_DEVICES=all alone is refused for a container without CAP_SYS_ADMIN
+    # (internal/config/image/cuda_image.go:258-292, privileged.go:36-61 at nvidia-container-toolkit v1.18.1).
+    ds = daemonset(context(release, baked))
+    mount, volume = mounts(ds, "nvidia-device-plugin")["/var/run/nvidia-container-devices/all"]
+    assert volume["hostPath"]["path"] == "/dev/null" and mount["readOnly"] is True
+
+
 def test_cdi_with_a_plugin_older_than_its_cdi_names_is_refused():
     # NVIDIA_CDI_HOOK_PATH and DRIVER_ROOT_CTR_PATH exist from v0.16.0 (main.go:121-133 at v0.16.1);
     # v0.15.0 reads NVIDIA_CTK_PATH and CONTAINER_DRIVER_ROOT (main.go:112-121).

@@ -1,6 +1,14 @@
-"""With the toolkit baked, a node refuses NVIDIA_VISIBLE_DEVICES from unprivileged containers: every
-operand container that needs all GPUs without being privileged in the runtime's sense (privileged,
-or CAP_SYS_ADMIN) asks through the volume mount the node accepts instead."""
+"""Every GPU node refuses NVIDIA_VISIBLE_DEVICES from unprivileged containers, with the toolkit baked
+into its image or installed by the toolkit DaemonSet alike: every operand container that needs all GPUs
+without being privileged in the runtime's sense (privileged, or CAP_SYS_ADMIN) asks through the volume
+mount the node accepts instead, and the device plugin hands GPUs out the same way when CDI is off.
+
+What the runtime reads, at every toolkit tag we render: /dev/null mounts under
+/var/run/nvidia-container-devices first (when accept-nvidia-visible-devices-as-volume-mounts), the
+variable only for a container holding CAP_SYS_ADMIN or when accept-nvidia-visible-devices-envvar-when-
+unprivileged (nvidia-container-toolkit cmd/nvidia-container-runtime-hook/container_config.go:236-258 at
+v1.14.3; internal/config/image/cuda_image.go:258-292 at v1.18.1, which CDI mode reads too:
+internal/modifier/cdi.go:102-115)."""
 
 from __future__ import annotations
 
@@ -8,10 +16,16 @@ import pytest
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEVICES_ALL = "/var/run/nvidia-container-devices/all"
+TOOLKIT_ENV = {"ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
+               "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true"}
 
 
-def _baked(config):
-    config["gpu-platform:nodeImage"]["toolkitBaked"] = True
+def _toolkit(baked: bool, release: str | None = None):
+    def change(config):
+        config["gpu-platform:nodeImage"]["toolkitBaked"] = baked
+        if release:
+            config["gpu-platform:operator"]["release"] = release
+    return change
 
 
 def _containers(rec):
@@ -30,9 +44,14 @@ def _asks_all(c) -> bool:
     return {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"} in (c.get("env") or [])
 
 
+def _env(c) -> dict:
+    return {e["name"]: e.get("value") for e in c.get("env") or []}
+
+
+@pytest.mark.parametrize("baked", [True, False], ids=["toolkit-baked", "toolkit-daemonset"])
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_unprivileged_containers_that_need_every_gpu_ask_by_volume_mount(variant, stack):
-    rec = variant(_baked, stack=stack)
+def test_unprivileged_containers_that_need_every_gpu_ask_by_volume_mount(variant, stack, baked):
+    rec = variant(_toolkit(baked), stack=stack)
     needing = [(ds, spec, c) for ds, spec, c in _containers(rec) if _asks_all(c) and not _runtime_privileged(c)]
     # prod has a MIG pool, so the plugin and GFD hold SYS_ADMIN there, which the runtime counts as privileged.
     expected = {"toolkit-validation"} | ({"nvidia-device-plugin", "gpu-feature-discovery"} if stack == "dev" else set())
@@ -44,16 +63,18 @@ def test_unprivileged_containers_that_need_every_gpu_ask_by_volume_mount(variant
         assert mount["readOnly"] is True
 
 
-def test_without_a_baked_toolkit_no_container_mounts_the_device_list(variant):
-    rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False))
-    assert not [c for _, _, c in _containers(rec) for m in c.get("volumeMounts", []) if m["mountPath"] == DEVICES_ALL]
+@pytest.mark.parametrize("release", ["v23.9.0", "v25.3.4", "v25.10.1", "v26.7.0"])
+def test_the_toolkit_daemonset_refuses_the_variable_from_unprivileged_pods_and_accepts_mounts(variant, release):
+    # Left at the installer's defaults (true, false: tools/container/toolkit/toolkit.go:176-188 at
+    # v1.14.3, cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169 at v1.20.0) any pod of a CUDA image
+    # under the nvidia RuntimeClass gets every GPU, with CDI (management.nvidia.com/gpu=all) or without.
+    rec = variant(_toolkit(False, release))
+    (installer,) = [c for _, _, c in _containers(rec) if c["name"] == "nvidia-container-toolkit-ctr"]
+    assert {k: _env(installer).get(k) for k in TOOLKIT_ENV} == TOOLKIT_ENV
 
 
-def test_without_cdi_a_baked_toolkit_makes_the_plugin_hand_out_volume_mounts(variant):
-    def older(config):
-        _baked(config)
-        config["gpu-platform:operator"]["release"] = "v25.3.4"  # cdi off (matrix.yaml), plugin v0.17
-
-    rec = variant(older)
-    plugin = [c for ds, _, c in _containers(rec) if c["name"] == "nvidia-device-plugin"][0]
-    assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in plugin["env"]
+@pytest.mark.parametrize("baked", [True, False], ids=["toolkit-baked", "toolkit-daemonset"])
+def test_without_cdi_the_plugin_hands_out_volume_mounts_on_every_node(variant, baked):
+    rec = variant(_toolkit(baked, "v25.3.4"))  # cdi off (matrix.yaml), plugin v0.17
+    (plugin,) = [c for _, _, c in _containers(rec) if c["name"] == "nvidia-device-plugin"]
+    assert _env(plugin)["DEVICE_LIST_STRATEGY"] == "volume-mounts"
