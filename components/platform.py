@@ -11,7 +11,8 @@ from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_la
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
 from components.kubernetes.operands import sharing, stages
-from components.kubernetes.operands.base import Operand, OperandArgs, OperandSpec
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
 from gpu_platform.config import StackConfig

@@ -509,7 +509,7 @@ class Audit(_Model):
 # unless prometheusSpec.serviceMonitorSelectorNilUsesHelmValues is false
 # (prometheus-community/helm-charts, charts/kube-prometheus-stack/templates/prometheus/prometheus.yaml).
 DEFAULT_SERVICE_MONITOR_LABELS = {"release": "kube-prometheus-stack"}
-# What the stack labels its own objects with (components/kubernetes/operands/base.py).
+# What the stack labels its own objects with (components/kubernetes/operands/manifests.py).
 OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")

@@ -32,7 +32,7 @@ def _describe(r) -> str:
 @stack_policy(
     "operands-tolerate-gpu-taints", EnforcementLevel.MANDATORY,
     "Every operand that runs on nodes tolerates every GPU pool's taint.",
-    fix="no stack key: operands tolerate the GPU taint by construction (components/kubernetes/operands/base.py); report it",
+    fix="no stack key: operands tolerate the GPU taint by construction (components/kubernetes/operands/manifests.py); report it",
 )
 def operands_tolerate_gpu_taints(args, report_violation) -> None:
     pools = facts.gpu_pools(args.resources)

@@ -36,11 +36,16 @@ def _exit_now(signum: int, _frame) -> None:
     pack subprocess, its reports' temporary files), say so in one line, exit. Not by raising
     KeyboardInterrupt where the run happens to be: Pulumi's event loop turns that into tracebacks of
     its tasks, a finalizer prints and drops it, and the SDK's own `except BaseException` drops it."""
-    for stop in list(_ON_STOP):
-        stop()
-    writing = sys.modules.get("preview.writing")
-    if writing is not None:
-        writing.discard_unfinished()
+    # Nothing here may raise: an exception from a handler surfaces wherever the run was (exit 3).
+    # A module the signal caught half-imported has no `discard_unfinished` yet, and nothing to discard.
+    try:
+        for stop in list(_ON_STOP):
+            stop()
+        discard = getattr(sys.modules.get("preview.writing"), "discard_unfinished", None)
+        if discard is not None:
+            discard()
+    except BaseException:  # noqa: BLE001 the exit below is the answer, whatever cleanup could not do
+        pass
     if signum == signal.SIGINT:
         try:
             os.write(2, b"interrupted\n")

@@ -354,6 +354,16 @@ def _file_from(op: Operand, image: str, want: dict) -> list[str]:
     return problems
 
 
+def _pre_stop(op: Operand, image: str, want: dict) -> list[str]:
+    """The container's preStop hook runs a shell that removes the given glob."""
+    problems = []
+    for c in op.containers(want["container"], image) or [{"name": want["container"]}]:
+        command = (((c.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command") or []
+        if not (command[:2] == ["sh", "-c"] and f"rm -f {want['removes']}" in " ".join(command[2:])):
+            problems.append(f"container {c['name']!r} has no preStop hook that removes {want['removes']} (has {command or 'none'})")
+    return problems
+
+
 CHECKS: dict[str, Callable[[Operand, str, Any], list[str]]] = {
     "daemonset_name": _daemonset_name,
     "service_account": _service_account,
@@ -370,6 +380,7 @@ CHECKS: dict[str, Callable[[Operand, str, Any], list[str]]] = {
     "can_signal": _can_signal,
     "namespace_label": _namespace_label,
     "file_from": _file_from,
+    "pre_stop": _pre_stop,
 }
 
 

@@ -83,3 +83,18 @@ def test_ctrl_c_while_the_reports_are_moved_into_place_waits_for_the_last(tmp_pa
     assert main(["--stack", "dev", *outputs]) == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert len(moved) > 10 and all(os.path.exists(p) for p in moved) and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_ctrl_c_while_a_module_is_half_imported_still_exits_130(monkeypatch, capfd):
+    # Seen under load: the signal landed while preview.writing was being imported, the handler
+    # called its not-yet-defined discard_unfinished, and the AttributeError surfaced as exit 3.
+    import types
+
+    from preview import __main__ as entry
+
+    monkeypatch.setitem(sys.modules, "preview.writing", types.ModuleType("preview.writing"))
+    exits = []
+    monkeypatch.setattr(entry.os, "_exit", lambda code: exits.append(code))
+    entry._exit_now(signal.SIGINT, None)
+    assert exits == [130]
+    assert capfd.readouterr().err == "interrupted\n"

@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.kubernetes.operands import validator
-from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec, for_version
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.namespace import RUNTIME_CLASS
 

@@ -14,7 +14,7 @@ changes is the entrypoint script, which we do not run (the binary is the command
 chosen by the exporter version in the tag: the second of the two, `4.4.2-4.7.0-distroless` -> 4.7.0).
 The `-distroless` images (operator 25.10.0 on) have no general shell, so nothing here runs one in
 the exporter's image: the probes are HTTP, and the wait for the readiness marker is an init
-container of the validator's image (base.with_wait), as the operator's own toolkit-validation init
+container of the validator's image (spec.with_wait), as the operator's own toolkit-validation init
 container is at every release.
 """
 
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, Service, row_for
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import Container, HostPath, OperandSpec, Service
+from components.kubernetes.operands.version_table import row_for
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import versions
 

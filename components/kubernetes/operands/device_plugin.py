@@ -11,7 +11,9 @@ from __future__ import annotations
 import yaml
 
 from components.kubernetes.operands import gpu_access
-from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, image_version
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform import versions

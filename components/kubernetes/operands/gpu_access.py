@@ -26,7 +26,7 @@ that `auto` resolves to from v1.18.0 (internal/info/auto.go line 89, internal/mo
 
 from __future__ import annotations
 
-from components.kubernetes.operands.base import HostPath
+from components.kubernetes.operands.spec import HostPath
 
 ALL_DEVICES = HostPath("nvidia-devices-all", "/dev/null", "/var/run/nvidia-container-devices/all", True, "CharDevice")
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.kubernetes.operands import device_plugin, gpu_access
-from components.kubernetes.operands.base import Container, HostPath, Operand, OperandSpec, for_version
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import OperandContext
 
 FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"

@@ -34,7 +34,9 @@ from typing import Optional
 
 import yaml
 
-from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec, for_version
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import MigPool, OperandContext
 from gpu_platform.config import ConfigError
 

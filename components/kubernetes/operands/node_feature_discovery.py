@@ -27,7 +27,9 @@ from typing import Optional
 
 import yaml
 
-from components.kubernetes.operands.base import Container, Deployment, HostPath, Operand, OperandSpec, for_version
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import OperandContext
 
 GROUP = "nfd.k8s-sigs.io"

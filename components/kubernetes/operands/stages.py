@@ -38,7 +38,7 @@ provider/pkg/await/daemonset.go, kstatus `Current`) completes only when every se
 ready pod; one sick node (a GPU with a fatal XID, a node that lost its driver) would then stop every
 `pulumi up` at that stage for the whole cluster, and on the first deployment leave the later stages
 uncreated on every healthy node. So each operand DaemonSet carries `pulumi.com/waitFor` with
-`jsonpath={.status.observedGeneration}` (operands/base.py): Pulumi waits until the DaemonSet
+`jsonpath={.status.observedGeneration}` (operands/manifests.py): Pulumi waits until the DaemonSet
 controller has seen the new spec (the JSONPath condition also requires observedGeneration >=
 generation, v4.32.0 provider/pkg/await/condition/jsonpath.go), so the stages are created in this
 order and an update is accepted before the next stage changes, but no node's health holds the stack.
@@ -62,7 +62,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Collection, Optional
 
-from components.kubernetes.operands.base import Operand, OperandSpec
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import OperandSpec
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import operands
 

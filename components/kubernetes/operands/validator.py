@@ -38,7 +38,8 @@ every tag writes).
 from __future__ import annotations
 
 from components.kubernetes.operands import gpu_access
-from components.kubernetes.operands.base import VALIDATIONS_DIR, Container, HostPath, Operand, OperandSpec
+from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 from components.kubernetes.operands.context import OperandContext
 
 # Flags and env names: cmd/nvidia-validator/main.go (github.com/NVIDIA/gpu-operator, commit 05da5d17):
@@ -85,7 +86,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
            "name": "plugin-validation",
            "args": ("until nvidia-validator; do sleep 10; done; echo all validations are successful; "
                     "while true; do sleep 86400; done",),
-           "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10}}
+           "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10},
+           # The image never removes its markers; when the pod stops (a MIG change restarts it, an
+           # update rolls it) the node must not keep markers of what was checked before.
+           "pre_stop": ("sh", "-c", f"rm -f {VALIDATIONS_DIR}/*-ready")}
     )
     return OperandSpec(
         operand="validator",

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.kubernetes.operands import base, container_toolkit
+from components.kubernetes.operands import container_toolkit
+from components.kubernetes.operands.manifests import daemonset_manifest
+from components.kubernetes.operands.spec import OperandArgs
+from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
 from gpu_platform.config import Audit
@@ -25,9 +28,9 @@ def manifest(release: str) -> dict:
     row = MATRIX.release(release)
     ctx = OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False, cdi=row.cdi)
     spec = container_toolkit.spec(ctx)
-    args = base.OperandArgs(spec=spec, namespace="gpu-operator", gate="container-toolkit", waits_for=None, wait_image="",
+    args = OperandArgs(spec=spec, namespace="gpu-operator", gate="container-toolkit", waits_for=None, wait_image="",
                             audit=Audit(owner="o", approval="a"), release=release, provider=None)
-    return base.daemonset_manifest(spec, args, spec.name, {})
+    return daemonset_manifest(spec, args, spec.name, {})
 
 
 def containers(release: str) -> dict[str, dict]:
@@ -36,7 +39,7 @@ def containers(release: str) -> dict[str, dict]:
 
 
 def toolkit_version(release: str) -> str:
-    return base.image_version(MATRIX.release(release).images["container-toolkit"])
+    return image_version(MATRIX.release(release).images["container-toolkit"])
 
 
 def env(container: dict) -> dict[str, str]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 
 from components.kubernetes.operands import gpu_feature_discovery
-from components.kubernetes.operands.base import CONFIG_HASH_KEY, OperandArgs, daemonset_manifest, image_version
+from components.kubernetes.operands.manifests import CONFIG_HASH_KEY, daemonset_manifest
+from components.kubernetes.operands.spec import OperandArgs
+from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform import matrix, versions

@@ -110,3 +110,15 @@ def test_no_stage_waits_for_a_driver_marker(marker):
     # (validator/main.go:141-144, 677-681 at v23.9.0 and v24.3.0; 150, 773-820 at v24.6.0): a stage that
     # waited for either would hold every host-driver node of the other releases forever.
     assert marker not in {s.waits_for for s in stages.STAGES}
+
+
+def test_a_stopping_validator_takes_its_markers_with_it(prod):
+    # The image never deletes a marker on shutdown (cmd/nvidia-validator/main.go at v25.10.1 deletes
+    # one only when its check runs again); the GPU Operator's asset removes them in a preStop hook
+    # (assets/state-operator-validation/0500_daemonset.yaml lines 176-178 at v25.10.1). Without it a
+    # MIG change would let the restarted clients start on the markers of the previous layout.
+    spec = pod_spec(daemonset_of(prod, "validator"))
+    [main] = [c for c in spec["containers"] if c["name"] == "plugin-validation"]
+    assert main["lifecycle"]["preStop"]["exec"]["command"] == ["sh", "-c", "rm -f /run/nvidia/validations/*-ready"]
+    mounts = {m["mountPath"]: m for m in main["volumeMounts"]}
+    assert mounts["/run/nvidia/validations"].get("readOnly") is not True

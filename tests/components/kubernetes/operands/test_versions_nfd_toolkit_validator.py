@@ -23,7 +23,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.kubernetes.operands import base, container_toolkit, node_feature_discovery, validator
+from components.kubernetes.operands import container_toolkit, node_feature_discovery, validator
+from components.kubernetes.operands.manifests import daemonset_manifest, deployment_manifest
+from components.kubernetes.operands.spec import OperandArgs
+from components.kubernetes.operands import version_table
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
 from gpu_platform.config import Audit, ConfigError
@@ -105,7 +108,7 @@ def context(release: str) -> OperandContext:
 def rendered(release: str) -> dict[str, list[dict]]:
     """Operand -> its Kubernetes objects as the API would receive them (the shapes `Operand` builds)."""
     ctx = context(release)
-    args = base.OperandArgs(spec=None, namespace="gpu-operator", gate="g", waits_for=None, wait_image="",
+    args = OperandArgs(spec=None, namespace="gpu-operator", gate="g", waits_for=None, wait_image="",
                             audit=Audit(owner="o", approval="a"), release=release, provider=None)
     out: dict[str, list[dict]] = {}
     for module in (node_feature_discovery, container_toolkit, validator):
@@ -115,9 +118,9 @@ def rendered(release: str) -> dict[str, list[dict]]:
                     "metadata": {"name": crd["name"]}, "spec": crd["spec"]} for crd in spec.crds]
         for part in spec.deployments:
             objects.append({"apiVersion": "apps/v1", "kind": "Deployment",
-                            **base.deployment_manifest(spec, part, args, f"{name}-{part.suffix}")})
+                            **deployment_manifest(spec, part, args, f"{name}-{part.suffix}")})
         cms = {suffix: f"{name}-{suffix}" for suffix in spec.config_maps}
-        objects.append({"apiVersion": "apps/v1", "kind": "DaemonSet", **base.daemonset_manifest(spec, args, name, cms)})
+        objects.append({"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset_manifest(spec, args, name, cms)})
         for obj in objects:
             if obj["kind"] != "CustomResourceDefinition":
                 obj["metadata"]["namespace"] = "gpu-operator"
@@ -144,7 +147,7 @@ def nfd_container(release: str, daemon: str) -> dict:
 
 
 def image_version(release: str, operand: str) -> str:
-    return base.image_version(MATRIX.release(release).images[operand])
+    return version_table.image_version(MATRIX.release(release).images[operand])
 
 
 def kubernetes_versions(release: str) -> list[str]:
@@ -311,9 +314,9 @@ def test_every_release_image_has_a_row_and_an_older_image_is_an_error():
 
 
 def test_image_versions_ignore_os_and_flavour_suffixes():
-    assert base.image_version("nvcr.io/nvidia/k8s/container-toolkit:v1.14.3-ubuntu20.04") == "1.14.3"
-    assert base.image_version("registry.k8s.io/nfd/node-feature-discovery:v0.18.2-minimal") == "0.18.2"
-    assert base.image_version("localhost:5000/nvidia/gpu-operator:v25.10.1") == "25.10.1"
+    assert version_table.image_version("nvcr.io/nvidia/k8s/container-toolkit:v1.14.3-ubuntu20.04") == "1.14.3"
+    assert version_table.image_version("registry.k8s.io/nfd/node-feature-discovery:v0.18.2-minimal") == "0.18.2"
+    assert version_table.image_version("localhost:5000/nvidia/gpu-operator:v25.10.1") == "25.10.1"
 
 
 # --- one whole stack on an old release, through the preview's engine --------------------------

@@ -11,7 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from components.kubernetes.operands import dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager
-from components.kubernetes.operands.base import OperandArgs, OperandSpec, daemonset_manifest, with_wait
+from components.kubernetes.operands.manifests import daemonset_manifest
+from components.kubernetes.operands.spec import OperandArgs, OperandSpec, with_wait
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform.config import Operator
