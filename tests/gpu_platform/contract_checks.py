@@ -354,6 +354,23 @@ def _file_from(op: Operand, image: str, want: dict) -> list[str]:
     return problems
 
 
+def _api_token(op: Operand, image: str, want: dict) -> list[str]:
+    """Whether a container can read the pod's API token: every container when the pod automounts it
+    (the pod's flag, else its service account's), else one that mounts the token directory itself."""
+    account = op.pod.get("serviceAccountName", "default")
+    sa = [r for r in op.rec.of_type(SERVICE_ACCOUNT) if r.inputs["metadata"]["name"] == account
+          and r.inputs["metadata"].get("namespace") == op.namespace]
+    pod_says = op.pod.get("automountServiceAccountToken")
+    automount = pod_says if pod_says is not None else (sa[0].inputs.get("automountServiceAccountToken", True) if sa else True)
+    problems = []
+    for c in op.containers(want["container"], image) or [{"name": want["container"]}]:
+        own = any(m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in c.get("volumeMounts") or [])
+        if bool(automount or own) != want["mounted"]:
+            problems.append(f"container {c['name']!r} {'can' if automount or own else 'cannot'} read the API token; "
+                            f"wants it {'mounted' if want['mounted'] else 'not mounted'}")
+    return problems
+
+
 def _pre_stop(op: Operand, image: str, want: dict) -> list[str]:
     """The container's preStop hook runs a shell that removes the given glob."""
     problems = []
@@ -381,6 +398,7 @@ CHECKS: dict[str, Callable[[Operand, str, Any], list[str]]] = {
     "namespace_label": _namespace_label,
     "file_from": _file_from,
     "pre_stop": _pre_stop,
+    "api_token": _api_token,
 }
 
 

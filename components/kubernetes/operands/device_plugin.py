@@ -110,6 +110,8 @@ def _config_manager(image: str, name: str, process: str, init: bool) -> Containe
         field_env=(("NODE_NAME", "spec.nodeName"),),
         mounts=(("available-configs", _AVAILABLE_DIR, True), ("config", _CONFIG_DIR, False)),
         run_as_root=not init,
+        # It lists and watches its node: the pod's API token is mounted in it alone.
+        api_token=True,
     )
 
 

@@ -102,6 +102,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         mounts=device_plugin.CONFIG_MOUNTS,
         capabilities=("SYS_ADMIN",) if mig else (),
         run_as_root=True,
+        api_token=api,  # it publishes its NodeFeature object itself from v0.19
         # No probe: GFD has no health endpoint, and the feature file exists only in file mode (never
         # from v0.19 on, the NodeFeature API being the default) and until GFD exits; upstream's chart
         # and the operator define none.

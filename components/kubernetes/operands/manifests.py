@@ -53,11 +53,36 @@ def _security_context(c: Container) -> dict:
     return context
 
 
+# Where client-go's in-cluster config reads the token, CA and namespace, and the projected volume the
+# kubelet mounts there when a pod automounts its token (the same three sources: a bound token of
+# about an hour, the cluster's root CA, the pod's namespace), for the containers that alone get it.
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_VOLUME = {
+    "name": "kube-api-access",
+    "projected": {
+        "defaultMode": 0o644,
+        "sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+        ],
+    },
+}
+
+
+def _token(spec: OperandSpec) -> tuple[bool, bool]:
+    """(the pod automounts its token, some containers mount it themselves)."""
+    rights = bool(spec.cluster_rules or spec.namespace_rules)
+    per_container = any(c.api_token for c in (*spec.init_containers, *spec.containers))
+    return rights and not per_container, rights and per_container
+
+
 def _container(c: Container, spec: OperandSpec) -> dict:
     by_volume = {hp.volume: hp for hp in spec.host_paths}
     mounts = [
         {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only} for v in c.host_paths
-    ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts]
+    ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts] + (
+        [{"name": TOKEN_VOLUME["name"], "mountPath": TOKEN_DIR, "readOnly": True}] if c.api_token and _token(spec)[1] else [])
     env = [{"name": k, "value": v} for k, v in c.env] + [
         {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}} for k, path in c.field_env
     ]
@@ -157,10 +182,10 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         for hp in spec.host_paths
     ] + [{"name": d, "emptyDir": {}} for d in spec.empty_dirs] + [
         {"name": suffix, "configMap": {"name": cm}} for suffix, cm in configmap_names.items()
-    ]
+    ] + ([TOKEN_VOLUME] if _token(spec)[1] else [])
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
-        "automountServiceAccountToken": bool(spec.cluster_rules or spec.namespace_rules),
+        "automountServiceAccountToken": _token(spec)[0],
         "priorityClassName": PRIORITY_CLASS,
         "tolerations": tolerations,
         "containers": [_container(c, spec) for c in spec.containers],

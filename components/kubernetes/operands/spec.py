@@ -49,6 +49,9 @@ class Container:
     liveness: Optional[dict] = None
     startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
     pre_stop: tuple[str, ...] = ()  # a command the kubelet runs in the container before stopping it
+    # This container alone gets the pod's API token (the others of the pod none): set on the
+    # containers that make API calls when others in the pod make none (config-manager beside the plugin).
+    api_token: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpu_platform import contract
-from tests.components.kubernetes.conftest import DEPLOYMENT, daemonsets, pod_spec
+from tests.components.kubernetes.conftest import DEPLOYMENT, daemonset_of, daemonsets, pod_spec
 
 # Operand -> the privileges its pods may keep (the issue's list; everything else runs unprivileged).
 PRIVILEGED = {"container-toolkit", "mig-manager", "validator"}
@@ -107,11 +107,33 @@ def _bound_accounts(rec) -> set[str]:
     return {s["name"] for kind in kinds for b in rec.of_type(kind) for s in b.inputs.get("subjects") or []}
 
 
+TOKEN_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where client-go's in-cluster config reads it
+
+
+def token_holders(spec: dict) -> set[str]:
+    """The containers that can read the pod's API token: all of them when the pod automounts it,
+    else those that mount a volume at the token directory."""
+    every = [*spec.get("initContainers", []), *spec["containers"]]
+    if spec.get("automountServiceAccountToken"):
+        return {c["name"] for c in every}
+    return {c["name"] for c in every if any(m["mountPath"] == TOKEN_DIR for m in c.get("volumeMounts", []))}
+
+
 def test_a_pod_carries_an_api_token_only_when_its_operand_has_rights_to_use(stack):
     bound = _bound_accounts(stack)
     for workload in [*daemonsets(stack), *stack.of_type(DEPLOYMENT)]:
         spec = pod_spec(workload)
-        assert spec["automountServiceAccountToken"] is (spec["serviceAccountName"] in bound), workload.name
+        assert bool(token_holders(spec)) is (spec["serviceAccountName"] in bound), workload.name
+
+
+def test_in_the_plugin_pod_only_config_manager_holds_the_token(stack):
+    # The plugin makes no API call (k8s-device-plugin cmd/nvidia-device-plugin: no client); its
+    # config-manager lists and watches the node (cmd/config-manager/main.go lines 256-293 at v0.18.1).
+    spec = pod_spec(daemonset_of(stack, "device-plugin"))
+    assert token_holders(spec) == {"config-manager-init", "config-manager"}
+    [volume] = [v for v in spec["volumes"] if "projected" in v]
+    kinds = [next(iter(source)) for source in volume["projected"]["sources"]]
+    assert kinds == ["serviceAccountToken", "configMap", "downwardAPI"]
 
 
 def test_a_pod_another_process_creates_under_an_operand_account_gets_no_token(stack):
