@@ -7,6 +7,8 @@ against stubs that print exactly that (tests/components/aws/test_image_test_phas
 
 from __future__ import annotations
 
+import base64
+import gzip
 import re
 from pathlib import Path
 from typing import Optional
@@ -42,6 +44,19 @@ GPU_ACCESS_SETTINGS = (
 )
 
 
+# Image Builder refuses a component document longer than this (InlineComponentData; botocore
+# imagebuilder/2019-12-02/service-2.json, and terraform-provider-aws v5.42.0
+# internal/service/imagebuilder/component.go line 54, StringLenBetween(1, 16000) on `data`): the
+# scripts travel compressed.
+MAX_DOCUMENT = 16000
+
+
+def _payload(script: Path) -> str:
+    """A script as gzip (no timestamp: the same bytes every run) in base64 lines, for a here-document."""
+    packed = base64.b64encode(gzip.compress(script.read_bytes(), compresslevel=9, mtime=0)).decode()
+    return "\n".join(packed[i:i + 200] for i in range(0, len(packed), 200))
+
+
 def nvidia_domain(partition: str) -> str:
     return NVIDIA_DOMAINS.get(partition, "nvidia.com")
 
@@ -50,6 +65,8 @@ def build_commands(driver: str, toolkit: Optional[str], hardware: ImageHardware,
     """The build phase's one bash step: the install script's inputs, the boot script it installs
     (with the fabric manager only), then the install script itself."""
     lines = [
+        # A failed unpack must stop the step, not hand an empty script to bash.
+        "set -euo pipefail",
         f"export DRIVER_VERSION={driver}",
         f"export KERNEL_MODULE={hardware.kernel_module}",
         f"export TOOLKIT_VERSION={toolkit or ''}",
@@ -60,15 +77,22 @@ def build_commands(driver: str, toolkit: Optional[str], hardware: ImageHardware,
         f"export GSP_FIRMWARE_OFF={str(hardware.gsp_firmware_off).lower()}",
         f"export NVIDIA_DOMAIN={nvidia_domain(partition)}",
     ]
+    # The scripts travel gzipped in base64 (the document's length limit), unpacked byte for byte from
+    # quoted here-documents. ROOT is unset on a build instance (tests set it to a scratch directory).
+    lines += ['unpack() { base64 -d | gunzip; }', 'work="$(mktemp -d)"']
     if hardware.fabric_manager:
-        # A quoted here-document: the script lands byte for byte. ROOT is unset on a build instance
-        # (tests set it to a scratch directory).
         lines += [
-            f'install -D -m 0755 /dev/stdin "${{ROOT:-}}{NVSWITCH_SCRIPT_PATH}" <<\'GPU_PLATFORM_NVSWITCH\'',
-            NVSWITCH_SCRIPT.read_text().rstrip("\n"),
+            f'unpack <<\'GPU_PLATFORM_NVSWITCH\' | install -D -m 0755 /dev/stdin "${{ROOT:-}}{NVSWITCH_SCRIPT_PATH}"',
+            _payload(NVSWITCH_SCRIPT),
             "GPU_PLATFORM_NVSWITCH",
         ]
-    return "\n".join(lines) + "\n" + INSTALL_SCRIPT.read_text()
+    lines += [
+        f'unpack <<\'GPU_PLATFORM_INSTALL\' >"${{work}}/{INSTALL_SCRIPT.name}"',
+        _payload(INSTALL_SCRIPT),
+        "GPU_PLATFORM_INSTALL",
+        f'bash "${{work}}/{INSTALL_SCRIPT.name}"',
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _check(command: str, problem: str) -> str:
@@ -124,6 +148,15 @@ def test_commands(driver: str, hardware: ImageHardware, toolkit_baked: bool) -> 
     return commands
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line commands as literal blocks: readable as the shell reads them, and a third shorter
+    than the quoted style, which doubles every line break (the document's length limit)."""
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
+    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+
+
 def document(driver: str, toolkit: Optional[str], toolkit_baked: bool, hardware: ImageHardware, partition: str) -> str:
     """The Image Builder component: the install script with its inputs, and a test phase that proves
     the driver on a fresh boot of the new image."""
@@ -138,4 +171,7 @@ def document(driver: str, toolkit: Optional[str], toolkit_baked: bool, hardware:
                                         "inputs": {"commands": test_commands(driver, hardware, toolkit_baked)}}]},
         ],
     }
-    return yaml.safe_dump(doc, sort_keys=False, width=1000)
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1000)
+    if len(text) > MAX_DOCUMENT:
+        raise ValueError(f"the node image's component document is {len(text)} characters; Image Builder takes at most {MAX_DOCUMENT}")
+    return text

@@ -97,6 +97,10 @@ add_repository() {
   rpm --import "${ROOT}${REPO_KEY_FILE}"
   # Our own repo file rather than NVIDIA's downloaded one: packages and metadata both checked
   # against the pinned key (AWS 47-48 turns gpgcheck on for every repository after adding NVIDIA's).
+  # module_hotfixes: the repository ships the kmod packages in module streams, whose filtering lets
+  # dnf see only each stream's newest driver; a pinned older one is found only with the filtering
+  # off (AWS 120-124 installs with --setopt=*.module_hotfixes=true for that reason). The exact
+  # versions below keep the choice ours.
   mkdir -p "${ROOT}/etc/yum.repos.d"
   cat >"${ROOT}/etc/yum.repos.d/nvidia-cuda.repo" <<EOF
 [nvidia-cuda]
@@ -105,6 +109,7 @@ baseurl=${REPO_URL}
 enabled=1
 gpgcheck=1
 repo_gpgcheck=1
+module_hotfixes=1
 gpgkey=file://${REPO_KEY_FILE}
 EOF
   # repo_gpgcheck=1 makes dnf verify repodata/repomd.xml against repomd.xml.asc: if NVIDIA does not

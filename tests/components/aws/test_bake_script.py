@@ -100,6 +100,9 @@ def test_packages_come_from_nvidias_repository_checked_against_the_pinned_key(re
     assert run.of("curl")[0][-1] == "https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64/D42D0685.pub"
     repo = (run.root / "etc/yum.repos.d/nvidia-cuda.repo").read_text()
     assert "gpgcheck=1" in repo and "repo_gpgcheck=1" in repo
+    # The kmods come in module streams that show dnf only the newest driver: a pinned older one needs
+    # the filtering off (amazon-eks-ami v20260714 install-nvidia-driver.sh lines 120-124).
+    assert "\nmodule_hotfixes=1\n" in repo
     assert "baseurl=https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64" in repo
     assert "gpgkey=file:///etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA" in repo
     assert ["--import", f"{run.root}/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA"] in run.of("rpm")

@@ -151,3 +151,28 @@ def test_the_build_waits_for_the_builder_roles_policies(shipped):
     policies = {a.urn for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies}
     assert len(policies) == 2
     assert policies <= shipped.waits_for(shipped.one(IMAGE, "gpu-node-image-image").urn)
+
+
+def test_the_component_document_fits_what_image_builder_takes(family):
+    # InlineComponentData is at most 16000 characters (botocore imagebuilder/2019-12-02/service-2.json;
+    # terraform-provider-aws v5.42.0 internal/service/imagebuilder/component.go line 54): longer, and
+    # the real `pulumi up` fails before any bake. Every family, the NVSwitch ones carrying both scripts.
+    name, rec = family
+    data = rec.one(COMPONENT, "gpu-node-image-driver").inputs["data"]
+    assert len(data) <= 16000, (name, len(data))
+
+
+def test_the_scripts_unpack_to_exactly_the_files_in_the_repository(family, tmp_path):
+    import subprocess
+
+    from components.aws.image_component import INSTALL_SCRIPT, NVSWITCH_SCRIPT
+
+    name, rec = family
+    commands = _build_commands(rec)
+    for marker, script in (("GPU_PLATFORM_INSTALL", INSTALL_SCRIPT), ("GPU_PLATFORM_NVSWITCH", NVSWITCH_SCRIPT)):
+        if f"<<'{marker}'" not in commands:
+            assert script is NVSWITCH_SCRIPT and name not in NVSWITCH_FAMILIES
+            continue
+        body = commands.split(f"<<'{marker}'", 1)[1].split("\n", 1)[1].split(f"\n{marker}\n", 1)[0]
+        unpacked = subprocess.run(["bash", "-c", "base64 -d | gunzip"], input=body.encode(), capture_output=True, check=True).stdout
+        assert unpacked == script.read_bytes(), (name, marker)
