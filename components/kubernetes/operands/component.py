@@ -97,16 +97,15 @@ class Operand(pulumi.ComponentResource):
         subjects = [{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}]
         made: list[pulumi.Resource] = [k8s.core.v1.ServiceAccount(
             f"{name}-sa", metadata=meta, automount_service_account_token=False, opts=child)]
-        if cluster_rules:
-            role = k8s.rbac.v1.ClusterRole(f"{name}-clusterrole", metadata=cluster_meta, rules=list(cluster_rules), opts=child)
-            made.append(k8s.rbac.v1.ClusterRoleBinding(
-                f"{name}-clusterrolebinding", metadata=cluster_meta,
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role.metadata["name"]},
-                subjects=subjects, opts=child))
-        if namespace_rules:
-            role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta, rules=list(namespace_rules), opts=child)
-            made.append(k8s.rbac.v1.RoleBinding(
-                f"{name}-rolebinding", metadata=meta,
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
+        # One role and one binding per scope that has rules: cluster-wide, then in the namespace.
+        scopes = ((cluster_rules, "clusterrole", "ClusterRole", cluster_meta, k8s.rbac.v1.ClusterRole, k8s.rbac.v1.ClusterRoleBinding),
+                  (namespace_rules, "role", "Role", meta, k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding))
+        for rules, suffix, kind, metadata, role_type, binding_type in scopes:
+            if not rules:
+                continue
+            role = role_type(f"{name}-{suffix}", metadata=metadata, rules=list(rules), opts=child)
+            made.append(binding_type(
+                f"{name}-{suffix}binding", metadata=metadata,
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role.metadata["name"]},
                 subjects=subjects, opts=child))
         return made
