@@ -118,20 +118,14 @@ class GpuPlatform(pulumi.ComponentResource):
         self.gates = {
             pool.name: ReadinessGate(
                 f"{name}-pool-{pool.name}-gate",
-                GateArgs(pool=pool.name, selector=pool.node_selector, image=images["validator"], namespace=namespace.name,
+                GateArgs(pool=pool.name, selector=pool.node_selector, taints=pool.taints, image=images["validator"], namespace=namespace.name,
                          audit=config.audit, release=release.name, provider=provider, depends_on=[pool.ready, *previous]),
                 opts=child,
             )
             for pool in handle.pools.values() if pool.rollout == "blue-green"
         }
-        for i, pool in enumerate(config.node_pools):
-            if pool.rollout == "blue-green" and pool.desired_size == 0:
-                pulumi.log.warn(
-                    f"gpu-platform:nodePools[{i}] ({pool.name}): blue-green with desiredSize 0: a new node group starts with 0 "
-                    "nodes, so its readiness gate has no node to check and passes at once, and the old group is deleted with "
-                    "every node the cluster autoscaler runs in it; its pods wait for the autoscaler to scale the new group up "
-                    "(set desiredSize to the nodes the pool must keep through a replacement)"
-                )
+        # No warning for a blue-green pool that could start or shrink to no node: the configuration refuses
+        # blue-green with minSize 0 (gpu_platform/config.py NodePool._rollout), so desiredSize is at least 1 too.
         if config.monitoring.dashboard:
             # After the exporter: the dashboard only reads the series the exporter's metrics list makes.
             exporter = [op for op in self.operands if isinstance(op, DcgmExporter)]

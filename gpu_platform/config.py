@@ -444,6 +444,17 @@ class NodePool(_Model):
                 "blockHoldsBothGenerations: true, or use rollout: in-place (valid: in-place; blue-green with blockHoldsBothGenerations: true)")))
         if self.block_holds_both_generations and not (block and self.rollout == "blue-green"):
             raise ValueError(_at(".blockHoldsBothGenerations", "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it"))
+        if self.rollout == "blue-green" and self.min_size == 0:
+            # The readiness gate is a DaemonSet on the new group's nodes, and Pulumi's DaemonSet wait
+            # ends once kstatus says Current, which a DaemonSet that wants no pod is at once
+            # (pulumi-kubernetes v4.32.0 provider/pkg/await/daemonset.go lines 169-171, 186-193). The new
+            # group's nodes run only DaemonSet pods until the old group goes, so the cluster autoscaler
+            # removes them as unneeded, down to minSize: at 0 the gate passes and the old group is deleted.
+            raise ValueError(_at(".minSize", (
+                "0 does not fit rollout: blue-green: the cluster autoscaler may scale the new node group down to 0 nodes "
+                "before its readiness gate has proven any (they run only DaemonSet pods until the old group goes), and a gate "
+                "with no node to check passes at once, so the old group would be deleted unchecked (valid: minSize 1 or more "
+                "with blue-green, the nodes the pool keeps through a replacement; or rollout: surge or in-place)")))
         return self
 
     @field_validator("instance_type")

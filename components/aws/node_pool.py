@@ -13,7 +13,9 @@ How a new node image (a new launch template version) reaches the nodes is the po
   create-before-delete, never deleteBeforeReplace): Pulumi creates the new group (a new name from the
   prefix) beside the old one, at the pool's desiredSize whatever the autoscaler ran in the old one,
   and carries on with what depends on it, the readiness gate (components/kubernetes/readiness_gate.py),
-  a DaemonSet on the new group's nodes whose rollout the Kubernetes provider waits for. The old group
+  a DaemonSet on the new group's nodes whose rollout the Kubernetes provider waits for (a DaemonSet
+  with no node to run on passes at once, so blue-green needs minSize 1 or more: gpu_platform/config.py
+  NodePool._rollout; the gate counts the nodes that are there, not one that node repair removed). The old group
   is deleted only in the engine's post-steps, which run once the program has finished, i.e. once every
   registration, the gate's included, has succeeded
   (pulumi/pulumi pkg/resource/deploy/deployment_executor.go at v3.259.0-14-g1b5949891b: performPostSteps

@@ -17,7 +17,21 @@ in a Job re-runs the gate against a group the count no longer describes and can 
 DaemonSet needs no count: Pulumi waits for its rollout until every node its selector matches runs a
 ready pod (provider/pkg/await/daemonset.go at v4.32.0 lines 184-202: kstatus Current, i.e.
 desiredNumberScheduled equal to current, updated, available and ready, sigs.k8s.io/cli-utils
-pkg/kstatus/status/core.go daemonsetConditions), however many nodes that is, zero included.
+pkg/kstatus/status/core.go daemonsetConditions), however many nodes that is.
+
+Zero included, which is the gate's weak spot: the awaiter returns as soon as kstatus says Current
+(daemonset.go lines 169-171, 186-193), and a DaemonSet that wants no pod is Current at once. So:
+- the new group must not shrink to no node: its nodes run only DaemonSet pods until the old group
+  goes, and the cluster autoscaler removes such nodes as unneeded down to minSize, so the configuration
+  refuses blue-green with minSize 0 (gpu_platform/config.py NodePool._rollout);
+- a node that has registered but is not Ready yet must count: it carries
+  node.kubernetes.io/not-ready:NoSchedule (and node.cloudprovider.kubernetes.io/uninitialized:NoSchedule
+  until the cloud controller has initialised it), which the DaemonSet controller does not tolerate for
+  us, and a node a DaemonSet's pods do not tolerate is not in desiredNumberScheduled. The gate tolerates
+  every NoSchedule taint (and the pool's own taints), so such a node wants a gate pod, and that pod is not
+  ready before the node serves GPUs.
+What it still cannot see is a node that is gone: one removed by node repair, or by the autoscaler
+above minSize, before it was proven, is simply not counted.
 
 Which nodes: those of the pool's current node group, by the label EKS puts on every node of a managed
 node group, `eks.amazonaws.com/nodegroup=<node group name>` (EKS User Guide,
@@ -54,6 +68,7 @@ NAME = "gpu-readiness-gate"
 class GateArgs:
     pool: str
     selector: dict[str, pulumi.Input[str]]  # the labels of the pool's current node group's nodes
+    taints: tuple[dict[str, str], ...]  # the pool's own taints, in Kubernetes spelling
     image: str  # the validator image: it has a shell (busybox from v25.10, the CUDA base before)
     namespace: pulumi.Input[str]
     audit: Audit
@@ -64,6 +79,18 @@ class GateArgs:
 
 def _labels(pool: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", contract.POOL_LABEL: pool}
+
+
+def tolerations(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
+    """Every NoSchedule taint, so that a node that has registered but is not Ready yet (not-ready,
+    uninitialized) wants a gate pod and holds the gate (see the module doc), and the pool's own taints
+    whatever their effect."""
+    found = [{"operator": "Exists", "effect": "NoSchedule"}]
+    for taint in taints:
+        toleration = {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+        if toleration not in found:
+            found.append(toleration)
+    return found
 
 
 def manifest_spec(args: GateArgs) -> dict:
@@ -77,7 +104,7 @@ def manifest_spec(args: GateArgs) -> dict:
             "spec": {
                 "automountServiceAccountToken": False,
                 "nodeSelector": dict(sorted(args.selector.items())),
-                "tolerations": [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}],
+                "tolerations": tolerations(args.taints),
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
                 # The idle loop is a shell loop: nothing to shut down.
                 "terminationGracePeriodSeconds": 5,

@@ -235,6 +235,13 @@ _VERDICTS = {
     replacements.NO_OP: "planned as an update, but the provider makes no API call (AWS keeps the old value)",
     replacements.NO_CHANGE: "no change (only keys its ignoreChanges covers)",
 }
+# A GPU pool's node group (a GpuNodePool's child) is replaced create-before-delete
+# (components/aws/node_pool.py: a name prefix, never deleteBeforeReplace), a blue-green pool's with its
+# readiness gate in between: "deleted and created again" would read as delete-first. (The cluster's
+# system group has a fixed name, so not it.)
+_POOL_NODE_GROUP = "$gpu-platform:aws:GpuNodePool$aws:eks/nodeGroup:NodeGroup::"
+_POOL_NODE_GROUP_REPLACED = ("REPLACED (create-before-delete: the new node group is created beside the old one, "
+                        "which is deleted with its nodes at the end of the update)")
 _SHOWN = 60
 
 
@@ -286,6 +293,8 @@ def describe(changes: Changes) -> str:
     lines += [f"  + {printable(r.type)} {printable(r.name)}" for r in changes.added]
     lines += [f"  - {printable(r.type)} {printable(r.name)}" for r in changes.removed]
     for c in changes.changed:
-        lines.append(f"  ~ {printable(c.resource.type)} {printable(c.resource.name)}: {_VERDICTS[c.verdict]}")
+        verdict = (_POOL_NODE_GROUP_REPLACED if c.verdict == replacements.REPLACES and _POOL_NODE_GROUP in c.resource.urn
+                   else _VERDICTS[c.verdict])
+        lines.append(f"  ~ {printable(c.resource.type)} {printable(c.resource.name)}: {verdict}")
         lines += [_entry(e) for e in c.entries]
     return "\n".join(lines) + "\n"

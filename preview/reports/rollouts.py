@@ -13,9 +13,10 @@ preview/reports/replacements.yaml. How:
   so the account needs room for both (instance quotas; a capacity block must hold both). Only a
   blue-green pool has a readiness gate in between; for the others nothing checks the new GPUs.
 - a version roll inside the group, by the pool's `rollout` (contract.ROLLOUT_TAG on the node group;
-  components/aws/node_pool.py): surge, new nodes first, at most maxUnavailable at a time; in-place,
-  old nodes terminated before new ones launch (EKS's MINIMAL strategy), so the pool runs short. EKS
-  waits for each new node to be Ready, not for its GPUs.
+  components/aws/node_pool.py): surge, new nodes first, at most maxUnavailable at a time, on spare
+  capacity EKS launches beside the pool's nodes (surge_nodes); in-place, old nodes terminated before
+  new ones launch (EKS's MINIMAL strategy), so the pool runs short. EKS waits for each new node to be
+  Ready, not for its GPUs.
 
 The node count is the old report's desired size: the pool as its stack file said, not as it runs
 (the cluster autoscaler moves it, and `desiredSize` is ignored on update). The GPUs are that count
@@ -24,6 +25,8 @@ times the node group's `gpu-platform.io/gpu-count`.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -51,6 +54,8 @@ class PoolRollout:
     new_nodes: int = 0  # the new group's nodes: the new report's desired size
     notes: tuple[str, ...] = ()  # what else the change needs to say
     removed: bool = False  # the pool is gone from the new report: its node group is deleted
+    surge_nodes: int = 0  # a surge roll: the most extra nodes EKS may launch beside the pool's (surge_nodes())
+    zones: int = 0  # the Availability Zones surge_nodes counts: the node group's subnets, at most
 
 
 def _by_identity(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -97,6 +102,43 @@ def max_unavailable(group: dict[str, Any]) -> str:
     return "1"  # EKS's default (managed-node-update-behavior.adoc line 22)
 
 
+def zones(group: dict[str, Any]) -> int:
+    """The node group's Availability Zones, at most: one per subnet (the cluster's subnets; two subnets
+    may share a zone, which the reports do not say)."""
+    subnets = _inputs(group).get("subnetIds")
+    return len(subnets) if isinstance(subnets, list) else 0
+
+
+def surge_nodes(group: dict[str, Any]) -> int:
+    """The most extra nodes EKS launches for a surge roll (updateStrategy DEFAULT). Its scale up phase
+    raises the Auto Scaling group's desired and max size by the larger of up to twice the number of
+    Availability Zones the group is deployed in and the update's maxUnavailable, before it drains any
+    old node (EKS User Guide, "Understand each phase of node updates", Scale up phase step 1:
+    https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html). An upper bound:
+    the subnets count as zones, and a percentage is taken of the group's maxSize (the autoscaler may run
+    that many), rounded up, at most the 100 nodes EKS allows."""
+    update = _inputs(group).get("updateConfig") or {}
+    size = _count((_inputs(group).get("scalingConfig") or {}).get("maxSize"))
+    if "maxUnavailablePercentage" in update:
+        unavailable = math.ceil(_count(update["maxUnavailablePercentage"]) * size / 100)
+    else:
+        unavailable = _count(update.get("maxUnavailable", 1))
+    return max(2 * zones(group), min(unavailable, 100))
+
+
+# P-family instances (p4d, p5, p6-b200...): their On-Demand vCPUs count against an account quota of
+# their own ("Running On-Demand P instances", per region), often well below a surge's spare nodes.
+_P_FAMILY = re.compile(r"^p\d")
+
+
+def _p_family_on_demand(group: dict[str, Any]) -> str:
+    """The group's instance type if it is P-family On-Demand capacity, else ""."""
+    types = _inputs(group).get("instanceTypes") or []
+    instance = types[0] if isinstance(types, list) and types and isinstance(types[0], str) else ""
+    on_demand = _inputs(group).get("capacityType", "ON_DEMAND") == "ON_DEMAND"
+    return instance if on_demand and _P_FAMILY.match(instance) else ""
+
+
 def _reasons(change: Optional[changes.Changed]) -> list[str]:
     """The node group's changed keys that replace or roll its nodes, with what caused a cascaded one."""
     if change is None:
@@ -133,6 +175,12 @@ def _notes(pool: str, old_group: dict, new_group: dict, rolls: bool, replaced: b
                          f"{', '.join(sorted({e.key.split('[')[0].split('.')[0] for e in template_change.entries}))}; a new "
                          "nodeImage.driverVersion needs a new amiId of an AMI that has that driver "
                          "(python -m preview verify-ami checks its tags)")
+    instance = _p_family_on_demand(new_group)
+    if rolls and not replaced and instance and (_tags(new_group).get(contract.ROLLOUT_TAG) or "surge") == "surge":
+        notes.append(f"the surge may launch up to {_plural(surge_nodes(new_group), f'extra {instance} On-Demand instance')} "
+                     "beside the pool's running nodes: P-family On-Demand capacity counts against the account's "
+                     "\"Running On-Demand P instances\" vCPU quota in the region, which must hold them too (Service Quotas), "
+                     "or they do not launch and the roll cannot go on; check the quota first, or use rollout: in-place")
     return notes
 
 
@@ -162,7 +210,8 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> list[Pool
         template_key, template = new_templates.get(pool, (None, None))
         notes = _notes(pool, old_group, new_group, bool(why), replaced, changed.get(template_key) if template_key else None, template)
         found.append(PoolRollout(pool, strategy, nodes, gpus, tuple(why), gates.get(pool), max_unavailable(new_group),
-                                 group_replaced=replaced and bool(why), new_nodes=_desired(new_group), notes=tuple(notes)))
+                                 group_replaced=replaced and bool(why), new_nodes=_desired(new_group), notes=tuple(notes),
+                                 surge_nodes=surge_nodes(new_group), zones=zones(new_group)))
     return found
 
 
@@ -185,7 +234,10 @@ def _how(r: PoolRollout) -> str:
         return (f"inside the node group, old nodes terminated before new ones launch (EKS MINIMAL), "
                 f"{r.max_unavailable} at a time: the pool runs short while it rolls; EKS waits for each new node to be Ready, "
                 "no GPU check")
-    return (f"inside the node group, new nodes launched first (EKS DEFAULT), at most {r.max_unavailable} unavailable at a time; "
+    return (f"inside the node group, new nodes launched first (EKS DEFAULT), at most {r.max_unavailable} unavailable at a time, "
+            f"on spare capacity: EKS may launch up to {_plural(r.surge_nodes, 'extra node')} beside the pool's (an upper bound: EKS "
+            f"raises the group by up to twice its Availability Zones, at most {r.zones} for its {_plural(r.zones, 'subnet')}, "
+            "or by maxUnavailable if larger); "
             "EKS waits for each new node to be Ready, no GPU check")
 
 

@@ -105,7 +105,8 @@ def test_a_new_instance_type_replaces_the_node_group(dev, tmp_path_factory):
     result = _changed_dev(tmp_path_factory, dev, edit)
     ng = next(c for c in result.changed if c.resource.name == "gpu-pool-l4-ng")
     assert ng.verdict == "replaces"
-    assert "  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng: REPLACED (deleted and created again)\n" \
+    assert "  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng: REPLACED (create-before-delete: the new node group is created beside " \
+           "the old one, which is deleted with its nodes at the end of the update)\n" \
            "      instanceTypes[0]: \"g6.2xlarge\" -> \"g6.4xlarge\"  [replaces]\n" in changes.describe(result)
 
 

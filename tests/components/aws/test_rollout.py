@@ -11,6 +11,7 @@ import json
 import pytest
 from google.protobuf import json_format
 
+from gpu_platform import contract
 from gpu_platform.config import NodePool
 from preview.__main__ import main
 from tests.components.aws.conftest import node_group
@@ -24,7 +25,8 @@ MARKER = "/run/nvidia/validations/plugin-ready"
 
 
 def _blue_green(config):
-    config["gpu-platform:nodePools"][0]["rollout"] = "blue-green"
+    # dev's l4 has minSize 0, which blue-green refuses (test_blue_green_refuses_a_pool_that_may_shrink_to_no_node).
+    config["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)
 
 
 def _bumped(config):
@@ -59,7 +61,7 @@ def test_the_default_is_surge_and_a_capacity_block_rolls_in_place():
 def test_blue_green_on_a_capacity_block_needs_the_stack_to_say_the_block_holds_both_generations():
     with pytest.raises(ValueError, match=r"\.rollout: blue-green on capacityType: CAPACITY_BLOCK runs both node group generations"):
         NodePool.model_validate({**BLOCK, "rollout": "blue-green"})
-    acknowledged = NodePool.model_validate({**BLOCK, "rollout": "blue-green", "blockHoldsBothGenerations": True})
+    acknowledged = NodePool.model_validate({**BLOCK, "minSize": 1, "rollout": "blue-green", "blockHoldsBothGenerations": True})
     assert acknowledged.rollout == "blue-green"
     with pytest.raises(ValueError, match="blockHoldsBothGenerations: only for rollout: blue-green with capacityType: CAPACITY_BLOCK"):
         NodePool.model_validate({**BLOCK, "rollout": "in-place", "blockHoldsBothGenerations": True})
@@ -144,10 +146,43 @@ def test_only_the_gate_daemon_set_takes_another_resources_output_in_its_spec(rec
             assert not deps, ds.name
 
 
-def test_a_blue_green_pool_with_no_desired_node_is_warned_about(record_variant):
-    rec = record_variant("blue-green-zero", lambda cfg: (_blue_green(cfg), cfg["gpu-platform:nodePools"][0].update(desiredSize=0)))
-    assert any("nodePools[0] (l4): blue-green with desiredSize 0" in w and "passes at once" in w for w in rec.warnings)
-    assert not any("blue-green" in w for w in record_variant("blue-green", _blue_green).warnings)
+def test_blue_green_refuses_a_pool_that_may_shrink_to_no_node(tmp_path, capsys):
+    # The cluster autoscaler removes the new group's nodes (they run only DaemonSet pods) down to
+    # minSize, and a DaemonSet that wants no pod is ready at once: with minSize 0 the gate could pass
+    # with no node and the old group go unchecked.
+    config = stack_config("dev")
+    config["gpu-platform:nodePools"][0]["rollout"] = "blue-green"  # l4: minSize 0, desiredSize 1
+    write_stack(tmp_path, config, name="dev")
+    assert main(["--config", str(tmp_path / "Pulumi.dev.yaml")]) == 2
+    err = capsys.readouterr().err
+    (line,) = [line.strip() for line in err.splitlines() if "nodePools[0].minSize" in line]
+    assert line.startswith("gpu-platform:nodePools[0].minSize: 0 does not fit rollout: blue-green")
+    assert "autoscaler" in line and "passes at once" in line and "valid: minSize 1 or more" in line
+    # minSize 1 holds it; a surge or in-place pool may still scale to zero.
+    assert NodePool.model_validate({**BLOCK, "minSize": 1, "rollout": "blue-green", "blockHoldsBothGenerations": True})
+    for rollout in ("surge", "in-place"):
+        assert NodePool.model_validate({"name": "p", "instanceType": "g6.2xlarge", "minSize": 0, "desiredSize": 0,
+                                        "maxSize": 2, "rollout": rollout}).min_size == 0
+
+
+# Taints a node has registered with before it is Ready: the node lifecycle controller's not-ready
+# (Kubernetes well-known labels, annotations and taints) and the cloud provider's uninitialized.
+NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+UNINITIALIZED = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
+
+
+def test_the_gate_counts_nodes_that_have_registered_but_are_not_ready(record_variant):
+    # A node the gate's pods do not tolerate is not in the DaemonSet's desiredNumberScheduled: it
+    # would not hold the gate. Every NoSchedule taint is tolerated, the pool's GPU taint too.
+    (gate,) = _gates(record_variant("blue-green", _blue_green))
+    tolerations = gate.inputs["spec"]["template"]["spec"]["tolerations"]
+    assert {"operator": "Exists", "effect": "NoSchedule"} in tolerations
+    for taint in (NOT_READY, UNINITIALIZED, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+                  {"key": "anything.example.com/else", "value": "x", "effect": "NoSchedule"}):
+        assert contract.tolerates(tolerations, taint), taint
+    # Only NoSchedule: nothing keeps a gate pod on a node being evicted (NoExecute) that it would not
+    # otherwise tolerate.
+    assert not contract.tolerates(tolerations, {"key": "example.com/drain", "value": "x", "effect": "NoExecute"})
 
 
 def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str]:
@@ -179,7 +214,7 @@ def _after(lines, pool) -> list[str]:
 
 def test_against_a_driver_bump_replaces_a_blue_green_group_and_moves_the_gate_to_it(tmp_path, capsys):
     old = stack_config("prod")
-    old["gpu-platform:nodePools"][0]["rollout"] = "blue-green"  # h100-mig: desired 2 x 8 H100
+    old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig: desired 2 x 8 H100
     new = copy.deepcopy(old)
     new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
     (tmp_path / "o").mkdir()
@@ -215,7 +250,7 @@ def test_against_names_removed_pools_rollout_changes_and_counts_from_the_old_rep
     old = stack_config("prod")
     extra = {"minSize": 0, "maxSize": 2, "instanceType": "g6.xlarge"}  # one L4 a node
     old["gpu-platform:nodePools"] += [{"name": "one", "desiredSize": 1, **extra}, {"name": "gone", "desiredSize": 2, **extra}]
-    old["gpu-platform:nodePools"][0]["rollout"] = "blue-green"
+    old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
     new = copy.deepcopy(old)
     new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
     new["gpu-platform:nodePools"].pop()  # gone
@@ -253,3 +288,40 @@ def test_against_an_unchanged_stack_replaces_no_gpu_node(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "  h100-mig  surge: no GPU node replaced" in out
     assert json.loads((tmp_path / "old.json").read_text())["resources"]
+
+
+def test_against_a_surge_says_how_many_extra_nodes_eks_may_launch_and_warns_about_p_family_quota(tmp_path, capsys):
+    # EKS's scale up phase (User Guide, managed node update behavior) raises the group's desired and
+    # max size by the larger of up to twice its Availability Zones and maxUnavailable. prod: 3 subnets,
+    # so up to 6; h100-mig (p5.48xlarge, On-Demand, maxSize 8: 25% is 2) -> 6; l40s with maxSize 100
+    # (25% is 25) -> 25.
+    old = stack_config("prod")
+    old["gpu-platform:nodePools"][1]["maxSize"] = 100
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    (tmp_path / "o").mkdir()
+    lines = _against(tmp_path / "o", capsys, old, new)
+    h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
+    assert "EKS may launch up to 6 extra nodes beside the pool's (an upper bound" in h100
+    assert "EKS may launch up to 25 extra nodes beside the pool's (an upper bound" in l40s
+    (warning,) = [line for line in _after(lines, "h100-mig") if line.startswith("warning:")]
+    assert "up to 6 extra p5.48xlarge On-Demand instances" in warning and "Running On-Demand P instances" in warning
+    assert not [line for line in _after(lines, "l40s") if line.startswith("warning:")]  # g6e: not P-family
+
+
+def test_against_a_replaced_pool_node_group_reads_create_before_delete(tmp_path, capsys):
+    old = stack_config("prod")
+    old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
+    new = copy.deepcopy(old)
+    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    (tmp_path / "o").mkdir()
+    for name, config in (("old", old), ("new", new)):
+        (tmp_path / "o" / name).mkdir()
+        write_stack(tmp_path / "o" / name, config, name="prod")
+    assert main(["--config", str(tmp_path / "o/old/Pulumi.prod.yaml"), "--json", str(tmp_path / "old.json")]) == 0
+    capsys.readouterr()
+    assert main(["--config", str(tmp_path / "o/new/Pulumi.prod.yaml"), "--against", str(tmp_path / "old.json")]) == 0
+    (header,) = [line for line in capsys.readouterr().out.splitlines()
+                 if line.startswith("  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-h100-mig-ng:")]
+    assert "REPLACED" in header and "create-before-delete" in header
+    assert "deleted and created again" not in header
