@@ -196,6 +196,18 @@ def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str
     return out[out.index("GPU node rollouts"):].splitlines()
 
 
+def _driver_bumped(old_config) -> dict:
+    """The same stack with another driver of the release's branch: every GPU pool's image changes."""
+    new = copy.deepcopy(old_config)
+    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    return new
+
+
+def _against_a_driver_bump(tmp_path, capsys, old_config) -> list[str]:
+    (tmp_path / "o").mkdir()
+    return _against(tmp_path / "o", capsys, old_config, _driver_bumped(old_config))
+
+
 def _line(lines, pool) -> str:
     (found,) = [line for line in lines if line.strip().startswith(pool + " ")]
     return found
@@ -215,10 +227,7 @@ def _after(lines, pool) -> list[str]:
 def test_against_a_driver_bump_replaces_a_blue_green_group_and_moves_the_gate_to_it(tmp_path, capsys):
     old = stack_config("prod")
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig: desired 2 x 8 H100
-    new = copy.deepcopy(old)
-    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
-    (tmp_path / "o").mkdir()
-    lines = _against(tmp_path / "o", capsys, old, new)
+    lines = _against_a_driver_bump(tmp_path, capsys, old)
     h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
     assert "blue-green: replaces 2 GPU nodes (16 GPUs) by a new node group created beside the old one (create-before-delete)" in h100
     assert "only after its readiness gate (gpu-pool-h100-mig-gate-ds) has seen every new node serve GPUs" in h100
@@ -251,8 +260,7 @@ def test_against_names_removed_pools_rollout_changes_and_counts_from_the_old_rep
     extra = {"minSize": 0, "maxSize": 2, "instanceType": "g6.xlarge"}  # one L4 a node
     old["gpu-platform:nodePools"] += [{"name": "one", "desiredSize": 1, **extra}, {"name": "gone", "desiredSize": 2, **extra}]
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
-    new = copy.deepcopy(old)
-    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    new = _driver_bumped(old)
     new["gpu-platform:nodePools"].pop()  # gone
     new["gpu-platform:nodePools"][0]["desiredSize"] = 1  # h100-mig: old report 2
     new["gpu-platform:nodePools"][1]["rollout"] = "in-place"  # l40s: was surge
@@ -297,10 +305,7 @@ def test_against_a_surge_says_how_many_extra_nodes_eks_may_launch_and_warns_abou
     # (25% is 25) -> 25.
     old = stack_config("prod")
     old["gpu-platform:nodePools"][1]["maxSize"] = 100
-    new = copy.deepcopy(old)
-    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
-    (tmp_path / "o").mkdir()
-    lines = _against(tmp_path / "o", capsys, old, new)
+    lines = _against_a_driver_bump(tmp_path, capsys, old)
     h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
     assert "EKS may launch up to 6 extra nodes beside the pool's (an upper bound" in h100
     assert "EKS may launch up to 25 extra nodes beside the pool's (an upper bound" in l40s
@@ -312,8 +317,7 @@ def test_against_a_surge_says_how_many_extra_nodes_eks_may_launch_and_warns_abou
 def test_against_a_replaced_pool_node_group_reads_create_before_delete(tmp_path, capsys):
     old = stack_config("prod")
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
-    new = copy.deepcopy(old)
-    new["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
+    new = _driver_bumped(old)
     (tmp_path / "o").mkdir()
     for name, config in (("old", old), ("new", new)):
         (tmp_path / "o" / name).mkdir()
