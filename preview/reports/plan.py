@@ -159,8 +159,7 @@ def _roll(pool: NodePool, group: Registration, gate: Registration | None) -> str
     at_once = rollouts.max_unavailable({"inputs": group.inputs})
     every = (f"old nodes first, {at_once} at a time" if pool.rollout == "in-place" else
              f"new nodes first, at most {at_once} unavailable")
-    return (f"{pool.rollout}: a roll inside the node group, {every}, no GPU check; Pulumi waits up to "
-            f"{_minutes(group.custom_timeouts[1])} for the node group update")
+    return f"{pool.rollout}: rolls inside the group, {every}, no GPU check; Pulumi waits up to {_minutes(group.custom_timeouts[1])}"
 
 
 def _long_steps(config: StackConfig, recording: Recording) -> list[str]:

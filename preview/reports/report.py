@@ -5,6 +5,7 @@ byte-identical output."""
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any, Optional
 
 from pulumi.runtime import rpc
@@ -124,7 +125,10 @@ def summary(recording: Recording, violations: list[Violation], source: str,
         lines += ["", *_tree(recording)]
     if recording.warnings:
         lines += ["", "Warnings from the program (pulumi up prints them too):"]
-        lines += [f"  {w}" for w in recording.warnings]
+        # Wrapped for a terminal: a warning is a paragraph, and a line of 350 characters is not read.
+        lines += [line for w in recording.warnings
+                  for line in textwrap.wrap(w, width=120, initial_indent="  ", subsequent_indent="    ",
+                                            break_long_words=False, break_on_hyphens=False)]
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
     lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]

@@ -98,10 +98,10 @@ def test_long_steps_name_each_pool_s_roll_with_its_wait_and_the_blue_green_gate(
     steps = lines[lines.index("Long steps:") + 1:]
     # Update timeouts: 30 min per batch, at least the provider's 60 (components/aws/node_pool.py):
     # l4 surges 25% of maxSize 4, one node a batch, 4 batches; h100-block rolls 1 of 2 at a time.
-    assert ("    l4           surge: a roll inside the node group, new nodes first, at most 25% unavailable, no GPU check; "
-            "Pulumi waits up to 120 min for the node group update") in steps
-    assert ("    h100-block   in-place: a roll inside the node group, old nodes first, 1 at a time, no GPU check; "
-            "Pulumi waits up to 60 min for the node group update") in steps
+    assert ("    l4           surge: rolls inside the group, new nodes first, at most 25% unavailable, no GPU check; "
+            "Pulumi waits up to 120 min") in steps
+    assert ("    h100-block   in-place: rolls inside the group, old nodes first, 1 at a time, no GPU check; "
+            "Pulumi waits up to 60 min") in steps
     assert ("    l40s         blue-green: a new node group beside the old one (both run at once), then its readiness gate "
             "(up to 45 min) before the old group and its nodes are deleted") in steps
 
