@@ -185,14 +185,19 @@ def test_the_gate_counts_nodes_that_have_registered_but_are_not_ready(record_var
     assert not contract.tolerates(tolerations, {"key": "example.com/drain", "value": "x", "effect": "NoExecute"})
 
 
-def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str]:
+def _against_output(tmp_path, capsys, old_config, new_config, stack="prod") -> str:
+    """The summary of `--against` the old stack's report, as the new stack's preview prints it."""
     for name, config in (("old", old_config), ("new", new_config)):
         (tmp_path / name).mkdir()
         write_stack(tmp_path / name, config, name=stack)
     assert main(["--config", str(tmp_path / "old" / f"Pulumi.{stack}.yaml"), "--json", str(tmp_path / "old.json")]) == 0
     capsys.readouterr()
     assert main(["--config", str(tmp_path / "new" / f"Pulumi.{stack}.yaml"), "--against", str(tmp_path / "old.json")]) == 0
-    out = capsys.readouterr().out
+    return capsys.readouterr().out
+
+
+def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str]:
+    out = _against_output(tmp_path, capsys, old_config, new_config, stack)
     return out[out.index("GPU node rollouts"):].splitlines()
 
 
@@ -242,14 +247,7 @@ def test_against_the_gate_follows_a_group_replaced_for_any_reason(tmp_path, caps
     old["gpu-platform:nodePools"][1]["rollout"] = "blue-green"  # l40s, g6e.12xlarge
     new = copy.deepcopy(old)
     new["gpu-platform:nodePools"][1]["instanceType"] = "g6e.24xlarge"
-    (tmp_path / "o").mkdir()
-    for name, config in (("old", old), ("new", new)):
-        (tmp_path / "o" / name).mkdir()
-        write_stack(tmp_path / "o" / name, config, name="prod")
-    assert main(["--config", str(tmp_path / "o/old/Pulumi.prod.yaml"), "--json", str(tmp_path / "old.json")]) == 0
-    capsys.readouterr()
-    assert main(["--config", str(tmp_path / "o/new/Pulumi.prod.yaml"), "--against", str(tmp_path / "old.json")]) == 0
-    out = capsys.readouterr().out
+    out = _against_output(tmp_path, capsys, old, new)
     gate = out[out.index("kubernetes:apps/v1:DaemonSet gpu-pool-l40s-gate-ds"):].splitlines()
     assert "updated in place" in gate[0]
     assert "spec.template.spec.nodeSelector: changes because gpu-pool-l40s-ng is replaced" in gate[1]
@@ -318,14 +316,7 @@ def test_against_a_replaced_pool_node_group_reads_create_before_delete(tmp_path,
     old = stack_config("prod")
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
     new = _driver_bumped(old)
-    (tmp_path / "o").mkdir()
-    for name, config in (("old", old), ("new", new)):
-        (tmp_path / "o" / name).mkdir()
-        write_stack(tmp_path / "o" / name, config, name="prod")
-    assert main(["--config", str(tmp_path / "o/old/Pulumi.prod.yaml"), "--json", str(tmp_path / "old.json")]) == 0
-    capsys.readouterr()
-    assert main(["--config", str(tmp_path / "o/new/Pulumi.prod.yaml"), "--against", str(tmp_path / "old.json")]) == 0
-    (header,) = [line for line in capsys.readouterr().out.splitlines()
+    (header,) = [line for line in _against_output(tmp_path, capsys, old, new).splitlines()
                  if line.startswith("  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-h100-mig-ng:")]
     assert "REPLACED" in header and "create-before-delete" in header
     assert "deleted and created again" not in header
