@@ -99,20 +99,22 @@ def gpu_taint() -> dict[str, str]:
 
 
 def tolerates(tolerations: list[dict], taint: dict) -> bool:
-    """Kubernetes toleration semantics: an `Exists` toleration ignores the value, an empty key with
-    `Exists` tolerates everything, an empty effect matches every effect."""
-    for tol in tolerations or ():
-        effect_ok = not tol.get("effect") or tol.get("effect") == taint.get("effect")
-        if not effect_ok:
-            continue
-        operator = tol.get("operator", "Equal")
-        if operator == "Exists" and not tol.get("key"):
-            return True
-        if tol.get("key") != taint.get("key"):
-            continue
-        if operator == "Exists" or tol.get("value", "") == taint.get("value", ""):
-            return True
-    return False
+    """Whether any toleration tolerates the taint, as the scheduler decides it (k8s.io/api
+    core/v1/toleration.go, ToleratesTaint): an empty effect matches every effect, an empty key every
+    key, `Exists` every value, an absent operator means `Equal`; any other operator (the numeric
+    `Lt`/`Gt` behind a feature gate) never matches here, since nothing we deploy uses one."""
+    return any(_tolerates_one(toleration, taint) for toleration in tolerations or ())
+
+
+def _tolerates_one(toleration: dict, taint: dict) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Equal":
+        return toleration.get("value", "") == taint.get("value", "")
+    return operator == "Exists"
 
 
 def pool_labels(pool: str, gpu_model: str, gates: tuple[str, ...], mig_config: str | None) -> dict[str, str]:

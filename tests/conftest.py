@@ -71,3 +71,32 @@ def variant(tmp_path: Path) -> Callable[..., engine.Recording]:
         return engine.run(write_stack(tmp_path, config, name=stack))
 
     return make
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "golden: compares generated text with a snapshot under tests/golden")
+    config.addinivalue_line("markers", "subprocess: runs our Python code in a child process (marked by hand, "
+                            "or by using the real_pack fixture)")
+    from tests.golden import refusal, updating
+
+    try:
+        updating()
+    except RuntimeError:
+        raise pytest.UsageError(refusal()) from None
+
+
+def pytest_collection_modifyitems(items):
+    """Every test that compares a snapshot is marked `golden`, by what it calls, so that no one has
+    to remember the marker and `-m "not golden"` means what it says. Every test that talks to the
+    pack started as the CLI starts it is marked `subprocess`.
+
+    `make mutation` leaves both out (setup.cfg): a snapshot catch is not the behaviour test the run
+    measures, and mutmut credits a test only with the code it runs in its own process, so a test
+    whose code under test runs in a child is never chosen for a mutant anyway (and mutmut's
+    coverage pass cannot run in such a child)."""
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None and "assert_golden" in function.__code__.co_names:
+            item.add_marker(pytest.mark.golden)
+        if "real_pack" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.subprocess)

@@ -145,3 +145,12 @@ def test_every_key_given_nothing_gets_the_same_answer(key, place, nothing):
     message = _message_for(lambda raw: place(raw, nothing))
     assert f"\n  {key}: has no value (null or empty): give " in message
     assert "(got" not in message and "is not a region" not in message
+
+
+@pytest.mark.parametrize("minor", ["1.25", "1.36"])
+def test_the_config_model_accepts_every_minor_from_1_25(minor):
+    # 1.24 is refused (bad_stacks/kubernetes-1-24.yaml); 1.25 is the first the model accepts (what
+    # a release supports is the policies' question, not the model's).
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:cluster"]["kubernetesVersion"] = minor
+    assert config_model.parse(raw).cluster.kubernetes_version == minor

@@ -41,3 +41,21 @@ def test_a_gate_no_pool_sets_fails_naming_both():
 def test_a_gate_set_by_no_pool_of_several_fails():
     resources = [node_group(), node_group(pool="l40s", gpu_model="L40S"), workload(name="dcgm", operand="dcgm-exporter", gate="dcgm-exporter")]
     assert len(violations(operand_gates_set_by_pools, resources)) == 1
+
+
+
+def test_a_noexecute_pool_taint_the_operand_does_not_tolerate_fails():
+    # A pool tainted NoExecute evicts what does not tolerate it: tolerating NoSchedule is not enough.
+    evicting = node_group(pool="h100", gpu_model="H100-80GB", taint_effect="NO_EXECUTE")
+    only_noschedule = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    found = violations(operands_tolerate_gpu_taints, [evicting, workload(tolerations=only_noschedule)])
+    assert len(found) == 1
+    assert "nvidia.com/gpu=present:NoExecute" in found[0][0] and "'h100'" in found[0][0]
+    both = only_noschedule + [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]
+    assert violations(operands_tolerate_gpu_taints, [evicting, workload(tolerations=both)]) == []
+
+
+def test_a_prefer_no_schedule_pool_taint_needs_no_toleration():
+    # PreferNoSchedule only discourages the scheduler: an operand without a toleration still runs.
+    soft = node_group(taint_effect="PREFER_NO_SCHEDULE")
+    assert violations(operands_tolerate_gpu_taints, [soft, workload(tolerations=[])]) == []

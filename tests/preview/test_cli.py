@@ -107,6 +107,7 @@ def test_manifests_are_one_kubernetes_object_a_file(tmp_path):
         assert document["apiVersion"] and document["metadata"]["name"]
 
 
+@pytest.mark.subprocess
 def test_same_stack_gives_byte_identical_output(tmp_path):
     """Two separate processes, so nothing cached in one run can hide nondeterminism."""
     runs = []
@@ -237,6 +238,7 @@ def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
     assert "notes.txt" in names
 
 
+@pytest.mark.subprocess
 def test_the_pack_started_as_the_cli_starts_it_gives_the_same_report(tmp_path):
     ours, theirs = tmp_path / "in-process.json", tmp_path / "grpc.json"
     stack = str(FIXTURES / "violating" / "mig-profile-not-of-gpu.yaml")
@@ -294,6 +296,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+@pytest.mark.subprocess
 def test_a_terminated_grpc_preview_stops_its_policy_pack():
     import signal
     import time

@@ -32,6 +32,7 @@ def _interrupt(preview: subprocess.Popen) -> tuple[int, str]:
 
 # From the interpreter's own start-up (our code runs from about 15 ms) through the imports of Pulumi
 # and the policy pack to the two runs of the program under the recording engine (prod: about 3 s).
+@pytest.mark.subprocess
 @pytest.mark.parametrize("delay", [0.05, 0.15, 0.3, 0.6, 1.0, 2.0])
 def test_ctrl_c_at_any_moment_is_one_line_and_exit_130(tmp_path, delay):
     preview = _start(tmp_path, "-m", "preview")
@@ -54,6 +55,7 @@ runpy.run_module("preview", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.subprocess
 def test_ctrl_c_while_the_reports_are_written_leaves_no_file(tmp_path):
     outputs = tmp_path / "outputs"
     outputs.mkdir()

@@ -119,6 +119,7 @@ def test_a_summary_that_cannot_reach_stdout_writes_no_report(tmp_path, capsys, m
     assert _files(tmp_path) == []
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("redirect, reason", [("> /dev/full", "No space left on device"), (">&-", "stdout is closed")])
 def test_the_command_with_a_broken_stdout_exits_2_and_writes_nothing(tmp_path, redirect, reason):
     # As a shell runs it: the interpreter's own flush of stdout at exit must not fail a second time.

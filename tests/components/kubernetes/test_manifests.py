@@ -3,14 +3,13 @@ version, and the prod stack's manifests are pinned by golden files (`make golden
 
 from __future__ import annotations
 
-import os
 
 import kubernetes_validate
 import pytest
 import yaml
 
 from preview.reports import manifests
-from tests.golden import GOLDEN, assert_golden
+from tests.golden import GOLDEN, assert_golden, updating
 
 # Objects of custom resource kinds have no schema kubernetes-validate knows; only these are skipped.
 CUSTOM_KINDS = {"ServiceMonitor"}
@@ -85,12 +84,15 @@ def test_the_service_monitor_labels_are_configurable(variant):
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
 
 
-def test_prod_manifests_match_their_golden_files(prod):
-    files = manifests.files(prod)
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_manifests_match_their_golden_files(request, stack):
+    recording = request.getfixturevalue(stack)
+    files = manifests.files(recording)
+    folder = GOLDEN / "manifests" / stack
     for filename, text in files.items():
-        assert_golden(f"manifests/prod/{filename}", text)
-    if os.environ.get("UPDATE_GOLDEN") == "1":
-        for stale in (GOLDEN / "manifests" / "prod").glob("*.yaml"):
+        assert_golden(f"manifests/{stack}/{filename}", text)
+    if updating():
+        for stale in folder.glob("*.yaml"):
             if stale.name not in files:
                 stale.unlink()
-    assert sorted(p.name for p in (GOLDEN / "manifests" / "prod").glob("*.yaml")) == sorted(files)
+    assert sorted(p.name for p in folder.glob("*.yaml")) == sorted(files)

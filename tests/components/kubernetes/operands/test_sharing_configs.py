@@ -8,7 +8,7 @@ import yaml
 from components.kubernetes.operands.context import MigPool
 from components.kubernetes.operands.mig_manager import mig_parted_config
 from gpu_platform import contract, matrix
-from tests.components.kubernetes.conftest import gpu_node_groups
+from tests.components.kubernetes.conftest import daemonset_of, gpu_node_groups, pod_spec
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 
@@ -22,6 +22,21 @@ def test_every_pool_has_its_plugin_config_named_by_its_node_label(stack):
         configs = config_map(stack, f"nvidia-{operand}-available-configs")
         for ng in gpu_node_groups(stack):
             assert ng.inputs["labels"][contract.DEVICE_PLUGIN_CONFIG_LABEL] in configs
+
+
+def test_config_manager_watches_a_label_every_pool_sets_to_one_of_its_configs(stack):
+    # Both ways, from what is deployed: the label each config-manager container watches (its
+    # NODE_LABEL) is set on every GPU pool's nodes, to the name of a config in its map. A watched
+    # label no pool sets leaves every node on the default config, silently.
+    for operand in ("device-plugin", "gpu-feature-discovery"):
+        spec = pod_spec(daemonset_of(stack, operand))
+        managers = [c for c in spec.get("initContainers", []) + spec["containers"] if c.get("command") == ["config-manager"]]
+        assert len(managers) == 2, operand  # the init container and the sidecar
+        configs = config_map(stack, f"nvidia-{operand}-available-configs")
+        for container in managers:
+            watched = {e["name"]: e.get("value") for e in container["env"]}["NODE_LABEL"]
+            for ng in gpu_node_groups(stack):
+                assert ng.inputs["labels"].get(watched) in configs, (operand, container["name"], ng.name, watched)
 
 
 def test_the_time_sliced_pool_shares_each_gpu_by_its_replicas(dev):
