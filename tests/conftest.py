@@ -51,6 +51,12 @@ def prod() -> engine.Recording:
     return record(engine.stack_file("prod"))
 
 
+@pytest.fixture(params=["dev", "prod"])
+def stack(request, dev, prod) -> engine.Recording:
+    """Each shipped stack in turn."""
+    return {"dev": dev, "prod": prod}[request.param]
+
+
 def stack_config(stack: str = "dev") -> dict[str, Any]:
     return copy.deepcopy(engine.read_stack_file(engine.stack_file(stack)))
 

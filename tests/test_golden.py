@@ -22,7 +22,7 @@ def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_rewriting_golden_files_under_ci_is_refused_before_any_test_runs():
     before = {p: p.read_bytes() for p in (ROOT / "tests" / "golden").rglob("*") if p.is_file()}
-    done = _pytest("tests/preview/test_audit_report.py", UPDATE_GOLDEN="1", CI="true")
+    done = _pytest("tests/preview/reports/test_audit.py", UPDATE_GOLDEN="1", CI="true")
     assert done.returncode == 4, done.stdout + done.stderr
     assert "UPDATE_GOLDEN=1 is refused when CI is set" in done.stderr
     assert " passed" not in done.stdout
@@ -38,7 +38,7 @@ def test_the_golden_marker_selects_the_snapshot_comparisons_and_nothing_else():
     # reports per shipped stack). A new snapshot test joins by calling assert_golden.
     assert sorted(set(collected)) == [
         "tests/components/aws/test_user_data.py::test_user_data_matches_its_golden_file",
-        "tests/components/kubernetes/test_manifests.py::test_manifests_match_their_golden_files",
-        "tests/preview/test_audit_report.py::test_dev_report_matches_its_golden_file",
-        "tests/preview/test_audit_report.py::test_prod_report_matches_its_golden_file",
+        "tests/preview/reports/test_audit.py::test_dev_report_matches_its_golden_file",
+        "tests/preview/reports/test_audit.py::test_prod_report_matches_its_golden_file",
+        "tests/preview/reports/test_manifests.py::test_manifests_match_their_golden_files",
     ]

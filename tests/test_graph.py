@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from preview.recording import Recording
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -12,11 +10,6 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 
 def gpu_node_groups(rec: Recording):
     return [r for r in rec.of_type(NODE_GROUP) if r.name.endswith("-ng")]
-
-
-@pytest.fixture(params=["dev", "prod"])
-def stack(request, dev, prod) -> Recording:
-    return {"dev": dev, "prod": prod}[request.param]
 
 
 def test_every_layer_is_present(stack):

@@ -1,4 +1,5 @@
-"""Bad stack files: each exits 2 with an error naming its key, and registers nothing."""
+"""The config model: bad stack files each exit 2 with an error naming their key and register nothing;
+what a stack gets when it leaves a key out."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import config as config_model
+from gpu_platform.config import NodeImage
 from preview.offline import engine
 from preview.__main__ import main
 from tests.conftest import FIXTURES, SHIPPED_STACKS
@@ -154,3 +156,14 @@ def test_the_config_model_accepts_every_minor_from_1_25(minor):
     raw = engine.read_stack_file(engine.stack_file("dev"))
     raw["gpu-platform:cluster"]["kubernetesVersion"] = minor
     assert config_model.parse(raw).cluster.kubernetes_version == minor
+
+
+def test_a_baked_image_bakes_the_toolkit_unless_told_otherwise():
+    assert NodeImage.model_validate({"source": "bake", "driverVersion": "580.105.08"}).toolkit_baked is True
+    assert NodeImage.model_validate({"source": "bake", "driverVersion": "580.105.08", "toolkitBaked": False}).toolkit_baked is False
+
+
+def test_a_pinned_ami_gets_the_toolkit_daemonset_unless_it_says_it_has_the_toolkit():
+    pinned = {"source": "ami", "amiId": "ami-0123456789abcdef0", "driverVersion": "580.105.08"}
+    assert NodeImage.model_validate(pinned).toolkit_baked is False
+    assert NodeImage.model_validate({**pinned, "toolkitBaked": True}).toolkit_baked is True

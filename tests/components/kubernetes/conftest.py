@@ -3,19 +3,12 @@ pools' kubelet labels and taints as the node groups declare them."""
 
 from __future__ import annotations
 
-import pytest
-
 from preview.recording import Recording, Registration
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 OPERAND_PREFIX = "gpu-platform:operands:"
-
-
-@pytest.fixture(params=["dev", "prod"])
-def stack(request, dev, prod) -> Recording:
-    return {"dev": dev, "prod": prod}[request.param]
 
 
 def operands(rec: Recording) -> list[Registration]:

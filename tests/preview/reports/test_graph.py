@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from preview.offline import engine
 from preview.reports import graph
 from preview.__main__ import main
@@ -16,11 +14,6 @@ DECLARED = re.compile(r'^\s+(n_\w+)\["(?:\d+\. )?([^<"]+)<br/>')
 ARROW = re.compile(r"^\s+(n_\w+) --> (n_\w+)$")
 DOT_NODE = re.compile(r'^\s+"([^"]+)" \[label="[^"]*"\];$')
 DOT_EDGE = re.compile(r'^\s+"([^"]+)" -> "([^"]+)";$')
-
-
-@pytest.fixture(params=["dev", "prod"])
-def stack(request, dev, prod) -> Recording:
-    return {"dev": dev, "prod": prod}[request.param]
 
 
 def drawn_edges(mermaid: str) -> set[tuple[str, str]]:
