@@ -4,7 +4,6 @@ per session (a run costs about a second)."""
 from __future__ import annotations
 
 import copy
-import functools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from preview.offline import engine
+from tests import attribution
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -31,7 +31,7 @@ def real_pack():
         yield pack
 
 
-@functools.lru_cache(maxsize=None)
+@attribution.cached
 def _record_mode(path: str, mode: str) -> engine.Recording:
     return engine.run(Path(path), mode=mode)
 
@@ -80,6 +80,10 @@ def variant(tmp_path: Path) -> Callable[..., engine.Recording]:
 
 
 def pytest_configure(config):
+    from tests import attribution
+
+    if attribution.ACTIVE:
+        config.pluginmanager.register(attribution.Attribution(), "mutmut-attribution")
     config.addinivalue_line("markers", "golden: compares generated text with a snapshot under tests/golden")
     config.addinivalue_line("markers", "subprocess: runs our Python code in a child process (marked by hand, "
                             "or by using the real_pack fixture)")

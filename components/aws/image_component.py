@@ -3,7 +3,7 @@ inputs, and the boot script it installs) and its test step, which proves on a fr
 AMI that the driver is the one configured, and stops the bake when it is not.
 
 Every check of the test step reads what the real tools print, never a guess of it: the test runs it
-against stubs that print exactly that (tests/components/aws/test_image_test_phase.py)."""
+against stubs that print exactly that (tests/components/aws/test_image_component_test_phase.py)."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import yaml
 
 from gpu_platform import matrix
 from preview.offline import engine
+from tests import attribution
 from tests.conftest import stack_config, write_stack
 from tests.gpu_platform import contract_checks as checks
 
@@ -43,7 +44,7 @@ def _variant(config: dict, release: str, baked: bool) -> None:
                 pool["timeSlicing"] = {"replicas": 2}
 
 
-@functools.lru_cache(maxsize=None)
+@attribution.cached
 def rendered(release: str, baked: bool, tmp: str) -> engine.Recording:
     config = stack_config("prod")
     _variant(config, release, baked)

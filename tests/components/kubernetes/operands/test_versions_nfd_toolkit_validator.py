@@ -17,7 +17,6 @@ old release through the same engine as the offline preview.
 
 from __future__ import annotations
 
-import functools
 
 import kubernetes_validate
 import pytest
@@ -31,6 +30,7 @@ from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
 from gpu_platform.config import Audit, ConfigError
 from preview.reports import manifests
+from tests import attribution
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT, pod_spec
 
 MATRIX = matrix.load()
@@ -104,7 +104,7 @@ def context(release: str) -> OperandContext:
                           toolkit_baked=False, cdi=row.cdi)
 
 
-@functools.lru_cache(maxsize=None)
+@attribution.cached
 def rendered(release: str) -> dict[str, list[dict]]:
     """Operand -> its Kubernetes objects as the API would receive them (the shapes `Operand` builds)."""
     ctx = context(release)
