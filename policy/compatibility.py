@@ -120,10 +120,11 @@ def driver_version_tested_by_release(args, report_violation) -> None:
     )
 
 
-def _cuda_served(driver: str) -> str:
-    """The newest CUDA toolkit whose exact minimum this driver meets (for a fix that exists)."""
+def _or_build_with(driver: str, suffix: str = "") -> str:
+    """`, or build the workloads with CUDA <the newest toolkit whose exact minimum this driver
+    meets><suffix>`, or nothing when the driver meets no toolkit's minimum."""
     served = [c for c, need in matrix.load().cuda.toolkits.items() if versions.at_least(driver, need)]
-    return max(served, key=versions.parse) if served else "none"
+    return f", or build the workloads with CUDA {max(served, key=versions.parse)}{suffix}" if served else ""
 
 
 def _cuda_pairs(args):
@@ -151,7 +152,7 @@ def driver_serves_cuda_major(args, report_violation) -> None:
         report_violation(
             f"workloads built with CUDA {declared} need an NVIDIA driver >= {floor} (the CUDA {major} "
             f"minor-version-compatibility floor), but {image.describe()} runs {image.driver}; bake a driver "
-            f">= {cuda.minimum_driver(declared)}, or build the workloads with CUDA {_cuda_served(image.driver)} or older"
+            f">= {cuda.minimum_driver(declared)}{_or_build_with(image.driver, ' or older')}"
         )
 
 
@@ -170,5 +171,5 @@ def driver_serves_cuda_toolkit(args, report_violation) -> None:
         report_violation(
             f"workloads built with CUDA {declared} want an NVIDIA driver >= {need}, but {image.describe()} runs "
             f"{image.driver}: they run only through minor-version compatibility (no PTX JIT of newer code, no "
-            f"features of the newer driver); bake a driver >= {need}, or build with CUDA {_cuda_served(image.driver)}"
+            f"features of the newer driver); bake a driver >= {need}{_or_build_with(image.driver)}"
         )

@@ -96,14 +96,24 @@ def test_driver_at_or_above_the_cuda_major_floor_passes(driver, cuda):
     assert violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)]) == []
 
 
-@pytest.mark.parametrize("driver, cuda, floor", [("570.211.01", "13.0", "580"), ("520.61.05", "12.0", "525"), ("579.99.99", "12.8 13.0", "580")])
-def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor):
+# The fix's CUDA is the newest toolkit whose exact minimum the driver meets (matrix.yaml, written out:
+# 12.8.1 needs 570.124.06, 12.9.1 575.57.08, 11.8 520.61.05).
+@pytest.mark.parametrize("driver, cuda, floor, served", [("570.211.01", "13.0", "580", "12.8.1"), ("520.61.05", "12.0", "525", "11.8"),
+                                                         ("579.99.99", "12.8 13.0", "580", "12.9.1")])
+def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor, served):
     # CUDA 12.x needs >= 525.60.13, 13.x >= 580 (matrix.yaml, CUDA's minor-version compatibility).
     found = violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1
     message, urn = found[0]
     assert "CUDA 13.0" in message or "CUDA 12.0" in message
     assert f">= {floor}" in message and driver in message and urn == node_image().urn
+    assert message.endswith(f", or build the workloads with CUDA {served} or older")
+
+
+def test_a_driver_older_than_every_toolkit_offers_no_cuda_to_build_with():
+    found = violations(driver_serves_cuda_major, [node_image(driver="470.256.02", cuda="12.8")])
+    assert len(found) == 1 and "build the workloads with" not in found[0][0]
+    assert found[0][0].endswith("bake a driver >= 570.26")
 
 
 @pytest.mark.parametrize("driver, cuda", [("580.105.08", "13.0"), ("570.124.06", "12.8.1")])
@@ -111,10 +121,11 @@ def test_driver_at_or_above_the_toolkit_minimum_passes_the_advisory(driver, cuda
     assert violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)]) == []
 
 
-@pytest.mark.parametrize("driver, cuda, need", [("570.124.06", "12.9", "575.51.03"), ("580.65.06", "13.1", "590.44.01")])
-def test_driver_below_the_toolkit_minimum_but_above_the_floor_is_advisory(driver, cuda, need):
+@pytest.mark.parametrize("driver, cuda, need, served", [("570.124.06", "12.9", "575.51.03", "12.8.1"), ("580.65.06", "13.1", "590.44.01", "13.0")])
+def test_driver_below_the_toolkit_minimum_but_above_the_floor_is_advisory(driver, cuda, need, served):
     found = violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1 and need in found[0][0] and driver in found[0][0]
+    assert found[0][0].endswith(f"bake a driver >= {need}, or build the workloads with CUDA {served}")
     assert violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)]) == []
 
 
