@@ -87,7 +87,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, dict[str, str]]) -> tuple[str, bool]:
+def run_commit(mutants: Path = MUTANTS) -> str | None:
+    """The commit mutmut's coverage pass ran at (mutants/mutmut-stats.json), or None."""
+    try:
+        return json.loads((mutants / "mutmut-stats.json").read_text()).get("git_commit")
+    except (OSError, ValueError):
+        return None
+
+
+def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, dict[str, str]],
+           commit: str | None = None) -> tuple[str, bool]:
     mutants = sorted(mutants, key=lambda m: m.name)
     survivors = [m for m in mutants if m.status in ("survived", "no tests", "suspicious")]
     rate = kill_rate(mutants)
@@ -96,8 +105,11 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
              "do not edit by hand.", "",
              "Each mutant is one small change to the code under `policy/`, `gpu_platform/` and "
              "`components/`, run against the tests that execute the changed function, **golden snapshot "
-             "tests excluded** (`-m \"not golden\"`). Caught = killed or timed out; the rate is over the "
-             "mutants run (`not run`: generated, not yet run; `make mutation` resumes where it stopped).", "",
+             "tests excluded** (`-m \"not golden and not subprocess\"`, README \"How the tests are judged\"). "
+             "Caught = killed or timed out; the rate is over the mutants run (`not run`: generated, not yet "
+             "run; `make mutation` resumes where it stopped).",
+             *(["", f"Results of the run made at commit `{commit[:12]}`: mutants of code changed since are re-run "
+                "by the next `make mutation`."] if commit else []), "",
              "| package | mutants | " + " | ".join(COLUMNS) + " | caught |",
              "| --- | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: |"]
     by_package: dict[str, list[Mutant]] = {}
@@ -148,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     survivors = [m.name for m in mutants if m.status in ("survived", "no tests", "suspicious")]
     changes = {name: change_of(name) for name in survivors}
-    text, ok = render(mutants, changes, load_explained())
+    text, ok = render(mutants, changes, load_explained(), run_commit())
     args.output.write_text(text)
     print(f"{args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}: "
           f"caught {_percent(kill_rate(mutants))} of the mutants run; {len(survivors)} survivors")

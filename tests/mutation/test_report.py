@@ -87,3 +87,11 @@ def test_the_report_is_the_same_text_for_the_same_results():
     mutants = _mutants(killed=5, survived=2, timeout=1)
     changes = {"policy.m.x_survived__mutmut_0": "- a / + b", "policy.m.x_survived__mutmut_1": "- c / + d"}
     assert report.render(mutants, changes, {}) == report.render(list(reversed(mutants)), changes, {})
+
+
+def test_the_report_names_the_commit_the_run_was_made_at(tmp_path):
+    (tmp_path / "mutmut-stats.json").write_text(json.dumps({"git_commit": "a1bba25b5f724f00e2cf40a010d03fa9d7397238"}))
+    commit = report.run_commit(tmp_path)
+    text, _ = report.render(_mutants(killed=1), {}, {}, commit)
+    assert "Results of the run made at commit `a1bba25b5f72`" in text
+    assert report.run_commit(tmp_path / "none") is None
