@@ -28,7 +28,9 @@ def test_release_older_than_the_kubernetes_minor_fails_on_the_namespace_naming_b
     message, urn = found[0]
     # v24.3.0 supports 1.22-1.30 (matrix.yaml, its release notes); a release that fits is named.
     assert "v24.3.0" in message and "1.22-1.30" in message and "1.33" in message
-    assert "v25.10.1" in message or "v26" in message
+    # The three newest releases that support 1.33 (matrix.yaml: v26.3.2 1.32-1.36, v26.3.3 1.32-1.36,
+    # v26.7.0 1.33-1.36; v26.3.1, 1.32-1.35, is the fourth).
+    assert "use a release that supports 1.33 (v26.3.2, v26.3.3, v26.7.0)" in message
     assert urn == namespace().urn
 
 
