@@ -1,9 +1,9 @@
 """Every operand of every release meets its upstream contract (gpu_platform/operand_contracts/).
 
 The stack rendered per release is the prod stack (a MIG pool, the baked toolkit) and its twin with the
-toolkit DaemonSet and a time-sliced pool, run through the real program offline; each clause whose
-`applies` range holds for the image tag the release renders, and whose `when` holds for the stack, is
-checked against the recorded manifests. A failure names the clause, the release, what is wrong and
+toolkit DaemonSet and a time-sliced pool, run through the real program offline (tests/release_stacks.py);
+each clause whose `applies` range holds for the image tag the release renders, and whose `when` holds
+for the stack, is checked against the recorded manifests. A failure names the clause, the release, what is wrong and
 where upstream says so.
 """
 
@@ -16,10 +16,8 @@ import pytest
 import yaml
 
 from gpu_platform import matrix
-from preview.offline import engine
-from tests import attribution
-from tests.conftest import stack_config, write_stack
 from tests.gpu_platform import contract_checks as checks
+from tests.release_stacks import each, group, rendered
 
 CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "operand_contracts"
 MATRIX = matrix.load()
@@ -33,22 +31,6 @@ def contracts() -> dict[str, dict]:
         data = yaml.safe_load(path.read_text())
         found[data["operand"]] = data
     return found
-
-
-def _variant(config: dict, release: str, baked: bool) -> None:
-    config["gpu-platform:operator"]["release"] = release
-    config["gpu-platform:nodeImage"]["toolkitBaked"] = baked
-    if not baked:
-        for pool in config["gpu-platform:nodePools"]:
-            if not pool.get("mig"):
-                pool["timeSlicing"] = {"replicas": 2}
-
-
-@attribution.cached
-def rendered(release: str, baked: bool, tmp: str) -> engine.Recording:
-    config = stack_config("prod")
-    _variant(config, release, baked)
-    return engine.run(write_stack(Path(tmp), config, name=f"contract-{release}-{'baked' if baked else 'ds'}"))
 
 
 def facts(release: str, baked: bool) -> checks.Facts:
@@ -94,9 +76,9 @@ def test_every_clause_says_what_it_asks_of_the_manifests_or_why_nothing():
 
 
 @pytest.mark.parametrize("baked", [True, False], ids=["toolkit-baked", "toolkit-daemonset"])
-@pytest.mark.parametrize("release", RELEASES)
-def test_every_operand_meets_its_contract(release, baked, tmp_path_factory):
-    rec = rendered(release, baked, str(tmp_path_factory.getbasetemp()))
+@pytest.mark.parametrize("release", each(RELEASES))
+def test_every_operand_meets_its_contract(release, baked):
+    rec = rendered(release, baked)
     images = MATRIX.releases[release].images
     stack = facts(release, baked)
     failures = []
@@ -114,10 +96,10 @@ def test_every_operand_meets_its_contract(release, baked, tmp_path_factory):
     assert not failures, f"release {release}:\n" + "\n".join(failures)
 
 
-def test_the_toolkit_daemonset_stack_renders_the_toolkit_and_the_baked_one_does_not(tmp_path_factory):
+@group(RELEASES[-1])
+def test_the_toolkit_daemonset_stack_renders_the_toolkit_and_the_baked_one_does_not():
     # The two variants exist to cover both: a contract test that never saw the toolkit would pass on anything.
-    base = str(tmp_path_factory.getbasetemp())
     latest = RELEASES[-1]
-    assert checks.Operand(rendered(latest, False, base), "container-toolkit").daemonset is not None
-    assert checks.Operand(rendered(latest, True, base), "container-toolkit").daemonset is None
-    assert checks.Operand(rendered(latest, True, base), "mig-manager").daemonset is not None
+    assert checks.Operand(rendered(latest, False), "container-toolkit").daemonset is not None
+    assert checks.Operand(rendered(latest, True), "container-toolkit").daemonset is None
+    assert checks.Operand(rendered(latest, True), "mig-manager").daemonset is not None

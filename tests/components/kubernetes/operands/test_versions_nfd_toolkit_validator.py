@@ -11,8 +11,10 @@ so a wrong row in an operand's version table fails here:
   (>= v1.18.0);
 - NVIDIA/gpu-operator validator/main.go (<= v25.3.4), cmd/nvidia-validator/main.go (>= v25.10.0).
 
-Most tests call the operands' `spec(ctx)` for each release (fast); one records the prod stack on an
-old release through the same engine as the offline preview.
+The release-parametrised tests read what the real components register: the prod stack recorded on
+each release with the toolkit DaemonSet (tests/release_stacks.py), never a test-side copy of the
+operand wiring. One test calls a spec directly (it says why); one records the prod stack on an old
+release with that release's own Kubernetes.
 """
 
 from __future__ import annotations
@@ -22,20 +24,16 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.kubernetes.operands import container_toolkit, node_feature_discovery, validator
-from components.kubernetes.operands.manifests import daemonset_manifest, deployment_manifest
-from components.kubernetes.operands.spec import OperandArgs
-from components.kubernetes.operands import version_table
+from components.kubernetes.operands import container_toolkit, node_feature_discovery, version_table
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import matrix, versions
-from gpu_platform.config import Audit, ConfigError
+from gpu_platform.config import ConfigError
 from preview.reports import manifests
-from tests import attribution
+from tests import release_stacks as stacks
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT, pod_spec
 
 MATRIX = matrix.load()
 RELEASES = sorted(MATRIX.releases, key=lambda name: versions.parse(name))
-OLDEST_SCHEMA = "1.25"  # the oldest Kubernetes kubernetes-validate has schemas for
 
 # --- what each image line defines, from the sources in the module docstring -----------------------
 
@@ -96,43 +94,19 @@ def _line(table: dict, version: str):
     return table[keys[-1]]
 
 
-# --- rendering each release's operands, without the engine -----------------------------------------
+# --- each release's operands, as the real components register them -------------------------------
 
-def context(release: str) -> OperandContext:
-    row = MATRIX.release(release)
-    return OperandContext(images=dict(row.images), sharing=(), mig_pools=(),
-                          toolkit_baked=False, cdi=row.cdi)
+OPERANDS = ("node-feature-discovery", "container-toolkit", "validator")
 
 
-@attribution.cached
-def rendered(release: str) -> dict[str, list[dict]]:
-    """Operand -> its Kubernetes objects as the API would receive them (the shapes `Operand` builds)."""
-    ctx = context(release)
-    args = OperandArgs(spec=None, namespace="gpu-operator", gate="g", waits_for=None, wait_image="",
-                            audit=Audit(owner="o", approval="a"), release=release, provider=None)
-    out: dict[str, list[dict]] = {}
-    for module in (node_feature_discovery, container_toolkit, validator):
-        spec = module.spec(ctx)
-        name = spec.name  # the validator's is the name its image looks up (test_validator.py)
-        objects = [{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "metadata": {"name": crd["name"]}, "spec": crd["spec"]} for crd in spec.crds]
-        for part in spec.deployments:
-            objects.append({"apiVersion": "apps/v1", "kind": "Deployment",
-                            **deployment_manifest(spec, part, args, f"{name}-{part.suffix}")})
-        cms = {suffix: f"{name}-{suffix}" for suffix in spec.config_maps}
-        objects.append({"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset_manifest(spec, args, name, cms)})
-        for obj in objects:
-            if obj["kind"] != "CustomResourceDefinition":
-                obj["metadata"]["namespace"] = "gpu-operator"
-        out[spec.operand] = objects
-    return out
+def stack(release: str):
+    """The prod stack on `release` with the toolkit DaemonSet: all three operands deployed."""
+    return stacks.rendered(release, False)
 
 
 def workload(release: str, operand: str, kind: str = "DaemonSet", suffix: str = "") -> dict:
-    if kind == "DaemonSet":
-        return next(o for o in rendered(release)[operand] if o["kind"] == kind)
-    name = f"nvidia-{operand}" + (f"-{suffix}" if suffix else "")
-    return next(o for o in rendered(release)[operand] if o["kind"] == kind and o["metadata"]["name"] == name)
+    name = None if kind == "DaemonSet" else f"nvidia-{operand}" + (f"-{suffix}" if suffix else "")
+    return stacks.workload(stack(release), operand, kind, name).inputs
 
 
 def containers_of(obj: dict) -> list[dict]:
@@ -150,26 +124,21 @@ def image_version(release: str, operand: str) -> str:
     return version_table.image_version(MATRIX.release(release).images[operand])
 
 
-def kubernetes_versions(release: str) -> list[str]:
-    row = MATRIX.release(release)
-    low = row.kubernetes_min if versions.at_least(row.kubernetes_min, OLDEST_SCHEMA) else OLDEST_SCHEMA
-    return sorted({low, row.kubernetes_max}, key=versions.parse)
-
-
 # --- every release -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_every_object_of_the_three_operands_is_strictly_valid_for_the_releases_kubernetes(release):
-    for k8s in kubernetes_versions(release):
-        for operand, objects in rendered(release).items():
-            for obj in objects:
-                try:
-                    kubernetes_validate.validate(obj, k8s + ".0", strict=True)
-                except kubernetes_validate.ValidationError as error:
-                    pytest.fail(f"{release} on {k8s}: {operand} {obj['kind']} {obj['metadata']['name']}: {error.message}")
+    # Both variants: prod runs the baked one (no toolkit DaemonSet), the other has all three.
+    for baked in (False, True):
+        rec = stacks.rendered(release, baked)
+        for operand in OPERANDS:
+            objects = stacks.objects(rec, operand)
+            assert objects or (baked and operand == "container-toolkit"), (release, baked, operand)
+            wrong = [p for obj in objects for p in stacks.problems(rec, obj, MATRIX.release(release))]
+            assert not wrong, f"{release} ({'baked' if baked else 'toolkit DaemonSet'}) {operand}: " + "; ".join(wrong)
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_nfd_daemons_pass_only_flags_their_image_defines(release):
     flags = _line(NFD_FLAGS, image_version(release, "node-feature-discovery"))
     for daemon in ("worker", "master", "gc"):
@@ -177,7 +146,7 @@ def test_nfd_daemons_pass_only_flags_their_image_defines(release):
             assert arg.startswith("-") and arg[1:].split("=")[0] in flags[daemon], (release, daemon, arg)
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_nfd_probes_reach_the_health_check_each_image_serves_and_only_that(release):
     health = _line(NFD_HEALTH, image_version(release, "node-feature-discovery"))
     for daemon, expected in health.items():
@@ -196,39 +165,40 @@ def test_nfd_probes_reach_the_health_check_each_image_serves_and_only_that(relea
                 assert probe["grpc"] == {"port": port} and port in ports.values(), (release, daemon, probe)
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_nfd_gives_the_worker_the_paths_and_rights_its_image_uses(release):
     version = image_version(release, "node-feature-discovery")
     worker = nfd_container(release, "worker")
     env = {e["name"] for e in worker["env"]}
     spec = workload(release, "node-feature-discovery")["spec"]["template"]["spec"]
     paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    crds = {o["metadata"]["name"] for o in rendered(release)["node-feature-discovery"]
-            if o["kind"] == "CustomResourceDefinition"}
+    crds = {o.inputs["metadata"]["name"] for o in stacks.of_kind(stack(release), "node-feature-discovery", "CustomResourceDefinition")}
     # Owner references since 0.15; the own-pod lookup, /proc/swaps and NodeFeatureGroups since 0.16.
     assert ({"POD_NAME", "POD_UID"} <= env) == versions.at_least(version, "0.15"), release
     assert ("/proc/swaps" in paths) == versions.at_least(version, "0.16"), release
     assert (f"nodefeaturegroups.{node_feature_discovery.GROUP}" in crds) == versions.at_least(version, "0.16"), release
-    rules = node_feature_discovery.spec(context(release)).namespace_rules
+    # The rules of the Role bound to the worker's service account.
+    rules = stacks.bound_rules(stack(release), stacks.workload(stack(release), "node-feature-discovery"), "Role")
     assert any(r["resources"] == ["pods"] for r in rules) == versions.at_least(version, "0.16"), release
     nodefeature_verbs = next(r["verbs"] for r in rules if r["resources"] == ["nodefeatures"])
     assert ("delete" in nodefeature_verbs) == versions.at_least(version, "0.15"), release
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_nfd_master_may_inform_on_node_feature_groups_exactly_where_it_always_does(release):
     # v0.16.3 .. v0.17.2 start the NodeFeatureGroup informer whatever the gates (nothing sets
     # DisableNodeFeatureGroup: pkg/nfd-master/nfd-master.go:1514-1517 v0.16.3, :1350-1354 v0.17.2) and
     # wait for its cache before serving health; v0.17.3 gates it on NodeFeatureGroupAPI (:1364).
     version = image_version(release, "node-feature-discovery")
     always = versions.at_least(version, "0.16.3") and not versions.at_least(version, "0.17.3")
-    master = next(p for p in node_feature_discovery.spec(context(release)).deployments if p.suffix == "master")
-    listed = {v for r in master.cluster_rules if "nodefeaturegroups" in r["resources"] for v in r["verbs"]}
-    status = {v for r in master.namespace_rules if "nodefeaturegroups/status" in r["resources"] for v in r["verbs"]}
+    master = stacks.workload(stack(release), "node-feature-discovery", "Deployment", "nvidia-node-feature-discovery-master")
+    cluster, namespace = (stacks.bound_rules(stack(release), master, kind) for kind in ("ClusterRole", "Role"))
+    listed = {v for r in cluster if "nodefeaturegroups" in r["resources"] for v in r["verbs"]}
+    status = {v for r in namespace if "nodefeaturegroups/status" in r["resources"] for v in r["verbs"]}
     assert (listed, status) == (({"list", "watch"}, {"update"}) if always else (set(), set())), release
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_the_toolkit_gets_only_env_its_installer_reads(release):
     version = image_version(release, "container-toolkit")
     readable = set().union(*(names for first, names in TOOLKIT_ENV.items() if versions.at_least(version, first)))
@@ -237,7 +207,7 @@ def test_the_toolkit_gets_only_env_its_installer_reads(release):
     assert env - RUNTIME_ENV <= readable, (release, sorted(env - RUNTIME_ENV - readable))
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_the_toolkit_writes_a_drop_in_only_where_its_image_can(release):
     drop_in = versions.at_least(image_version(release, "container-toolkit"), "1.18")
     ds = workload(release, "container-toolkit")
@@ -252,7 +222,7 @@ def test_the_toolkit_writes_a_drop_in_only_where_its_image_can(release):
     assert env["CONTAINERD_CONFIG"] == "/runtime/config-dir/config.toml"
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_the_toolkit_pid_file_goes_where_its_image_can_write_it(release):
     version = image_version(release, "container-toolkit")
     c = workload(release, "container-toolkit")["spec"]["template"]["spec"]["containers"][0]
@@ -265,7 +235,7 @@ def test_the_toolkit_pid_file_goes_where_its_image_can_write_it(release):
         assert "TOOLKIT_PID_FILE" not in env and "/run/nvidia" in mounts
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_the_toolkit_sets_the_cdi_env_of_its_line_exactly_when_the_release_enables_cdi(release):
     row = MATRIX.release(release)
     c = workload(release, "container-toolkit")["spec"]["template"]["spec"]["containers"][0]
@@ -276,14 +246,17 @@ def test_the_toolkit_sets_the_cdi_env_of_its_line_exactly_when_the_release_enabl
 
 
 def test_the_toolkits_pre_1_18_cdi_env_is_the_operators_annotation_prefix_set():
-    ctx = context("v24.9.2")
-    spec = container_toolkit.spec(OperandContext(**{**ctx.__dict__, "cdi": True}))
+    # Unit-level on purpose: no stack renders a pre-1.18 toolkit with CDI on. Every release that turns
+    # CDI on ships toolkit 1.18 or later, and operator.overrides may only be a patch bump of the
+    # release's image (policy/images.py refuses the rest), so only the spec can show this branch.
+    row = MATRIX.release("v24.9.2")
+    spec = container_toolkit.spec(OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False, cdi=True))
     env = dict(spec.containers[0].env)
     assert env["NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES"] == "nvidia.cdi.k8s.io/"
     assert "NVIDIA_CONTAINER_RUNTIME_MODE" not in env and "RUNTIME_DROP_IN_CONFIG" not in env
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_validator_checks_set_only_env_the_validator_reads_and_the_toolkit_check_asks_for_gpus(release):
     for obj in (workload(release, "validator"), workload(release, "container-toolkit")):
         for c in containers_of(obj):
@@ -296,7 +269,7 @@ def test_validator_checks_set_only_env_the_validator_reads_and_the_toolkit_check
             assert (env.get("NVIDIA_VISIBLE_DEVICES") == "all") == (env["COMPONENT"] == "toolkit"), (release, c["name"])
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_the_validator_idles_without_sleep_infinity(release):
     for c in containers_of(workload(release, "validator")):
         assert "sleep infinity" not in " ".join(c.get("args", [])), (release, c["name"])
