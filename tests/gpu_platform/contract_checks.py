@@ -259,10 +259,6 @@ def _pod_label(op: Operand, image: str, want: dict) -> list[str]:
     return [f"its pods carry {k}={labels.get(k, '(none)')!r}, wants {v!r}" for k, v in want.items() if labels.get(k) != v]
 
 
-def _pod_annotation(op: Operand, image: str, want: str) -> list[str]:
-    return [] if want in (op.pod_metadata.get("annotations") or {}) else [f"its pod template has no annotation {want}"]
-
-
 def _security(op: Operand, image: str, want: dict) -> list[str]:
     problems = []
     for c in op.containers(want.get("container", "*"), image):
@@ -329,31 +325,6 @@ def _can_signal(op: Operand, image: str, want: dict) -> list[str]:
     return [f"{want['from']!r} (uid {s.get('runAsUser')}) may not signal {want['to']!r} (uid {r.get('runAsUser')}) without CAP_KILL"]
 
 
-def _file_from(op: Operand, image: str, want: dict) -> list[str]:
-    """The consumer mounts the host directory holding `path`; the producer operand mounts it read-write."""
-    directory = want["path"].rsplit("/", 1)[0]
-
-    def host_dirs(o: Operand, writable: bool) -> set[str]:
-        found = set()
-        volumes = _volumes(o)
-        for c in [*o.pod.get("initContainers", []), *o.pod["containers"]]:
-            for m in c.get("volumeMounts") or []:
-                host = (volumes.get(m["name"], {}).get("hostPath") or {}).get("path")
-                if host and m["mountPath"] == host and (not writable or not m.get("readOnly")):
-                    found.add(host)
-        return found
-
-    problems = []
-    if not any(directory == d or directory.startswith(d.rstrip("/") + "/") for d in host_dirs(op, False)):
-        problems.append(f"no container mounts the host's {directory}, where {want['path']} appears")
-    producer = Operand(op.rec, want["producer"])
-    if producer.daemonset is None:
-        problems.append(f"{want['producer']} (which writes {want['path']}) is not in the stack")
-    elif not any(directory == d or directory.startswith(d.rstrip("/") + "/") for d in host_dirs(producer, True)):
-        problems.append(f"{want['producer']} does not mount the host's {directory} read-write to write {want['path']}")
-    return problems
-
-
 def _api_token(op: Operand, image: str, want: dict) -> list[str]:
     """Whether a container can read the pod's API token: every container when the pod automounts it
     (the pod's flag, else its service account's), else one that mounts the token directory itself."""
@@ -389,14 +360,12 @@ CHECKS: dict[str, Callable[[Operand, str, Any], list[str]]] = {
     "env": _env_check,
     "mount": _mount,
     "pod_label": _pod_label,
-    "pod_annotation": _pod_annotation,
     "security": _security,
     "pod": _pod,
     "probe": _probe,
     "command": _command,
     "can_signal": _can_signal,
     "namespace_label": _namespace_label,
-    "file_from": _file_from,
     "pre_stop": _pre_stop,
     "api_token": _api_token,
 }

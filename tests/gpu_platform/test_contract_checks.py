@@ -1,23 +1,36 @@
 """The contract checks catch what they claim to: each, run on the prod recording, passes as shipped
-and reports the defect planted in one manifest (a check that cannot fail would pass every contract)."""
+and reports the defect planted in one manifest (a check that cannot fail would pass every contract).
+Every kind of check the contracts use has at least one planted defect here (the last test says so)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from tests.gpu_platform import contract_checks as checks
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
-VALIDATOR = "nvcr.io/nvidia/gpu-operator"
+SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "operand_contracts"
+
+# The container running each operand's own image in the prod stack (what `container: '*'` means).
+OWN_CONTAINER = {"validator": "plugin-validation", "device-plugin": "nvidia-device-plugin",
+                 "gpu-feature-discovery": "gpu-feature-discovery", "dcgm-exporter": "nvidia-dcgm-exporter",
+                 "mig-manager": "nvidia-mig-manager", "node-feature-discovery": "worker"}
 
 
-def _validator_pod(inputs: dict) -> dict:
+def _pod(inputs: dict) -> dict:
     return inputs["spec"]["template"]["spec"]
 
 
 def _container(inputs: dict, name: str) -> dict:
-    spec = _validator_pod(inputs)
+    spec = _pod(inputs)
     return next(c for c in [*spec.get("initContainers", []), *spec["containers"]] if c["name"] == name)
 
 
@@ -25,37 +38,95 @@ def _drop_daemonset_rule(inputs: dict) -> None:
     inputs["rules"] = [r for r in inputs["rules"] if "daemonsets" not in r.get("resources", [])]
 
 
-# (expectation, the resource to plant the defect in, the defect)
+def _set_env(inputs: dict, container: str, name: str, value: str) -> None:
+    for item in _container(inputs, container)["env"]:
+        if item["name"] == name:
+            item["value"] = value
+
+
+# (operand, expectation, the resource to plant the defect in, the defect)
 PLANTED = [
-    ({"daemonset_name": "nvidia-operator-validator"}, (DAEMONSET, "gpu-validator-ds"),
+    ("validator", {"daemonset_name": "nvidia-operator-validator"}, (DAEMONSET, "gpu-validator-ds"),
      lambda i: i["metadata"].update(name="nvidia-validator")),
-    ({"rbac": {"group": "apps", "resources": ["daemonsets"], "verbs": ["get"], "scope": "namespace", "names": ["nvidia-operator-validator"]}},
+    ("validator", {"service_account": "nvidia-operator-validator"}, (SERVICE_ACCOUNT, "gpu-validator-sa"),
+     lambda i: i["metadata"].update(name="validator")),
+    ("validator", {"rbac": {"group": "apps", "resources": ["daemonsets"], "verbs": ["get"], "scope": "namespace",
+                            "names": ["nvidia-operator-validator"]}},
      (ROLE, "gpu-validator-role"), _drop_daemonset_rule),
-    ({"env": {"container": "cuda-validation", "name": "COMPONENT", "value": "cuda"}}, (DAEMONSET, "gpu-validator-ds"),
-     lambda i: _container(i, "cuda-validation").update(env=[e for e in _container(i, "cuda-validation")["env"] if e["name"] != "COMPONENT"])),
-    ({"mount": {"container": "plugin-validation", "path": "/run/nvidia/validations", "read_only": False}}, (DAEMONSET, "gpu-validator-ds"),
-     lambda i: [m.update(readOnly=True) for m in _container(i, "plugin-validation")["volumeMounts"] if m["mountPath"] == "/run/nvidia/validations"]),
-    ({"pod_label": {"app": "nvidia-operator-validator"}}, (DAEMONSET, "gpu-validator-ds"),
+    ("validator", {"env": {"container": "cuda-validation", "name": "COMPONENT", "value": "cuda"}}, (DAEMONSET, "gpu-validator-ds"),
+     lambda i: _container(i, "cuda-validation").update(
+         env=[e for e in _container(i, "cuda-validation")["env"] if e["name"] != "COMPONENT"])),
+    ("validator", {"mount": {"container": "plugin-validation", "path": "/run/nvidia/validations", "read_only": False}},
+     (DAEMONSET, "gpu-validator-ds"),
+     lambda i: [m.update(readOnly=True) for m in _container(i, "plugin-validation")["volumeMounts"]
+                if m["mountPath"] == "/run/nvidia/validations"]),
+    ("validator", {"pod_label": {"app": "nvidia-operator-validator"}}, (DAEMONSET, "gpu-validator-ds"),
      lambda i: i["spec"]["template"]["metadata"]["labels"].pop("app")),
-    ({"security": {"container": "driver-validation", "privileged": True}}, (DAEMONSET, "gpu-validator-ds"),
+    ("validator", {"security": {"container": "driver-validation", "privileged": True}}, (DAEMONSET, "gpu-validator-ds"),
      lambda i: _container(i, "driver-validation")["securityContext"].update(privileged=False)),
-    ({"pre_stop": {"container": "plugin-validation", "removes": "/run/nvidia/validations/*-ready"}}, (DAEMONSET, "gpu-validator-ds"),
-     lambda i: _container(i, "plugin-validation").pop("lifecycle")),
-    ({"api_token": {"container": "plugin-validation", "mounted": True}}, (DAEMONSET, "gpu-validator-ds"),
-     lambda i: _validator_pod(i).update(automountServiceAccountToken=False)),
-    ({"probe": {"container": "plugin-validation", "readiness": "present"}}, (DAEMONSET, "gpu-validator-ds"),
+    ("validator", {"pre_stop": {"container": "plugin-validation", "removes": "/run/nvidia/validations/*-ready"}},
+     (DAEMONSET, "gpu-validator-ds"), lambda i: _container(i, "plugin-validation").pop("lifecycle")),
+    ("validator", {"api_token": {"container": "plugin-validation", "mounted": True}}, (DAEMONSET, "gpu-validator-ds"),
+     lambda i: _pod(i).update(automountServiceAccountToken=False)),
+    ("validator", {"probe": {"container": "plugin-validation", "readiness": "present"}}, (DAEMONSET, "gpu-validator-ds"),
      lambda i: _container(i, "plugin-validation").pop("readinessProbe")),
+    # The validator creates privileged pods in its own namespace: a baseline namespace rejects them.
+    ("validator", {"namespace_label": {"pod-security.kubernetes.io/enforce": "privileged"}}, (NAMESPACE, "gpu-namespace"),
+     lambda i: i["metadata"]["labels"].update({"pod-security.kubernetes.io/enforce": "baseline"})),
+    ("dcgm-exporter", {"no_api_token": True}, (DAEMONSET, "gpu-dcgm-exporter-ds"),
+     lambda i: _pod(i).update(automountServiceAccountToken=True)),
+    # Through the image's entrypoint instead of the binary (the entrypoint's setcap then runs).
+    ("dcgm-exporter", {"command": {"container": "nvidia-dcgm-exporter", "command": ["/usr/bin/dcgm-exporter"]}},
+     (DAEMONSET, "gpu-dcgm-exporter-ds"),
+     lambda i: _container(i, "nvidia-dcgm-exporter").update(command=["/usr/local/dcgm/dcgm-exporter-entrypoint.sh"])),
+    ("dcgm-exporter", {"runtime_class": "nvidia"}, (DAEMONSET, "gpu-dcgm-exporter-ds"),
+     lambda i: _pod(i).pop("runtimeClassName")),
+    ("device-plugin", {"pod": {"shareProcessNamespace": True}}, (DAEMONSET, "gpu-device-plugin-ds"),
+     lambda i: _pod(i).pop("shareProcessNamespace")),
+    # config-manager as the non-root user the init container runs as: kill(2) on the root plugin is EPERM.
+    ("device-plugin", {"can_signal": {"from": "config-manager", "to": "nvidia-device-plugin"}}, (DAEMONSET, "gpu-device-plugin-ds"),
+     lambda i: _container(i, "config-manager")["securityContext"].update(runAsUser=65532)),
+    ("device-plugin", {"can_signal": {"from": "config-manager", "to": "nvidia-device-plugin"}}, (DAEMONSET, "gpu-device-plugin-ds"),
+     lambda i: _pod(i).pop("shareProcessNamespace")),
+    # argv[0] is compared exactly: a path never matches the plugin's bare command.
+    ("device-plugin", {"signal_target": {"from": "config-manager", "to": "nvidia-device-plugin"}}, (DAEMONSET, "gpu-device-plugin-ds"),
+     lambda i: _set_env(i, "config-manager", "PROCESS_TO_SIGNAL", "/usr/bin/nvidia-device-plugin")),
+    ("gpu-feature-discovery", {"container_image": {"container": "config-manager", "repository": "nvcr.io/nvidia/k8s-device-plugin"}},
+     (DAEMONSET, "gpu-gpu-feature-discovery-ds"),
+     lambda i: _container(i, "config-manager").update(image="nvcr.io/nvidia/gpu-feature-discovery:v0.8.2")),
+    ("mig-manager", {"peer_pods": {"operand": "device-plugin", "node_selector": {"nvidia.com/gpu.deploy.device-plugin": "true"}}},
+     (DAEMONSET, "gpu-device-plugin-ds"), lambda i: _pod(i)["nodeSelector"].pop("nvidia.com/gpu.deploy.device-plugin")),
+    ("mig-manager", {"peer_pods": {"operand": "device-plugin", "labels": {"app": "nvidia-device-plugin-daemonset"}}},
+     (DAEMONSET, "gpu-device-plugin-ds"), lambda i: i["spec"]["template"]["metadata"]["labels"].update(app="device-plugin")),
+    ("node-feature-discovery", {"crd": "nodefeatures.nfd.k8s-sigs.io"}, (CRD, "gpu-node-feature-discovery-crd-nodefeatures"),
+     lambda i: i["metadata"].update(name="nodefeatures.nfd.example.com")),
+    ("node-feature-discovery", {"args": {"container": "worker", "lacks": ["-feature-gates"]}}, (DAEMONSET, "gpu-node-feature-discovery-ds"),
+     lambda i: _container(i, "worker")["args"].append("-feature-gates=NodeFeatureGroupAPI=true")),
+    ("node-feature-discovery", {"args": {"container": "worker", "has": ["-port=8080"]}}, (DAEMONSET, "gpu-node-feature-discovery-ds"),
+     lambda i: _container(i, "worker").update(args=["-port=8081" if a == "-port=8080" else a for a in _container(i, "worker")["args"]])),
+    # A part's check reads the Deployment, not the DaemonSet.
+    ("node-feature-discovery", {"args": {"part": "master", "lacks": ["-feature-gates"]}}, (DEPLOYMENT, "gpu-node-feature-discovery-master"),
+     lambda i: _container(i, "master")["args"].append("-feature-gates=NodeFeatureGroupAPI=true")),
 ]
 
 
-@pytest.mark.parametrize("expectation, where, plant", PLANTED, ids=[next(iter(e)) for e, _, _ in PLANTED])
-def test_a_check_passes_on_the_shipped_manifest_and_reports_a_planted_defect(prod, expectation, where, plant):
-    [validator] = [ds for ds in prod.of_type(DAEMONSET) if ds.name == "gpu-validator-ds"]
-    image = _validator_pod(validator.inputs)["containers"][0]["image"]
-    assert image.startswith(VALIDATOR)
-    assert checks.check(checks.Operand(prod, "validator"), image, expectation) == []
+@pytest.mark.parametrize("operand, expectation, where, plant", PLANTED, ids=[f"{o}-{next(iter(e))}" for o, e, _, _ in PLANTED])
+def test_a_check_passes_on_the_shipped_manifest_and_reports_a_planted_defect(prod, operand, expectation, where, plant):
+    op = checks.Operand(prod, operand)
+    image = next(c["image"] for c in [*op.pod.get("initContainers", []), *op.pod["containers"]]
+                 if c["name"] == OWN_CONTAINER[operand])
+    assert checks.check(op, image, expectation) == []
     broken = prod.replaced(*where, plant)
-    assert checks.check(checks.Operand(broken, "validator"), image, expectation), f"{expectation} missed the planted defect"
+    assert broken.one(*where).inputs != prod.one(*where).inputs, "the plant changed nothing"
+    assert checks.check(checks.Operand(broken, operand), image, expectation), f"{expectation} missed the planted defect"
+
+
+def test_every_kind_of_check_the_contracts_use_has_a_planted_defect():
+    used = {next(iter(item)) for path in CONTRACTS.glob("*.yaml")
+            for clause in yaml.safe_load(path.read_text())["clauses"] for item in clause.get("expect") or []}
+    planted = {next(iter(e)) for _, e, _, _ in PLANTED}
+    assert used <= planted, f"checks no planted defect exercises: {sorted(used - planted)}"
+    assert set(checks.CHECKS) == used, f"checks no contract uses: {sorted(set(checks.CHECKS) - used)}"
 
 
 @pytest.mark.parametrize("spec, tag, holds", [
