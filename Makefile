@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
-STACKS := $(patsubst stacks/Pulumi.%.yaml,%,$(wildcard stacks/Pulumi.*.yaml))
 
 .PHONY: venv constraints preview preview-all test golden docs rollout-docs lint bench mutation mutation-report scan scan-accept clean
 
@@ -23,13 +22,10 @@ preview: venv
 	$(PY) -m preview --stack $(STACK)
 
 # Every stack with all its reports under out/<stack>/; runs them all, then fails if any failed.
+# Every shipped stack in one process (python -m preview --all): one verdict line each, reports under
+# out/<stack>/; exits with the worst verdict (a mandatory violation in any stack fails it).
 preview-all: venv
-	@failed=""; for stack in $(STACKS); do \
-	  echo "== $$stack"; \
-	  $(PY) -m preview --stack $$stack --json out/$$stack/report.json --manifests out/$$stack/manifests \
-	    --audit out/$$stack/audit.md --graph out/$$stack/rollout.md || failed="$$failed $$stack"; \
-	done; \
-	if [ -n "$$failed" ]; then echo "failed:$$failed"; exit 1; fi
+	$(PY) -m preview --all --out out
 
 test: venv
 	$(PY) -m pytest

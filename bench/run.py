@@ -46,19 +46,19 @@ class Measure:
     resources: int = 0
 
 
-def _run_once(argv: list[str]) -> tuple[float, float]:
+def _run_once(argv: list[str], ok: tuple[int, ...] = (0, 1)) -> tuple[float, float]:
     start = time.perf_counter()
     process = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode not in (0, 1):
+    if process.returncode not in ok:
         raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}): {process.stderr.read().decode()[-2000:]}")
     return elapsed, usage.ru_maxrss / 1024  # KiB -> MiB on Linux
 
 
-def measure(name: str, argv: list[str], runs: int, resources: int = 0) -> Measure:
-    samples = [_run_once(argv) for _ in range(runs)]
+def measure(name: str, argv: list[str], runs: int, resources: int = 0, ok: tuple[int, ...] = (0, 1)) -> Measure:
+    samples = [_run_once(argv, ok) for _ in range(runs)]
     return Measure(
         name,
         statistics.median(s for s, _ in samples),
@@ -120,6 +120,8 @@ def targets(results: dict[str, Measure]) -> list[tuple[str, str, bool]]:
         ("25 vs 5 pools no worse than linear in resources",
          f"time above floor x{growth:.2f} for resources x{resource_growth:.2f}", growth <= resource_growth),
         ("peak memory of a preview < 300 MB", f"{peak:.0f} MiB", peak < 300),
+        ("fleet preview of every shipped and fixture stack <= 3x one preview (dev)",
+         f"{results['fleet'].seconds / results['dev'].seconds:.2f}x", results["fleet"].seconds <= 3 * results["dev"].seconds),
         ("full test suite < 60 s", f"{results['tests'].seconds:.1f} s", results["tests"].seconds < 60),
     ]
 
@@ -162,6 +164,11 @@ def main() -> int:
             path = generated_stack(Path(tmp), pools)
             results[f"pools{pools}"] = measure(f"preview, {pools} GPU pools", [PYTHON, "-m", "preview", "--config", str(path)],
                                                args.runs, resource_count(["--config", str(path)]))
+    # Every shipped and fixture stack, the invalid ones included (exit 2: some stack file is invalid).
+    fleet = ["stacks", *(f"tests/fixtures/{kind}" for kind in ("passing", "violating", "bad_stacks"))]
+    count = sum(len(list((ROOT / d).glob("*.yaml"))) for d in fleet)
+    results["fleet"] = measure(f"preview --all: {count} stack files ({os.cpu_count()} workers)",
+                               [PYTHON, "-m", "preview", "--all", *fleet], args.runs, ok=(2,))
     results["tests"] = measure("test suite (pytest)", [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], args.test_runs)
     checks = targets(results)
     text = render(results, checks, args.runs, args.test_runs)

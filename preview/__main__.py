@@ -14,6 +14,11 @@ Exit 0: no mandatory violation; 1: mandatory violations; 2: invalid configuratio
 3: an internal error (the policy pack failed to start or answer, or a bug); 130: interrupted (Ctrl-C).
 The summary on stdout and the reports are one output: all of it, or none.
 
+    python -m preview --all [PATH ...] [--out DIR] [--jobs N] [--policy-config FILE] [--analyzer ...]
+
+Many stacks in one process (`preview/fleet.py`): one verdict line per stack and the total; the exit
+code is the worst verdict (3 before 2 before 1).
+
     python -m preview verify-ami [--stack NAME | --config FILE] [--debug]
 
 The pre-flight check of a pinned AMI (`nodeImage.source: ami`) against AWS: `preview/verify_ami.py`.
@@ -83,16 +88,20 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
-def _stack_flags(parser: argparse.ArgumentParser) -> None:
+def _stack_flags(parser: argparse.ArgumentParser, fleet: bool = False) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
     source.add_argument("--config", type=_path, help="any stack file (Pulumi.<stack>.yaml format)")
+    if fleet:
+        source.add_argument("--all", nargs="*", type=_path, metavar="PATH",
+                            help="preview many stacks in one process, one verdict line each: the stack files and "
+                                 "directories given (default: stacks/); see --out and --jobs")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m preview", description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    _stack_flags(parser)
+    _stack_flags(parser, fleet=True)
     parser.add_argument("--json", type=_path, help="write the JSON report (resources and violations) here")
     parser.add_argument("--manifests", type=_path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=_path, help="policy-pack config JSON: enforcement level per policy")
@@ -103,7 +112,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--audit-against", type=_path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
     parser.add_argument("--graph", type=_path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
     parser.add_argument("--against", type=_path, metavar="OLD.json", help="list what changes against an older --json report")
+    parser.add_argument("--out", type=_path, metavar="DIR",
+                        help="with --all: write each stack's report.json, manifests/, audit.md and rollout.md under DIR/<stack>/")
+    parser.add_argument("--jobs", type=_jobs, metavar="N", help="with --all: preview N stacks at a time (default: one per core)")
     return parser
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return int(text)
+
+
+# The single-stack flags --all cannot take: each names one file or says something of one stack.
+_SINGLE_STACK_FLAGS = ("json", "manifests", "audit", "audit_against", "graph", "against", "tree")
 
 
 def _verify_parser() -> argparse.ArgumentParser:
@@ -214,7 +236,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.audit_against and not args.audit:
         parser.error("--audit-against goes with --audit")
-    return _guarded(args.debug, lambda: _run_preview(args))
+    if args.all is None:
+        for flag, value in (("--out", args.out), ("--jobs", args.jobs)):
+            if value is not None:
+                parser.error(f"{flag} goes with --all")
+        return _guarded(args.debug, lambda: _run_preview(args, _preview))
+    for name in _SINGLE_STACK_FLAGS:
+        if getattr(args, name):
+            parser.error(f"--{name.replace('_', '-')} previews one stack; with --all, --out DIR writes every stack's reports")
+    if args.analyzer == "grpc" and (args.jobs or 1) > 1:
+        parser.error("--analyzer grpc runs one pack subprocess: give --jobs 1")
+    return _guarded(args.debug, lambda: _run_preview(args, _fleet))
 
 
 @contextlib.contextmanager
@@ -261,7 +293,7 @@ def _guarded(debug: bool, command: Callable[[], int]) -> int:
         return EXIT_INTERNAL
 
 
-def _run_preview(args: argparse.Namespace) -> int:
+def _run_preview(args: argparse.Namespace, body: Callable[[argparse.Namespace, object], int]) -> int:
     from preview.offline import analyze
 
     close: Optional[Callable[[], None]] = None  # the pack's, when it is a subprocess
@@ -272,7 +304,7 @@ def _run_preview(args: argparse.Namespace) -> int:
             close = getattr(pack, "close", None)
             if close is not None:
                 _ON_STOP.add(close)
-        return _preview(args, pack)
+        return body(args, pack)
     except analyze.PackError as exc:
         print(f"internal error: {exc}", file=sys.stderr)
         return EXIT_INTERNAL
@@ -297,17 +329,44 @@ def _ledger(path: Path):
     return rows
 
 
+def _levels(args: argparse.Namespace, pack) -> dict:
+    """The enforcement levels of --policy-config, checked against the pack's policies."""
+    from preview.offline import analyze, policy_config
+
+    if not args.policy_config:
+        return {}
+    where = f"--policy-config {args.policy_config}"
+    levels = policy_config.parse(read_text("--policy-config", args.policy_config), where)
+    policy_config.validate(levels, analyze.policy_names(pack), where)
+    return levels
+
+
+def _fleet(args: argparse.Namespace, pack) -> int:
+    from preview import fleet, writing
+
+    with _reading("--all"):
+        found = fleet.stacks(args.all)
+        levels = _levels(args, pack)
+        if args.out is not None:
+            writing.check("--out", args.out, directory=True,
+                          inputs=[("--all", s.path) for s in found] + [("--policy-config", args.policy_config)])
+    jobs = args.jobs or (1 if args.analyzer == "grpc" else fleet.default_jobs())
+    return fleet.run(found, pack, levels, args.out, jobs, on_start=_ON_STOP.add, print_line=_print_line)
+
+
+def _print_line(text: str) -> None:
+    print(text, flush=True)
+
+
 def _preview(args: argparse.Namespace, pack) -> int:
-    from preview.offline import analyze, engine, policy_config
+    from preview.offline import analyze, engine
     from preview.reports import report
     from preview import writing
 
     flag, path, shown = _stack(args)
     with _reading(shown):
         audit_against = _ledger(args.audit_against) if args.audit_against else None
-        levels = policy_config.parse(read_text("--policy-config", args.policy_config), f"--policy-config {args.policy_config}") \
-            if args.policy_config else {}
-        policy_config.validate(levels, analyze.policy_names(pack), f"--policy-config {args.policy_config}")
+        levels = _levels(args, pack)
         old_report = None
         if args.against:
             from preview.reports import changes

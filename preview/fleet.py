@@ -1,0 +1,178 @@
+"""`python -m preview --all [PATH ...]`: preview many stacks in one process, paying the SDK import
+floor once, and say one verdict per stack plus the total.
+
+Each stack goes through exactly what `python -m preview --config FILE` does to it (both engine modes,
+the same policy pack, the same reports under `--out DIR/<stack>/`); only its summary is cut to one
+line. Stacks are independent, so after the imports the work is split over forked workers
+(`--jobs`, default one per core); lines are printed in stack order whatever finishes first, so the
+output of the same files is byte-identical.
+
+The exit code is the worst verdict: 3 if any stack hit an internal error, else 2 if any stack file
+is invalid, else 1 if any stack has a mandatory violation, else 0.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+from preview.stack_file import ROOT, STACKS, stack_name
+
+EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
+VERDICTS = {EXIT_OK: "PASS", EXIT_VIOLATIONS: "FAIL", EXIT_CONFIG: "INVALID", EXIT_INTERNAL: "ERROR"}
+# What each output of a stack is called under --out DIR/<stack>/ (the names `make preview-all` used).
+OUT_FILES = {"--json": "report.json", "--manifests": "manifests", "--audit": "audit.md", "--graph": "rollout.md"}
+
+
+@dataclass(frozen=True)
+class Stack:
+    name: str    # how the lines and --out name it: the stack name of Pulumi.<name>.yaml, else the file's stem
+    path: Path
+    shown: str   # the path as reports show it, relative to the clone where it is inside it
+
+
+@dataclass(frozen=True)
+class Verdict:
+    stack: str
+    code: int
+    detail: str
+
+    def line(self, width: int) -> str:
+        # One line per stack, whatever the detail: a configuration error can be a paragraph.
+        detail = " ".join(part.strip() for part in self.detail.splitlines())
+        return f"{VERDICTS[self.code]:<7} {self.stack:<{width}}  {detail}"
+
+
+def _shown(path: Path) -> str:
+    resolved = path.resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+
+
+def stacks(paths: Sequence[Path]) -> list[Stack]:
+    """The stack files named (a directory: its Pulumi.*.yaml, or its *.yaml when it has none), in the
+    order given, each directory's sorted. ValueError (exit 2) for a path that is missing, a directory
+    without stack files, or two files that would share a name in the output."""
+    found: list[Stack] = []
+    for given in paths or [STACKS]:
+        if given.is_dir():
+            files = sorted(given.glob("Pulumi.*.yaml")) or sorted(given.glob("*.yaml"))
+            if not files:
+                raise ValueError(f"--all {given}: has no stack files (Pulumi.<stack>.yaml or *.yaml)")
+        elif given.is_file():
+            files = [given]
+        else:
+            raise ValueError(f"--all {given}: no such file or directory")
+        found += [Stack(stack_name(f), f, _shown(f)) for f in files]
+    seen: dict[str, Stack] = {}
+    for stack in found:
+        other = seen.setdefault(stack.name, stack)
+        if other is not stack:
+            if other.path.resolve() == stack.path.resolve():
+                raise ValueError(f"--all: {stack.shown} is named twice")
+            raise ValueError(f"--all: {other.shown} and {stack.shown} would both be reported as {stack.name!r}; "
+                             "preview them in separate runs")
+    return list(seen.values())
+
+
+def _counts(violations) -> str:
+    mandatory = sorted({v.policy for v in violations if v.enforcement_level == "mandatory"})
+    advisory = sum(1 for v in violations if v.enforcement_level != "mandatory")
+    text = f"{len([v for v in violations if v.enforcement_level == 'mandatory'])} mandatory"
+    if mandatory:
+        text += f" ({', '.join(mandatory)})"
+    return f"{text}, {advisory} advisory"
+
+
+def preview_one(stack: Stack, pack, levels: dict, out: Optional[Path]) -> Verdict:
+    """One stack as `python -m preview --config FILE` sees it; never raises for the stack's own faults."""
+    from gpu_platform.config import ConfigError
+    from preview import writing
+    from preview.offline import analyze, engine
+    from preview.reports import report
+
+    try:
+        try:
+            recordings = {mode: engine.run(stack.path, mode=mode, shown=stack.shown) for mode in engine.MODES}
+        except ConfigError as exc:
+            return Verdict(stack.name, EXIT_CONFIG, f"{stack.shown}: {exc}")
+        except (FileNotFoundError, ValueError) as exc:
+            return Verdict(stack.name, EXIT_CONFIG, str(exc))
+        verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
+        recording, violations, first = recordings[engine.UP], verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW]
+        if out is not None:
+            try:
+                writing.write_all(list(outputs(out / stack.name, recording, violations, first)))
+            except writing.OutputError as exc:
+                return Verdict(stack.name, EXIT_CONFIG, f"{exc}; no report of this stack was written")
+        failed = report.fails(violations, first)
+        extra = {(v.policy, v.message) for v in first if v.enforcement_level == "mandatory"} - \
+                {(v.policy, v.message) for v in violations if v.enforcement_level == "mandatory"}
+        detail = f"{len(recording.resources)} resources, {_counts(violations)}"
+        if extra:
+            detail += f"; {len(extra)} more mandatory in the first preview of a new stack"
+        return Verdict(stack.name, EXIT_VIOLATIONS if failed else EXIT_OK, detail)
+    except analyze.PackError:
+        raise  # the pack, not the stack: the whole run stops (exit 3)
+    except Exception as exc:  # noqa: BLE001 a bug shows as this stack's ERROR; the others still run
+        first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+        return Verdict(stack.name, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {first_line} (a bug in "
+                                                  f"gpu-platform; python -m preview --config {stack.shown} --debug shows it)")
+
+
+def outputs(directory: Path, recording, violations, first):
+    """The reports `python -m preview` writes for --json, --manifests, --audit and --graph, under one
+    directory per stack."""
+    from preview.reports import audit, graph, manifests, report
+    from preview.writing import Output
+
+    yield Output("--json", directory / OUT_FILES["--json"], lambda: report.as_json(recording, violations, first_preview=first))
+    yield Output("--manifests", directory / OUT_FILES["--manifests"], lambda: manifests.files(recording))
+    yield Output("--audit", directory / OUT_FILES["--audit"], lambda: audit.report(recording))
+    yield Output("--graph", directory / OUT_FILES["--graph"], lambda: graph.mermaid(recording))
+
+
+def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int, on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
+    """work(0..count-1) in `jobs` forked workers, in index order. Forked after the imports, so each
+    worker starts warm; the pack (in-process) is inherited."""
+    import multiprocessing
+
+    global _WORK
+    _WORK = work
+    pool = multiprocessing.get_context("fork").Pool(processes=jobs)
+    on_start(pool.terminate)
+    try:
+        yield from pool.imap(_call, range(count))
+    finally:
+        pool.terminate()
+
+
+_WORK: Optional[Callable[[int], Verdict]] = None
+
+
+def _call(index: int) -> Verdict:
+    assert _WORK is not None
+    return _WORK(index)
+
+
+def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: int,
+        on_start: Callable[[Callable[[], None]], None] = lambda stop: None, print_line: Callable[[str], None] = print) -> int:
+    """Preview every stack, print its line as soon as it and every stack before it are done, then the
+    total; the worst verdict's exit code."""
+    jobs = max(1, min(jobs, len(found)))
+    work = lambda i: preview_one(found[i], pack, levels, out)  # noqa: E731
+    results: Iterable[Verdict] = (work(i) for i in range(len(found))) if jobs == 1 else \
+        _in_workers(work, len(found), jobs, on_start)
+    width = max(len(s.name) for s in found)
+    codes = []
+    for verdict in results:
+        print_line(verdict.line(width))
+        codes.append(verdict.code)
+    tally = ", ".join(f"{codes.count(code)} {VERDICTS[code].lower()}" for code in VERDICTS if codes.count(code))
+    print_line(f"{len(found)} stack{'s' if len(found) != 1 else ''}: {tally}")
+    return max(codes)
+
+
+def default_jobs() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
