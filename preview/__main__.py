@@ -112,10 +112,38 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--audit-against", type=_path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
     parser.add_argument("--graph", type=_path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
     parser.add_argument("--against", type=_path, metavar="OLD.json", help="list what changes against an older --json report")
+    parser.add_argument("--as-of", type=_day, metavar="YYYY-MM-DD",
+                        help="judge EKS support dates as of this day (default: SOURCE_DATE_EPOCH when set, else today in UTC)")
     parser.add_argument("--out", type=_path, metavar="DIR",
                         help="with --all: write each stack's report.json, manifests/, audit.md and rollout.md under DIR/<stack>/")
     parser.add_argument("--jobs", type=_jobs, metavar="N", help="with --all: preview N stacks at a time (default: one per core)")
     return parser
+
+
+def _day(text: str):
+    import datetime as dt
+
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date as YYYY-MM-DD (e.g. 2026-11-30)") from None
+    if day.year < 1970:
+        raise argparse.ArgumentTypeError(f"{text!r} is before 1970")
+    return day
+
+
+def _as_of(args: argparse.Namespace) -> None:
+    """The day support dates are judged on, for this process and the pack's (it inherits the
+    environment, as it does under the Pulumi CLI): --as-of sets SOURCE_DATE_EPOCH; a malformed one
+    from the environment is invalid input, before anything runs."""
+    from gpu_platform import eks_lifecycle
+
+    if args.as_of is not None:
+        os.environ[eks_lifecycle.EPOCH_VARIABLE] = str(eks_lifecycle.epoch_of(args.as_of))
+    try:
+        eks_lifecycle.today()
+    except eks_lifecycle.AsOfError as exc:
+        raise InvalidInput(str(exc)) from None
 
 
 def _jobs(text: str) -> int:
@@ -296,6 +324,7 @@ def _guarded(debug: bool, command: Callable[[], int]) -> int:
 def _run_preview(args: argparse.Namespace, body: Callable[[argparse.Namespace, object], int]) -> int:
     from preview.offline import analyze
 
+    _as_of(args)  # before the pack starts: a subprocess pack reads it from its environment
     close: Optional[Callable[[], None]] = None  # the pack's, when it is a subprocess
     try:
         with _raising():

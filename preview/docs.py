@@ -3,7 +3,9 @@
 - the policy table, from the policy declarations (policy/declare.py, in the pack's order);
 - the operand table, from the operand registry (gpu_platform/operands.yaml) and what the prod stack
   (and its twin with the toolkit DaemonSet) really renders;
-- the prod rollout picture (README block and docs/rollout-prod.md), from the recorded graph.
+- the prod rollout picture (README block and docs/rollout-prod.md), from the recorded graph;
+- the offline answers to the EKS AMI parameters (preview/offline/fixtures/eks_ami_parameters.yaml),
+  from what AWS published (gpu_platform/eks_amis.yaml).
 
     python -m preview.docs --write   # rewrite them (make docs)
     python -m preview.docs --check   # exit 1 when any is stale (make lint, CI)
@@ -96,7 +98,7 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 
 
 def stale(readme: Path = README) -> list[str]:
-    from preview.offline import engine
+    from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
     found = []
@@ -108,14 +110,16 @@ def stale(readme: Path = README) -> list[str]:
             found.append(f"{readme.name}: the operand table is stale")
     except (FileNotFoundError, ValueError) as exc:
         found.append(f"{readme.name}: {exc}")
+    found += eks_ami_answers.stale()
     found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
     return found
 
 
 def write(readme: Path = README) -> None:
-    from preview.offline import engine
+    from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
+    eks_ami_answers.write()  # first: the recordings below read it
     text = replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table())
     readme.write_text(replace_block(text, OPERANDS_BEGIN, OPERANDS_END, operand_table()))
     graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)

@@ -4,6 +4,7 @@ per session (a run costs about a second)."""
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -12,6 +13,13 @@ import yaml
 
 from preview.offline import engine
 from tests import attribution
+
+# EKS support is judged as of a fixed day in the suite (gpu_platform/eks_lifecycle.py reads
+# SOURCE_DATE_EPOCH, here and in every process a test starts), so verdicts and snapshots do not move
+# with the calendar: 2026-06-01 00:00 UTC (1.33, which the shipped stacks run, is then in standard
+# support; 1.32 in extended support; 1.28 past it). Tests of another day set their own.
+AS_OF_EPOCH = "1780272000"
+os.environ["SOURCE_DATE_EPOCH"] = AS_OF_EPOCH
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -59,6 +67,13 @@ def stack(request, dev, prod) -> engine.Recording:
 
 def stack_config(stack: str = "dev") -> dict[str, Any]:
     return copy.deepcopy(engine.read_stack_file(engine.stack_file(stack)))
+
+
+def published_ami(minor: str, release: str, flavour: str = "standard") -> str:
+    """The id the offline answers give for that EKS AMI, read from the generated answers file itself
+    (preview/offline/fixtures/eks_ami_parameters.yaml), not through the program."""
+    document = yaml.safe_load((ROOT / "preview" / "offline" / "fixtures" / "eks_ami_parameters.yaml").read_text())
+    return document["parameters"][minor][flavour][f"amazon-eks-node-al2023-x86_64-{flavour}-{minor}-{release}"]
 
 
 def write_stack(tmp_path: Path, config: dict[str, Any], name: str = "test") -> Path:

@@ -2,8 +2,9 @@
 
 Instance types come from moto's copy of AWS's instance catalogue (the data behind moto's
 DescribeInstanceTypes), read directly: starting moto costs seconds and answers nothing more. What
-moto does not serve (the EKS public SSM parameters, existing clusters, the partition, who runs the
-stack) comes from recorded fixtures.
+moto does not serve comes from data: the EKS public SSM parameters from what AWS published
+(preview/offline/eks_ami_answers.py), existing clusters, the partition and who runs the stack from
+recorded fixtures.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ import yaml
 from gpu_platform import aws_limits
 
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
-_EKS_AMI_PREFIX = "/aws/service/eks/optimized-ami/"
 
 
 class InvokeError(Exception):
@@ -70,51 +70,17 @@ def _instance_type(args: dict, config: dict) -> dict:
     }
 
 
-def eks_nvidia_ami_id(ami_name: str) -> str:
-    """The offline id of an accelerated EKS AMI: derived from its name, so the answers come from the
-    matrix's record of those AMIs (gpu_platform/matrix.yaml eksNvidiaAmis) and are typed nowhere else."""
-    return "ami-" + hashlib.sha256(ami_name.encode()).hexdigest()[:17]
-
-
-def _eks_nvidia_ami(minor: str, which: str) -> str | None:
-    """`.../x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id`: published
-    for every release the matrix records for that minor; `recommended` is never answered."""
-    from gpu_platform import matrix
-
-    for amis in matrix.load().eks_nvidia_amis.values():
-        ami = amis.get(minor)
-        if ami is not None and ami.ami_name == which:
-            return eks_nvidia_ami_id(ami.ami_name)
-    return None
-
-
-def _eks_ami(name: str) -> str | None:
-    """`<prefix><k8s>/amazon-linux-2023/x86_64/<standard | nvidia>/<recommended | AMI name of a release>/image_id`."""
-    parts = name[len(_EKS_AMI_PREFIX):].split("/") if name.startswith(_EKS_AMI_PREFIX) else []
-    if len(parts) != 6 or parts[1:3] != ["amazon-linux-2023", "x86_64"] or parts[5] != "image_id":
-        return None
-    if parts[3] == "nvidia":
-        return _eks_nvidia_ami(parts[0], parts[4])
-    if parts[3] != "standard":
-        return None
-    minor, which = parts[0], parts[4]
-    amis = _fixtures()["eksOptimizedAmis"]
-    if which == "recommended":
-        return amis["recommended"].get(minor)
-    prefix = f"amazon-eks-node-al2023-x86_64-standard-{minor}-"
-    if which.startswith(prefix):
-        return (amis["releases"].get(which[len(prefix):]) or {}).get(minor)
-    return None
-
-
 def _ssm_parameter(args: dict, config: dict) -> dict:
+    """The EKS AMI parameters AWS publishes, answered from preview/offline/fixtures/eks_ami_parameters.yaml
+    (generated from gpu_platform/eks_amis.yaml); any other parameter is not found."""
+    from preview.offline import eks_ami_answers
+
     name = args.get("name", "")
-    ami = _eks_ami(name)
+    ami = eks_ami_answers.answers().get(name)
     if ami:
         return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
-    releases = ", ".join(sorted(_fixtures()["eksOptimizedAmis"]["releases"]))
-    raise InvokeError(f"ParameterNotFound: {name} (offline, preview/offline/fixtures/aws.yaml records the EKS AMI "
-                      f"releases {releases}; pulumi preview asks AWS itself)")
+    raise InvokeError(f"ParameterNotFound: {name} (offline, the answers come from gpu_platform/eks_amis.yaml, the EKS AMI "
+                      f"releases amazon-eks-ami's CHANGELOG lists; pulumi preview asks AWS itself)")
 
 
 def _cluster(args: dict, config: dict) -> dict:

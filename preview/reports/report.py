@@ -47,9 +47,19 @@ def differences(up: list[Violation], first: list[Violation], stack_urn: str):
     return undecided, only_up, only_first
 
 
+def as_of() -> str:
+    """The day EKS support dates are judged on, and where it came from (gpu_platform/eks_lifecycle.py:
+    the policy pack reads the same environment)."""
+    from gpu_platform import eks_lifecycle
+
+    day, source = eks_lifecycle.today()
+    return f"{day.isoformat()}, from {source}"
+
+
 def as_json(recording: Recording, violations: list[Violation], first_preview: Optional[list[Violation]] = None) -> str:
     document = {
         "stack": recording.stack,
+        "asOf": as_of().split(",", 1)[0],
         "resources": [
             {
                 "urn": r.urn,
@@ -131,7 +141,8 @@ def summary(recording: Recording, violations: list[Violation], source: str,
                                             break_long_words=False, break_on_hyphens=False)]
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
-    lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory"]
+    lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory",
+              f"  (EKS support dates as of {as_of()})"]
     for v in violations:
         lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
         if v.fix:

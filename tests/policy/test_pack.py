@@ -15,10 +15,10 @@ from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"
 ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform.props",
-                   "gpu_platform.workloads", "gpu_platform.operands", "gpu_platform"}
+                   "gpu_platform.workloads", "gpu_platform.operands", "gpu_platform.eks_lifecycle", "gpu_platform"}
 ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 # What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
-CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py")
+CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py", "eks_lifecycle.py")
 
 RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
 MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
@@ -29,6 +29,7 @@ EXPECTED = [
     ("driver-version-tested-by-release", RESOURCE, ADVISORY),
     ("driver-serves-cuda-major", RESOURCE, MANDATORY),
     ("driver-serves-cuda-toolkit", RESOURCE, ADVISORY),
+    ("eks-version-in-support", RESOURCE, MANDATORY),
     ("driver-supports-gpu", RESOURCE, MANDATORY),
     ("mig-config-fits-gpu", RESOURCE, MANDATORY),
     ("operand-images-match-release", RESOURCE, MANDATORY),
@@ -36,6 +37,7 @@ EXPECTED = [
     ("privileged-software-tagged", RESOURCE, MANDATORY),
     ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
     ("cluster-endpoint-private", RESOURCE, ADVISORY),
+    ("eks-version-support-window", STACK, ADVISORY),
     ("operands-tolerate-gpu-taints", STACK, MANDATORY),
     ("operand-gates-set-by-pools", STACK, MANDATORY),
     ("one-runtime-owner", STACK, MANDATORY),

@@ -78,7 +78,8 @@ def test_json_report_has_the_documented_shape(tmp_path):
     report = tmp_path / "dev.json"
     assert main(["--stack", "dev", "--json", str(report)]) == 0
     document = json.loads(report.read_text())
-    assert set(document) == {"stack", "resources", "violations", "warnings", "firstPreview"}
+    assert set(document) == {"stack", "asOf", "resources", "violations", "warnings", "firstPreview"}
+    assert document["asOf"] == "2026-06-01"  # tests/conftest.py sets SOURCE_DATE_EPOCH
     assert document["warnings"] == []
     assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"

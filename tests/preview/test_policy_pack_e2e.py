@@ -25,6 +25,7 @@ BOTH_SIDES = {
     "mig-profile-not-of-gpu.yaml": ("all-1g.10gb", "H200-141GB"),
     "override-not-a-patch-bump.yaml": ("v0.19.0", "v0.18.1"),
     "release-too-old-for-kubernetes.yaml": ("v24.3.0", "1.33"),
+    "eks-version-past-extended-support.yaml": ("1.28", "2025-11-26"),
 }
 
 

@@ -4,7 +4,6 @@ image, which `--against` shows."""
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 
@@ -12,10 +11,10 @@ import pytest
 import yaml
 
 from components.aws import base_image
-from preview.offline import aws_answers, engine
+from preview.offline import aws_answers, eks_ami_answers, engine
 from preview.reports import changes
 from preview.reports.report import as_json, clean
-from tests.conftest import stack_config, write_stack
+from tests.conftest import published_ami, stack_config, write_stack
 
 RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
 IMAGE = "aws:imagebuilder/image:Image"
@@ -35,9 +34,10 @@ def _inputs_by_urn(recording: engine.Recording) -> dict[str, dict]:
 def aws_published_a_newer_ami(monkeypatch):
     """The offline answers as they are the day after AWS released a new EKS AMI: every
     `recommended` parameter points at it."""
-    fixtures = copy.deepcopy(aws_answers._fixtures())
-    fixtures["eksOptimizedAmis"]["recommended"] = {minor: NEWER_AMI for minor in fixtures["eksOptimizedAmis"]["recommended"]}
-    monkeypatch.setattr(aws_answers, "_fixtures", lambda: fixtures)
+    answers = {path: NEWER_AMI if path.endswith("/recommended/image_id") else ami
+               for path, ami in eks_ami_answers.answers().items()}
+    assert sum(ami == NEWER_AMI for ami in answers.values()) >= 8  # one per minor and flavour at least
+    monkeypatch.setattr(eks_ami_answers, "answers", lambda: answers)
 
 
 def test_a_newer_eks_ami_from_aws_changes_no_input_of_any_resource(dev, prod, aws_published_a_newer_ami):
@@ -48,9 +48,8 @@ def test_a_newer_eks_ami_from_aws_changes_no_input_of_any_resource(dev, prod, aw
 
 def test_the_default_base_is_the_minors_release_in_the_data_file(dev):
     recipe = dev.one(RECIPE, "gpu-node-image-recipe")
-    # dev runs 1.33; gpu_platform/eks_ami_releases.yaml pins 1.33 to v20260714, whose 1.33 AMI the
-    # offline answers know as ami-0e5c3a1f2b7d90005.
-    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90005"
+    # dev runs 1.33; gpu_platform/eks_ami_releases.yaml pins 1.33 to v20260714.
+    assert recipe.inputs["parentImage"] == published_ami("1.33", "v20260714")
     assert "-v20260714-" in recipe.inputs["name"]
     image = dev.one(IMAGE, "gpu-node-image-image")
     assert image.inputs["tags"][BASE_RELEASE_TAG] == "v20260714"
@@ -71,7 +70,8 @@ def pinned_older(dev, tmp_path_factory) -> tuple[engine.Recording, changes.Chang
 def test_pinning_another_release_changes_the_recipes_parent_image(pinned_older):
     pinned, _ = pinned_older
     recipe = pinned.one(RECIPE, "gpu-node-image-recipe")
-    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d80625"  # v20260625's 1.33 AMI, offline
+    assert recipe.inputs["parentImage"] == published_ami("1.33", "v20260625")
+    assert recipe.inputs["parentImage"] != published_ami("1.33", "v20260714")
     assert "-v20260625-" in recipe.inputs["name"]
 
 
@@ -112,3 +112,15 @@ def test_a_release_aws_never_published_is_parameter_not_found():
         "aws:ssm/getParameter:getParameter", {"name": base_image.parameter("1.33", "v20990101")}, {}
     )
     assert failures and "ParameterNotFound" in failures[0][1]
+
+
+def test_a_minor_without_a_default_release_is_an_error_naming_the_key(tmp_path, monkeypatch):
+    # Every minor the config accepts has a default today; one added to the matrix before the data
+    # file has a row must still be a clear error, not a lookup failure.
+    from gpu_platform.config import ConfigError
+
+    defaults = {minor: release for minor, release in base_image.default_releases().items() if minor != "1.33"}
+    monkeypatch.setattr(base_image, "default_releases", lambda: defaults)
+    with pytest.raises(ConfigError) as error:
+        engine.run(write_stack(tmp_path, stack_config("dev")))
+    assert str(error.value).startswith("gpu-platform:nodeImage.baseImageRelease: no default EKS AMI release for Kubernetes '1.33'")

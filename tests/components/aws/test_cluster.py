@@ -6,6 +6,7 @@ import pytest
 
 from components.aws.node_role import NODE_POLICIES
 from tests.components.aws.conftest import LAUNCH_TEMPLATE, NODE_GROUP, node_config, pool_names
+from tests.conftest import published_ami
 
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 ADOPTED_ENDPOINT = "https://5E2C1B7A9D3F4E6A8B0C2D4F6A8B0C2D.gr7.us-west-2.eks.amazonaws.com"
@@ -73,7 +74,7 @@ def test_adopted_cluster_feeds_the_provider_and_the_node_pools(adopted):
 def test_adopted_stack_bakes_for_the_clusters_version(adopted):
     recipe = adopted.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
     # The 1.32 image of v20260714, the 1.32 default (gpu_platform/eks_ami_releases.yaml), offline.
-    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90004"
+    assert recipe.inputs["parentImage"] == published_ami("1.32", "v20260714")
     for lt in adopted.of_type(LAUNCH_TEMPLATE):
         assert lt.inputs["tags"]["gpu-platform.io/kubernetes-version"] == "1.32"
 

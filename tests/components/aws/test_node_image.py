@@ -10,6 +10,7 @@ import yaml
 
 from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
 from gpu_platform import contract, matrix
+from tests.conftest import published_ami
 from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NVSWITCH_FAMILIES, launch_template, pool_names
 
 COMPONENT = "aws:imagebuilder/component:Component"
@@ -65,7 +66,7 @@ def test_the_recipe_starts_from_the_eks_optimized_image_of_the_clusters_version(
     recipe = shipped.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
     # Both shipped stacks run 1.33, whose default release is v20260714; offline its AMI is this one.
     assert shipped.config["gpu-platform:cluster"]["kubernetesVersion"] == "1.33"
-    assert recipe.inputs["parentImage"] == "ami-0e5c3a1f2b7d90005"
+    assert recipe.inputs["parentImage"] == published_ami("1.33", "v20260714")
     (mapping,) = recipe.inputs["blockDeviceMappings"]
     assert mapping["ebs"]["encrypted"] == "true" and mapping["ebs"]["volumeType"] == "gp3"
 
