@@ -105,3 +105,12 @@ def _older_nvidia() -> dict[str, str]:
 def older_nvidia_gpu(instance_type: str) -> Optional[str]:
     """The NVIDIA GPU of an instance family older than every GPU the platform supports, or None."""
     return _older_nvidia().get(instance_type.split(".", 1)[0])
+
+
+def efa_multi_node_family(instance_type: str) -> bool:
+    """A family built for multi-node training, where a pool gets EFA by default (aws_limits.yaml efa)."""
+    return instance_type.split(".", 1)[0] in _data()["efa"]["multi_node_families"]
+
+
+def efa_vpc_cni_minimum() -> str:
+    return str(_data()["efa"]["vpc_cni_minimum_for_efa_only"])

@@ -90,7 +90,7 @@ def _quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:
 
 
 # Optional keys whose own validator answers a null, with the key's default in the message.
-_NULL_SAID_BY_VALIDATOR = ("rollout", "nodeRepair")
+_NULL_SAID_BY_VALIDATOR = ("rollout", "nodeRepair", "efa")
 
 
 class _Model(BaseModel):
@@ -392,15 +392,20 @@ class NodePool(_Model):
     capacity_reservation_id: Optional[str] = Field(
         default=None, alias="capacityReservationId", pattern=r"^cr-[0-9a-f]{17}$"
     )
+    # Elastic Fabric Adapter interfaces (one per network card that takes one), a cluster placement
+    # group and the EFA security group, for NCCL across nodes (components/aws/efa.py). Unset: on for
+    # the multi-node training families (gpu_platform/aws_limits.yaml efa), off elsewhere.
+    efa: Optional[StrictBool] = None
 
-    @field_validator("rollout", "node_repair", mode="before")
+    @field_validator("rollout", "node_repair", "efa", mode="before")
     @classmethod
     def _no_null(cls, value: Any, info) -> Any:
-        # `rollout:` and `nodeRepair:` with nothing after them are YAML nulls: both are refused alike,
-        # never read as "the default" for one and an error for the other.
+        # `rollout:`, `nodeRepair:` and `efa:` with nothing after them are YAML nulls: all are refused
+        # alike, never read as "the default" for one and an error for another.
         if value is None or value == "":
             valid = "surge, in-place or blue-green" if info.field_name == "rollout" else "true or false"
-            default = "surge; in-place for a capacity block" if info.field_name == "rollout" else "true"
+            default = {"rollout": "surge; in-place for a capacity block", "node_repair": "true",
+                       "efa": "on for p4d, p5 and p6 types, off elsewhere"}[info.field_name]
             raise ValueError(f"has no value (null or empty): give {valid}, or remove the key for the default ({default})")
         return value
 

@@ -36,6 +36,9 @@ TOOLKIT_BAKED_TAG = "gpu-platform.io/toolkit-baked"
 KUBERNETES_VERSION_TAG = "gpu-platform.io/kubernetes-version"
 GPU_MODEL_TAG = GPU_MODEL_LABEL
 GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
+# How many EFA interfaces each node of a GPU pool's launch template has ("0": none), declared on the
+# template and its node group, where policy/gpu.py judges a multi-node pool without EFA.
+EFA_INTERFACES_TAG = "gpu-platform.io/efa-interfaces"
 # On the node image: the GPU models of the pools it is built for, so a driver too old for one of
 # them stops the bake.
 GPU_MODELS_TAG = "gpu-platform.io/gpu-models"

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import matrix, versions
+from gpu_platform import aws_limits, contract, matrix, versions
+from gpu_platform.props import mapping
 from policy import facts
 from policy.declare import resource_policy, types
 
@@ -95,3 +96,30 @@ def mig_config_fits_gpu(args, report_violation) -> None:
             f"has profiles {', '.join(f'{p} x{n}' for p, n in gpu.mig.profiles.items())}; use one of "
             f"{', '.join(sorted(valid))}"
         )
+
+
+@resource_policy(
+    "multi-node-pools-use-efa", EnforcementLevel.ADVISORY,
+    "A pool of a multi-node training family that can grow past one node has EFA: without it NCCL across nodes "
+    "falls back to TCP sockets at a fraction of the bandwidth, with no error.",
+    types(facts.NODE_GROUP),
+    fix="gpu-platform:nodePools[].efa",
+)
+def multi_node_pools_use_efa(args, report_violation) -> None:
+    if not facts.is_gpu_resource(args.resource_type, args.props):
+        return
+    tags = facts.tags(args.props)
+    if tags.get(contract.EFA_INTERFACES_TAG, "0") != "0":
+        return
+    scaling = mapping(args.props.get("scalingConfig"))
+    most = scaling.get("maxSize")
+    if not isinstance(most, (int, float)) or most <= 1:
+        return
+    for instance_type in facts.instance_types(args.resource_type, args.props):
+        if aws_limits.efa_multi_node_family(instance_type):
+            report_violation(
+                f"node group {args.name!r} ({args.urn}) runs {instance_type} on up to {int(most)} nodes without EFA "
+                f"(its launch template declares {contract.EFA_INTERFACES_TAG}=0): NCCL between its nodes falls back to TCP "
+                f"sockets; remove `efa: false` from the pool (EFA is on by default for this family), or keep each job "
+                f"on one node")
+            return

@@ -26,6 +26,8 @@ class PoolGpu:
     count: int
     memory_mib: int
     architecture: str  # the instance's CPU architecture (x86_64 | arm64)
+    network_cards: int = 1
+    efa_interfaces: int = 0  # 0: the type has no EFA
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class Discovered:
     cluster_exists: bool = False
     existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> its entry's tags
     eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
+    efa: dict[str, bool] = field(default_factory=dict)  # by pool name: its nodes get EFA
+    vpc_id: Optional[str] = None  # the cluster subnets' VPC, where the EFA security group goes (with an EFA pool)
 
 
 # Access entries take IAM roles (a path allowed) and users only (EKS User Guide, "Create access entries").
@@ -117,7 +121,22 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     arch = "x86_64" if "x86_64" in supported else (supported[0] if supported else "unknown")
     if arch != "x86_64":
         raise ConfigError(f"{key}: {instance_type!r} is {arch}; the baked node image is x86_64 only")
-    return PoolGpu(model=model, count=int(gpu.count), memory_mib=int(gpu.memory_size), architecture=arch)
+    efa = int(found.efa_maximum_interfaces or 0) if found.efa_supported else 0
+    return PoolGpu(model=model, count=int(gpu.count), memory_mib=int(gpu.memory_size), architecture=arch,
+                   network_cards=int(found.maximum_network_cards or 1), efa_interfaces=efa)
+
+
+def _pool_efa(index: int, pool, gpu: PoolGpu) -> bool:
+    """Whether the pool's nodes get EFA: as the stack says, else on for the multi-node training
+    families that have it (gpu_platform/aws_limits.yaml efa)."""
+    if pool.efa is None:
+        return gpu.efa_interfaces > 0 and aws_limits.efa_multi_node_family(pool.instance_type)
+    if pool.efa and gpu.efa_interfaces == 0:
+        raise ConfigError(
+            f"gpu-platform:nodePools[{index}].efa: {pool.instance_type!r} has no Elastic Fabric Adapter (AWS's catalogue: "
+            f"EfaSupported false); remove efa, or use a type with EFA (e.g. p5.48xlarge, p4d.24xlarge, g6e.48xlarge)"
+        )
+    return pool.efa
 
 
 def _adopt(config: StackConfig) -> AdoptedCluster:
@@ -245,10 +264,15 @@ def discover(config: StackConfig) -> Discovered:
     _admins_in_partition(config, partition)
     bake = config.node_image.source == "bake"
     exists = not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or [])
+    gpus = {pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)}
+    efa = {pool.name: _pool_efa(i, pool, gpus[pool.name]) for i, pool in enumerate(config.node_pools)}
+    build_network = _build_network(config) if bake or any(efa.values()) else None
     return Discovered(
-        gpus={pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)},
+        gpus=gpus,
+        efa=efa,
+        vpc_id=build_network.vpc_id if build_network and any(efa.values()) else None,
         base_image=_base_image(config) if bake else None,
-        build_network=_build_network(config) if bake else None,
+        build_network=build_network if bake else None,
         adopted=None if config.cluster.create else _adopt(config),
         partition=partition,
         # Without named admins, a created cluster's entry goes to whoever runs the stack.

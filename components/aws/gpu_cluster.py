@@ -11,6 +11,7 @@ import pulumi
 from components.aws import tags as aws_tags
 from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
+from components.aws.efa import EfaNetwork, EfaNetworkArgs
 from components.aws.node_health import SOFTWARE as node_health_software, NodeMonitoringAgent
 from components.aws.image_hardware import PoolHardware, image_hardware
 from components.aws.node_image import NodeImage, NodeImageArgs
@@ -92,6 +93,8 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
         service_cidr=cluster.service_cidr,
         security_group_id=cluster.security_group_id,
     )
+    efa = (EfaNetwork(f"{name}-efa", EfaNetworkArgs(vpc_id=found.vpc_id, tags=base_tags), opts=child)
+           if any(found.efa.values()) else None)
     pools = {}
     for pool in config.node_pools:
         gpu = found.gpus[pool.name]
@@ -109,6 +112,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 generation=image.generation,
                 declared=declared,
                 gpu_access_at_boot=bool(node_image.toolkit_baked) and node_image.source != "bake",
+                efa_security_group_id=efa.security_group_id if efa is not None and found.efa[pool.name] else None,
             ),
             opts=child,
         )

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from components.aws import launch_settings, user_data
+from components.aws import efa as efa_network, launch_settings, user_data
 from components.aws.discovery import PoolGpu
 from components.aws.node_role import NodeRole
 from gpu_platform import contract
@@ -113,6 +113,8 @@ class NodePoolArgs:
     # An image the stack did not bake: the user data makes the toolkit refuse GPUs to pods the device
     # plugin gave none (user_data.gpu_access_script).
     gpu_access_at_boot: bool = False
+    # With EFA: the stack's EFA security group (components/aws/efa.py); None: the pool has no EFA.
+    efa_security_group_id: pulumi.Input[str] | None = None
 
 
 def _capacity_block(pool: NodePoolConfig) -> dict:
@@ -150,6 +152,16 @@ class GpuNodePool(pulumi.ComponentResource):
             contract.POOL_LABEL: pool.name,
         }
         cluster = args.cluster
+        interfaces = (efa_network.layout(args.gpu.network_cards, args.gpu.efa_interfaces)
+                      if args.efa_security_group_id is not None else [])
+        tags[contract.EFA_INTERFACES_TAG] = str(sum(1 for i in interfaces if i.kind != "interface"))
+        network = (efa_network.network_interfaces(interfaces, [cluster.security_group_id, args.efa_security_group_id])
+                   if interfaces else launch_settings.private_interface(cluster.security_group_id))
+        # One placement group per EFA pool, so its nodes share a network spine; not on a capacity
+        # block, whose reservation already places its instances together (EC2 User Guide, "Capacity
+        # Blocks for ML": co-located in EC2 UltraClusters) and whose launch names no group.
+        placement = ({"placement": {"group_name": efa_network.placement_group(name, tags, self).name}}
+                     if interfaces and pool.capacity_type != "CAPACITY_BLOCK" else {})
         encoded_user_data = pulumi.Output.all(
             cluster.name, cluster.endpoint, cluster.certificate_authority, cluster.service_cidr
         ).apply(
@@ -166,7 +178,8 @@ class GpuNodePool(pulumi.ComponentResource):
             update_default_version=True,
             metadata_options=launch_settings.metadata_options(),
             block_device_mappings=launch_settings.encrypted_root(pool.root_volume_gib),
-            network_interfaces=launch_settings.private_interface(cluster.security_group_id),
+            network_interfaces=network,
+            **placement,
             **_capacity_block(pool),
             tag_specifications=[
                 {"resource_type": "instance", "tags": tags},
@@ -180,7 +193,8 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster_name=cluster.name,
             node_group_name_prefix=f"gpu-{pool.name}-",
             node_role_arn=args.node_role.arn,
-            subnet_ids=list(args.subnet_ids),
+            # A cluster placement group lives in one zone: an EFA pool launches in the first subnet.
+            subnet_ids=list(args.subnet_ids[:1] if placement else args.subnet_ids),
             instance_types=[pool.instance_type],
             capacity_type=pool.capacity_type,
             scaling_config={"min_size": pool.min_size, "desired_size": pool.desired_size, "max_size": pool.max_size},

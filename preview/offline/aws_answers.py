@@ -67,6 +67,10 @@ def _instance_type(args: dict, config: dict) -> dict:
             for gpu in gpus
         ],
         "totalGpuMemory": (row.get("GpuInfo") or {}).get("TotalGpuMemoryInMiB", 0),
+        # What the provider's getInstanceType returns of NetworkInfo (not the per-card interface types).
+        "efaSupported": bool(row["NetworkInfo"].get("EfaSupported")),
+        "efaMaximumInterfaces": (row["NetworkInfo"].get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0),
+        "maximumNetworkCards": row["NetworkInfo"].get("MaximumNetworkCards", 1),
     }
 
 

@@ -73,11 +73,30 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
 _IDS: dict[str, Callable[[str], str]] = {
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name: f"lt-{_hex(name, 17)}",
     "aws:kms/key:Key": lambda name: _hex(name, 32),
+    "aws:ec2/securityGroup:SecurityGroup": lambda name: f"sg-{_hex(name, 17)}",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": lambda name: f"sgr-{_hex(name, 17)}",
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": lambda name: f"sgr-{_hex(name, 17)}",
 }
+
+
+# Inputs a bridged provider names itself when the program leaves them out (Pulumi autonaming: the
+# logical name, "-" and 7 random hex digits, set in the provider's Check, so already known in a
+# preview); here the random part comes from the name. A placement group's name is required by
+# terraform-provider-aws (v5.42.0 internal/service/ec2/ec2_placement_group.go:45-49) and optional in
+# pulumi-aws 7.51.1 (ec2/placement_group.py:24): the bridge names it.
+_AUTONAMED: dict[str, str] = {
+    "aws:ec2/placementGroup:PlacementGroup": "name",
+}
+
+
+def _autonamed(type_: str, name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    key = _AUTONAMED.get(type_)
+    return {**inputs, key: f"{name}-{_hex(name, 7)}"} if key and key not in inputs else inputs
 
 
 def fill(type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(id, state) for a new resource: its inputs plus the outputs its type computes."""
+    inputs = _autonamed(type_, name, inputs)
     computed = _COMPUTED.get(type_)
     state = dict(inputs)
     if computed is not None:
@@ -105,5 +124,6 @@ def preview(type_: str, name: str, inputs: dict[str, Any]) -> tuple[None, dict[s
     computes (the same table as `fill`, nested fields included) unknown. A tfbridge provider's
     preview returns its planned state, computed attributes unknown at any depth; an output left out
     instead would reach the program as a known null."""
+    inputs = _autonamed(type_, name, inputs)
     _, filled = fill(type_, name, inputs)
     return None, _unknown_where_computed(inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)})

@@ -112,6 +112,13 @@ def _exposure(recording: Recording) -> list[str]:
     lines = ["### Public exposure", ""]
     for r, props in _of(recording, LAUNCH_TEMPLATE):
         nics = props.get("networkInterfaces") or []
+        if len(nics) > 1 and not any("associatePublicIpAddress" in (n or {}) for n in nics):
+            # EC2 assigns no public address to an instance launched with more than one interface
+            # (botocore ec2 service-2.json, InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress).
+            kinds = sorted({(n or {}).get("interfaceType") or "interface" for n in nics})
+            lines.append(f"- {_what(r)}: {len(nics)} interfaces ({', '.join(kinds)}): no public address "
+                         "(EC2 assigns none to an instance launched with more than one interface)")
+            continue
         public = ", ".join(f"interface {i}: {_shown((n or {}).get('associatePublicIpAddress'))}" for i, n in enumerate(nics))
         lines.append(f"- {_what(r)}: associatePublicIpAddress {public or UNSET + ' (the subnet decides)'}")
     clusters = _of(recording, EKS_CLUSTER)

@@ -84,11 +84,21 @@ def _kernel_modules(config: StackConfig, tags: dict[str, Any]) -> str:
     return f"{flavour} kernel modules" if flavour else "kernel modules as the pinned AMI was baked"
 
 
+def _efa(pool: NodePool, tags: dict[str, Any]) -> str:
+    """The EFA interfaces the pool's launch template gives each node (its declared count)."""
+    count = int(tags.get(contract.EFA_INTERFACES_TAG, "0") or 0)
+    if not count:
+        return "no EFA"
+    where = ("its capacity block's placement" if pool.capacity_type == "CAPACITY_BLOCK"
+             else "a cluster placement group in the first subnet")
+    return f"EFA x{count} per node ({where})"
+
+
 def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate: Registration | None) -> str:
     guard = (f"guarded by the readiness gate {gate.name}" if gate else
              "no readiness gate" + (" (missing: a bug)" if pool.rollout == "blue-green" else ""))
     facts = [f"rollout {pool.rollout}, {guard}", f"nodeRepair {'on' if pool.node_repair else 'off'}",
-             _kernel_modules(config, tags), _fabric_manager(tags)]
+             _kernel_modules(config, tags), _fabric_manager(tags), _efa(pool, tags)]
     if config.node_image.source == "ami":
         facts.append(f"AMI {config.node_image.ami_id} declared, not verified: run python -m preview verify-ami")
     return ", ".join(facts)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.gpu import driver_supports_gpu, mig_config_fits_gpu
+from policy.gpu import driver_supports_gpu, mig_config_fits_gpu, multi_node_pools_use_efa
 from tests.policy.resources import namespace, node_group, node_image
 from tests.policy.verdict import violations
 
@@ -61,3 +61,35 @@ def test_the_node_image_is_checked_for_every_gpu_it_is_built_for_before_the_bake
     # B200 needs 570 or later (matrix.yaml); L4 is served by 550.
     found = violations(driver_supports_gpu, [node_image(driver="550.163.01", gpu_models="B200 L4")])
     assert len(found) == 1 and "B200" in found[0][0] and "550.163.01" in found[0][0] and found[0][1] == node_image().urn
+
+
+def _pool(instance_type: str, max_size: int, efa_interfaces: str | None):
+    group = node_group(pool="h100", gpu_model="H100-80GB")
+    group.props.update(instanceTypes=[instance_type], scalingConfig={"minSize": 0, "desiredSize": 1, "maxSize": max_size})
+    if efa_interfaces is not None:
+        group.props["tags"]["gpu-platform.io/efa-interfaces"] = efa_interfaces
+    return group
+
+
+def test_a_multi_node_p5_pool_without_efa_gets_an_advisory_naming_the_fix():
+    found = violations(multi_node_pools_use_efa, [_pool("p5.48xlarge", 8, "0")])
+    assert len(found) == 1
+    message, urn = found[0]
+    assert "runs p5.48xlarge on up to 8 nodes without EFA" in message and "TCP" in message and "efa: false" in message
+    assert urn == _pool("p5.48xlarge", 8, "0").urn
+
+
+@pytest.mark.parametrize("instance_type, max_size, efa", [
+    ("p5.48xlarge", 8, "32"),   # has EFA
+    ("p5.48xlarge", 1, "0"),    # one node: NCCL stays inside it
+    ("g6e.12xlarge", 10, "0"),  # not a multi-node training family
+    ("p4d.24xlarge", 4, "4"),
+])
+def test_pools_with_efa_single_node_or_of_other_families_pass(instance_type, max_size, efa):
+    assert violations(multi_node_pools_use_efa, [_pool(instance_type, max_size, efa)]) == []
+
+
+def test_every_multi_node_family_without_efa_is_reported():
+    for instance_type in ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+                          "p6-b200.48xlarge", "p6-b300.48xlarge"):
+        assert len(violations(multi_node_pools_use_efa, [_pool(instance_type, 2, "0")])) == 1, instance_type

@@ -298,17 +298,17 @@ def test_against_an_unchanged_stack_replaces_no_gpu_node(tmp_path, capsys):
 
 def test_against_a_surge_says_how_many_extra_nodes_eks_may_launch_and_warns_about_p_family_quota(tmp_path, capsys):
     # EKS's scale up phase (User Guide, managed node update behavior) raises the group's desired and
-    # max size by the larger of up to twice its Availability Zones and maxUnavailable. prod: 3 subnets,
-    # so up to 6; h100-mig (p5.48xlarge, On-Demand, maxSize 8: 25% is 2) -> 6; l40s with maxSize 100
-    # (25% is 25) -> 25.
+    # max size by the larger of up to twice its Availability Zones and maxUnavailable. prod: 3 subnets;
+    # h100-mig (p5.48xlarge with EFA, so one subnet for its placement group; On-Demand, maxSize 8:
+    # 25% is 2) -> max(2, 2) = 2; l40s with maxSize 100 (3 subnets: 6; 25% is 25) -> 25.
     old = stack_config("prod")
     old["gpu-platform:nodePools"][1]["maxSize"] = 100
     lines = _against_a_driver_bump(tmp_path, capsys, old)
     h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
-    assert "EKS may launch up to 6 extra nodes beside the pool's (an upper bound" in h100
+    assert "EKS may launch up to 2 extra nodes beside the pool's (an upper bound" in h100
     assert "EKS may launch up to 25 extra nodes beside the pool's (an upper bound" in l40s
     (warning,) = [line for line in _after(lines, "h100-mig") if line.startswith("warning:")]
-    assert "up to 6 extra p5.48xlarge On-Demand instances" in warning and "Running On-Demand P instances" in warning
+    assert "up to 2 extra p5.48xlarge On-Demand instances" in warning and "Running On-Demand P instances" in warning
     assert not [line for line in _after(lines, "l40s") if line.startswith("warning:")]  # g6e: not P-family
 
 

@@ -66,14 +66,16 @@ def _pool_facts(lines: list[str], pool: str) -> str:
 def test_each_pool_says_its_rollout_gate_repair_kernel_modules_and_fabric_manager():
     # tests/fixtures/passing/rollouts.yaml: l4 (g6, one L4) surges, h100-block (p5.48xlarge, eight
     # H100 on NVSwitch) rolls in place, l40s (g6e, four L40S, no NVSwitch) is blue-green; every pool
-    # repairs (the default) and the bake takes the open modules, which all three GPUs accept.
+    # repairs (the default) and the bake takes the open modules, which all three GPUs accept. Only the
+    # p5 pool has EFA (on by default for the family; moto's catalogue: 32 network cards, 32 EFA), and
+    # no placement group of its own: it runs on a capacity block.
     lines = _plan(record(FIXTURES / "passing" / "rollouts.yaml"))
     assert _pool_facts(lines, "l4") == ("rollout surge, no readiness gate, nodeRepair on, open kernel modules, "
-                                        "no fabric manager (no NVSwitch)")
+                                        "no fabric manager (no NVSwitch), no EFA")
     assert _pool_facts(lines, "h100-block") == ("rollout in-place, no readiness gate, nodeRepair on, open kernel modules, "
-                                                "fabric manager runs (NVSwitch)")
+                                                "fabric manager runs (NVSwitch), EFA x32 per node (its capacity block's placement)")
     assert _pool_facts(lines, "l40s").startswith("rollout blue-green, guarded by the readiness gate ")
-    assert _pool_facts(lines, "l40s").endswith(", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch)")
+    assert _pool_facts(lines, "l40s").endswith(", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch), no EFA")
 
 
 def test_a_g5_pool_s_image_takes_the_proprietary_modules(tmp_path):
@@ -113,7 +115,7 @@ def test_a_pinned_ami_is_declared_not_verified(tmp_path):
     config["gpu-platform:nodeImage"] = {"source": "ami", "driverVersion": "580.105.08", "amiId": "ami-0123456789abcdef0"}
     lines = _plan(record(write_stack(tmp_path, config)))
     assert _pool_facts(lines, "l4").endswith(
-        "kernel modules as the pinned AMI was baked, no fabric manager (no NVSwitch), "
+        "kernel modules as the pinned AMI was baked, no fabric manager (no NVSwitch), no EFA, "
         "AMI ami-0123456789abcdef0 declared, not verified: run python -m preview verify-ami")
     assert not any("node image bake" in line for line in lines)
 
