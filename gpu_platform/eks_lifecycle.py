@@ -4,9 +4,19 @@ from the calendar in eks_versions.yaml; and which day "today" is.
 "Today" is an input, so the same stack gives the same verdicts and reports on any day it is asked
 about: `SOURCE_DATE_EPOCH` (seconds since 1970-01-01 UTC, as reproducible builds set it) when the
 environment has it, else the clock's UTC date. The Pulumi CLI hands its environment to the policy
-pack's process (pulumi/pulumi v3.259.0 sdk/go/common/resource/plugin/analyzer_plugin.go:204-213 and
-963-1000: the pack's environment joins the CLI's), so `SOURCE_DATE_EPOCH=... pulumi preview
---policy-pack policy` judges as of that day, as `python -m preview --as-of` does.
+pack's process: a Python pack runs through the Python language plugin (pulumi/pulumi v3.259.0
+sdk/go/common/resource/plugin/analyzer_plugin.go:160, 202-214), whose RunPlugin gets the CLI's
+`os.Environ()` (plugin.go:500, 567-572); so `SOURCE_DATE_EPOCH=... pulumi preview --policy-pack
+policy` judges as of that day, as `python -m preview --as-of` does. A day before the first EKS
+release in the calendar is refused: such a SOURCE_DATE_EPOCH was set for something else (Nix shells
+export 1980-01-01), and judging support on it would pass every version silently.
+
+The phases change at the start of the end dates, in UTC: AWS bills extended support "at the
+beginning of the day that the version reaches end of standard support" and creates no cluster on a
+version from its end of extended support (EKS User Guide, kubernetes-versions.adoc at 4d52b4d0, the
+calendar's preamble and the extended support FAQ). The FAQ's 1.23 example ("ended on October 11,
+2023 ... began on October 12") reads as a day later; the billing rule and `aws eks
+describe-cluster-versions` (end dates at 00:00 UTC) are what is followed here.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -83,17 +94,31 @@ def in_standard_support(today: dt.date) -> list[str]:
 
 
 class AsOfError(ValueError):
-    """SOURCE_DATE_EPOCH is set but is not a date."""
+    """SOURCE_DATE_EPOCH is set but is not a day to judge on; `early` when it is a day before EKS."""
+
+    def __init__(self, message: str, early: str = ""):
+        super().__init__(message)
+        self.early = early
 
 
 def epoch_date(text: str) -> dt.date:
     """The UTC date of a SOURCE_DATE_EPOCH value: a whole number of seconds, as the reproducible
-    builds specification defines it (https://reproducible-builds.org/specs/source-date-epoch/)."""
+    builds specification defines it (https://reproducible-builds.org/specs/source-date-epoch/), on or
+    after the first EKS release in the calendar."""
     stripped = text.strip()
-    if not stripped.isdigit() or len(stripped) > _MAX_EPOCH_DIGITS:
+    if not re.fullmatch(r"[0-9]{1,%d}" % _MAX_EPOCH_DIGITS, stripped):
         raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is not a whole number of seconds since 1970-01-01 UTC "
                         f"(e.g. {EPOCH_VARIABLE}=$(date -u -d 2026-11-30 +%s))")
-    return dt.datetime.fromtimestamp(int(stripped), tz=dt.timezone.utc).date()
+    try:
+        day = dt.datetime.fromtimestamp(int(stripped), tz=dt.timezone.utc).date()
+    except (OverflowError, OSError, ValueError):
+        raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is past any date Python can hold") from None
+    first = min(row.released for row in calendar().values() if row.released)
+    if day < first:
+        early = f"before the first EKS release in the calendar ({first.isoformat()})"
+        raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is {day.isoformat()}, {early}: it was set for something else; unset it "
+                        f"to judge as of today, or set the day to judge on", early)
+    return day
 
 
 def epoch_of(day: dt.date) -> int:

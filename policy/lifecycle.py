@@ -28,10 +28,16 @@ def _when(day: dt.date, source: str) -> str:
     return f"as of {day.isoformat()}, from {source}"
 
 
-def _upgrade_to(day: dt.date, verb: str = "upgrade to") -> str:
+def _supported(day: dt.date) -> str:
     minors = lifecycle.in_standard_support(day)
-    return f"{verb} a minor in standard support ({', '.join(minors)})" if minors else \
-        "no minor in the calendar is in standard support on that day: add the newer ones to gpu_platform/eks_versions.yaml"
+    return f"a minor in standard support ({', '.join(minors)})" if minors else \
+        "a newer minor (none in the calendar is in standard support on that day: add the newer ones to gpu_platform/eks_versions.yaml)"
+
+
+def _upgrade(minor: str, day: dt.date) -> str:
+    """EKS upgrades a control plane one minor at a time (EKS User Guide, update-cluster.adoc)."""
+    following = f"1.{int(minor.split('.')[1]) + 1}"
+    return f"upgrade one minor at a time (EKS takes no bigger step: {minor} -> {following} first) to {_supported(day)}"
 
 
 @resource_policy(
@@ -53,7 +59,8 @@ def eks_version_in_support(args, report_violation) -> None:
         report_violation(
             f"cluster {text(args.props.get('name')) or args.name!r} is declared on Kubernetes {minor}, whose EKS extended "
             f"support ended on {standing.calendar.end_of_extended.isoformat()} ({_when(day, source)}): EKS creates no "
-            f"cluster on it and upgrades existing ones itself; {_upgrade_to(day, 'choose')}")
+            f"cluster on it and upgrades existing ones itself; create it on {_supported(day)}, or, if it exists, "
+            f"{_upgrade(minor, day)}")
 
 
 def _cluster_minor(resources) -> tuple[str, str, bool] | None:
@@ -92,9 +99,10 @@ def eks_version_support_window(args, report_violation) -> None:
             f"{cluster} runs Kubernetes {minor}, in EKS extended support since {row.end_of_standard.isoformat()} (six times "
             f"the standard control-plane price per cluster hour); it ends on {row.end_of_extended.isoformat()}, "
             f"{standing.days_left(day)} days left ({_when(day, source)}), and then EKS upgrades the control plane itself; "
-            f"{_upgrade_to(day)}")
+            f"{_upgrade(minor, day)}")
     elif standing.phase == lifecycle.ENDED and not created:  # a created one is refused by eks-version-in-support
         report_violation(
             f"{cluster} runs Kubernetes {minor}, whose EKS extended support ended on {row.end_of_extended.isoformat()} "
             f"({_when(day, source)}): EKS upgrades its control plane to the oldest supported minor at any time, without "
-            f"notice, and leaves the node groups behind; {_upgrade_to(day)}")
+            f"notice, and leaves the node groups behind (it may have done so already: the stack declares {minor}); "
+            f"{_upgrade(minor, day)}")

@@ -143,6 +143,8 @@ def _as_of(args: argparse.Namespace) -> None:
     try:
         eks_lifecycle.today()
     except eks_lifecycle.AsOfError as exc:
+        if args.as_of is not None and exc.early:
+            raise InvalidInput(f"--as-of {args.as_of.isoformat()}: {exc.early}; give a day EKS existed on") from None
         raise InvalidInput(str(exc)) from None
 
 

@@ -94,13 +94,29 @@ def test_today_is_the_clocks_utc_date_without_it(monkeypatch):
     assert source == "the clock, UTC"
 
 
-@pytest.mark.parametrize("value", ["", "yesterday", "-1", "1.5e9", "2026-06-01", "9" * 13])
+@pytest.mark.parametrize("value", ["", "yesterday", "-1", "1.5e9", "2026-06-01", "9" * 13, "\u00b2", "\u0661\u0662"])
 def test_a_malformed_source_date_epoch_is_an_error_naming_it(monkeypatch, value):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
     with pytest.raises(lifecycle.AsOfError, match="SOURCE_DATE_EPOCH=.* is not a whole number of seconds"):
         lifecycle.today()
 
 
+def test_a_source_date_epoch_past_any_date_is_an_error(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "999999999999")  # year 33658
+    with pytest.raises(lifecycle.AsOfError, match="is past any date Python can hold"):
+        lifecycle.today()
+
+
+@pytest.mark.parametrize("value, day", [("315532800", "1980-01-01"), ("0", "1970-01-01"), ("1668470399", "2022-11-14")])
+def test_a_day_before_the_first_eks_release_is_refused_as_set_for_something_else(monkeypatch, value, day):
+    # Nix shells export SOURCE_DATE_EPOCH=315532800: judged on 1980, every version would pass silently.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    with pytest.raises(lifecycle.AsOfError, match=f"is {day}, before the first EKS release in the calendar \\(2022-11-15\\)"):
+        lifecycle.today()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1668470400")  # 2022-11-15, 1.24's release
+    assert lifecycle.today()[0] == D(2022, 11, 15)
+
+
 def test_epoch_of_a_day_is_its_utc_midnight():
     assert lifecycle.epoch_of(D(2026, 6, 1)) == 1780272000
-    assert lifecycle.epoch_of(D(1970, 1, 1)) == 0
+    assert lifecycle.epoch_of(D(2022, 11, 15)) == 1668470400

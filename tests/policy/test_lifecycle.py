@@ -30,7 +30,9 @@ def test_creating_a_cluster_past_the_end_of_extended_support_is_refused_naming_t
     message, urn = found[0]
     assert urn == cluster().urn
     assert "Kubernetes 1.28, whose EKS extended support ended on 2025-11-26 (as of 2026-06-01, from SOURCE_DATE_EPOCH)" in message
-    assert "choose a minor in standard support (1.33, 1.34, 1.35)" in message
+    assert "create it on a minor in standard support (1.33, 1.34, 1.35)" in message
+    # An existing cluster moves one minor at a time (EKS refuses a bigger step).
+    assert "if it exists, upgrade one minor at a time (EKS takes no bigger step: 1.28 -> 1.29 first)" in message
 
 
 @pytest.mark.parametrize("minor", ["1.32", "1.33", "1.35", "1.36"])
@@ -45,7 +47,7 @@ def test_a_created_cluster_in_extended_support_gets_the_end_date_and_the_days_le
     # 1.32: standard support ended 2026-03-23, extended support ends 2027-03-23; 2026-06-01 is 295 days before.
     assert message.startswith("cluster 'gpu-test' runs Kubernetes 1.32, in EKS extended support since 2026-03-23")
     assert "it ends on 2027-03-23, 295 days left (as of 2026-06-01, from SOURCE_DATE_EPOCH)" in message
-    assert "upgrade to a minor in standard support (1.33, 1.34, 1.35)" in message
+    assert "upgrade one minor at a time (EKS takes no bigger step: 1.32 -> 1.33 first) to a minor in standard support (1.33, 1.34, 1.35)" in message
 
 
 def test_a_cluster_in_standard_support_gets_no_advisory():
@@ -150,3 +152,10 @@ def test_a_malformed_source_date_epoch_is_invalid_input_before_anything_runs(as_
     captured = capsys.readouterr()
     assert captured.out == "" and not report.exists()
     assert "SOURCE_DATE_EPOCH='2026-06-01' is not a whole number of seconds" in captured.err
+
+
+def test_an_as_of_before_any_eks_release_is_invalid_input_naming_the_flag(as_of, capsys):
+    as_of(JUNE_2026)
+    assert main(["--stack", "dev", "--as-of", "2001-01-01"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --as-of 2001-01-01: before the first EKS release in the calendar (2022-11-15)")
