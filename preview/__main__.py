@@ -67,6 +67,7 @@ if __name__ == "__main__":
 import argparse  # noqa: E402 (after the signal handlers above)
 import contextlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import traceback  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Callable, Iterator, Optional, Sequence  # noqa: E402
@@ -93,7 +94,7 @@ def _stack_flags(parser: argparse.ArgumentParser, fleet: bool = False) -> None:
     source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
     source.add_argument("--config", type=_path, help="any stack file (Pulumi.<stack>.yaml format)")
     if fleet:
-        source.add_argument("--all", nargs="*", type=_path, metavar="PATH",
+        source.add_argument("--all", nargs="*", type=_path, metavar="PATH", action="extend",
                             help="preview many stacks in one process, one verdict line each: the stack files and "
                                  "directories given (default: stacks/); see --out and --jobs")
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
@@ -124,6 +125,8 @@ def _day(text: str):
     import datetime as dt
 
     try:
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", text):
+            raise ValueError(text)
         day = dt.date.fromisoformat(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a date as YYYY-MM-DD (e.g. 2026-11-30)") from None
@@ -149,7 +152,7 @@ def _as_of(args: argparse.Namespace) -> None:
 
 
 def _jobs(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
     return int(text)
 
@@ -379,8 +382,14 @@ def _fleet(args: argparse.Namespace, pack) -> int:
         found = fleet.stacks(args.all)
         levels = _levels(args, pack)
         if args.out is not None:
-            writing.check("--out", args.out, directory=True,
-                          inputs=[("--all", s.path) for s in found] + [("--policy-config", args.policy_config)])
+            inputs = [("--all", s.path) for s in found] + [("--policy-config", args.policy_config)]
+            writing.check("--out", args.out, directory=True, inputs=inputs)
+            # Every report goes somewhere under --out: no input may live there.
+            root = args.out.resolve()
+            for flag, path in inputs:
+                if path is not None and path.resolve().is_relative_to(root):
+                    raise ValueError(f"--out {args.out}: holds {path}, an input of this run ({flag}); "
+                                     "write the reports to a directory that holds no input")
     jobs = args.jobs or (1 if args.analyzer == "grpc" else fleet.default_jobs())
     return fleet.run(found, pack, levels, args.out, jobs, on_start=_ON_STOP.add, print_line=_print_line)
 

@@ -14,9 +14,15 @@ is invalid, else 1 if any stack has a mandatory violation, else 0.
 from __future__ import annotations
 
 import os
+import pickle
+import select
+import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
+
+import re
 
 from preview.stack_file import ROOT, STACKS, stack_name
 
@@ -50,21 +56,40 @@ def _shown(path: Path) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
+# A stack's name becomes a directory under --out: a word, never `.`, `..` or a path.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+PROJECT_FILE = "Pulumi.yaml"  # the project, not a stack
+
+
+def _files(given: Path) -> list[Path]:
+    try:
+        if given.is_dir():
+            files = sorted(given.glob("Pulumi.*.yaml")) or sorted(p for p in given.glob("*.yaml") if p.name != PROJECT_FILE)
+            if not files:
+                raise ValueError(f"--all {given}: has no stack files (Pulumi.<stack>.yaml or *.yaml)")
+            return files
+        if given.is_file():
+            return [given]
+        if given.is_symlink():
+            given.stat()  # a dangling link or a loop says which
+    except OSError as exc:
+        raise ValueError(f"--all {given}: {exc.strerror or exc}") from None
+    raise ValueError(f"--all {given}: no such file or directory")
+
+
 def stacks(paths: Sequence[Path]) -> list[Stack]:
     """The stack files named (a directory: its Pulumi.*.yaml, or its *.yaml when it has none), in the
     order given, each directory's sorted. ValueError (exit 2) for a path that is missing, a directory
-    without stack files, or two files that would share a name in the output."""
+    without stack files, a file whose stack name cannot name a report directory, or two files that
+    would share a name in the output."""
     found: list[Stack] = []
     for given in paths or [STACKS]:
-        if given.is_dir():
-            files = sorted(given.glob("Pulumi.*.yaml")) or sorted(given.glob("*.yaml"))
-            if not files:
-                raise ValueError(f"--all {given}: has no stack files (Pulumi.<stack>.yaml or *.yaml)")
-        elif given.is_file():
-            files = [given]
-        else:
-            raise ValueError(f"--all {given}: no such file or directory")
-        found += [Stack(stack_name(f), f, _shown(f)) for f in files]
+        for f in _files(given):
+            name = stack_name(f)
+            if not _NAME.fullmatch(name) or name in (".", ".."):
+                raise ValueError(f"--all {_shown(f)}: its stack name {name!r} cannot name a report directory "
+                                 "(letters, digits, '_', '.' and '-', not starting with '.' or '-')")
+            found.append(Stack(name, f, _shown(f)))
     seen: dict[str, Stack] = {}
     for stack in found:
         other = seen.setdefault(stack.name, stack)
@@ -133,27 +158,98 @@ def outputs(directory: Path, recording, violations, first):
     yield Output("--graph", directory / OUT_FILES["--graph"], lambda: graph.mermaid(recording))
 
 
-def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int, on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
-    """work(0..count-1) in `jobs` forked workers, in index order. Forked after the imports, so each
-    worker starts warm; the pack (in-process) is inherited."""
-    import multiprocessing
+def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
+                on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
+    """work(0..count-1) in `jobs` forked workers (worker k takes k, k+jobs, ...), yielded in index
+    order. Forked after the imports, so each starts warm and inherits the in-process pack. A worker
+    that dies (the OOM killer, a signal) costs its unfinished stacks an ERROR line, never a hang."""
+    parent = os.getpid()
+    workers: dict[int, tuple[int, list[int]]] = {}  # read end -> (pid, the indices it owes)
 
-    global _WORK
-    _WORK = work
-    pool = multiprocessing.get_context("fork").Pool(processes=jobs)
-    on_start(pool.terminate)
+    def stop() -> None:
+        if os.getpid() != parent:
+            return  # a worker that inherited this hook has nothing to stop
+        for pid, _ in workers.values():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    on_start(stop)
+    for k in range(jobs):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the worker
+            os.close(read)
+            _quiet_stops()
+            code = 0
+            try:
+                with os.fdopen(write, "wb") as out:
+                    for index in range(k, count, jobs):
+                        blob = pickle.dumps((index, work(index)))
+                        out.write(len(blob).to_bytes(8, "big") + blob)
+                        out.flush()
+            except BaseException:  # noqa: BLE001 the parent reports this worker's missing stacks
+                code = 3
+            os._exit(code)
+        os.close(write)
+        workers[read] = (pid, list(range(k, count, jobs)))
+    done: dict[int, Verdict] = {}
+    buffers = {fd: b"" for fd in workers}
+    following = 0
     try:
-        yield from pool.imap(_call, range(count))
+        while workers:
+            ready, _, _ = select.select(list(workers), [], [])
+            for fd in ready:
+                chunk = os.read(fd, 1 << 20)
+                if chunk:
+                    buffers[fd] += chunk
+                    while len(buffers[fd]) >= 8 and len(buffers[fd]) >= 8 + int.from_bytes(buffers[fd][:8], "big"):
+                        size = int.from_bytes(buffers[fd][:8], "big")
+                        index, verdict = pickle.loads(buffers[fd][8:8 + size])
+                        buffers[fd] = buffers[fd][8 + size:]
+                        done[index] = verdict
+                        workers[fd][1].remove(index)
+                    continue
+                pid, owed = workers.pop(fd)
+                os.close(fd)
+                _, status = os.waitpid(pid, 0)
+                for index in owed:  # the worker ended before previewing these
+                    done[index] = _lost(index, status)
+            while following in done:
+                yield done.pop(following)
+                following += 1
     finally:
-        pool.terminate()
+        stop()
+        for fd, (pid, _) in workers.items():
+            os.close(fd)
+            os.waitpid(pid, 0)
 
 
-_WORK: Optional[Callable[[int], Verdict]] = None
+_STACK_NAMES: list[str] = []
 
 
-def _call(index: int) -> Verdict:
-    assert _WORK is not None
-    return _WORK(index)
+def _lost(index: int, status: int) -> Verdict:
+    how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
+           else f"exited with {os.WEXITSTATUS(status)}")
+    return Verdict(_STACK_NAMES[index], EXIT_INTERNAL,
+                   f"internal error: the worker previewing it ended ({how}) before it was done, e.g. out of memory; "
+                   f"preview it alone with --config")
+
+
+def _quiet_stops() -> None:
+    """In a worker: a stop ends it at once, its unfinished reports discarded, without a word (the
+    parent says "interrupted" once)."""
+    def end(signum: int, _frame) -> None:
+        discard = getattr(sys.modules.get("preview.writing"), "discard_unfinished", None)
+        try:
+            if discard is not None:
+                discard()
+        finally:
+            os._exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, end)
 
 
 def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: int,
@@ -161,6 +257,7 @@ def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: i
     """Preview every stack, print its line as soon as it and every stack before it are done, then the
     total; the worst verdict's exit code."""
     jobs = max(1, min(jobs, len(found)))
+    _STACK_NAMES[:] = [stack.name for stack in found]
     work = lambda i: preview_one(found[i], pack, levels, out)  # noqa: E731
     results: Iterable[Verdict] = (work(i) for i in range(len(found))) if jobs == 1 else \
         _in_workers(work, len(found), jobs, on_start)

@@ -130,3 +130,60 @@ def test_forked_workers_print_what_one_process_prints(tmp_path):
     assert one.stdout == two.stdout
     assert len(one.stdout.splitlines()) == 5 + 1  # five stacks and the total
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dev", "driver-too-old-for-cuda", "eks-nvidia", "prod", "rollouts"]
+
+
+@pytest.mark.parametrize("file_name, name", [("Pulumi....yaml", ".."), ("Pulumi..yaml", ""), ("-x.yaml", "-x")])
+def test_a_stack_name_that_cannot_name_a_report_directory_is_refused(tmp_path, capsys, file_name, name):
+    stack = tmp_path / file_name
+    stack.write_bytes((ROOT / "stacks" / "Pulumi.dev.yaml").read_bytes())
+    assert main(["--all", str(stack), "--out", str(tmp_path / "out")]) == 2
+    captured = capsys.readouterr()
+    assert f"its stack name {name!r} cannot name a report directory" in captured.err
+    assert captured.out == "" and not (tmp_path / "out").exists()
+
+
+def test_an_out_directory_holding_an_input_is_refused(tmp_path, capsys):
+    # A stack file where its own report would go, and a policy config in --out: both refused.
+    (tmp_path / "rollout").mkdir()
+    stack = tmp_path / "rollout" / "rollout.md"
+    stack.write_bytes((ROOT / "stacks" / "Pulumi.dev.yaml").read_bytes())
+    assert main(["--all", str(stack), "--out", str(tmp_path)]) == 2
+    assert "holds " + str(stack) + ", an input of this run (--all)" in capsys.readouterr().err
+    assert stack.read_bytes() == (ROOT / "stacks" / "Pulumi.dev.yaml").read_bytes()
+    config = tmp_path / "out" / "dev" / "report.json"
+    config.parent.mkdir(parents=True)
+    config.write_text("{}")
+    assert main(["--all", "stacks/Pulumi.dev.yaml", "--out", str(tmp_path / "out"), "--policy-config", str(config)]) == 2
+    assert "an input of this run (--policy-config)" in capsys.readouterr().err
+    assert config.read_text() == "{}"
+
+
+def test_all_given_twice_previews_both_lists(capsys):
+    assert main(["--all", "stacks/Pulumi.dev.yaml", "--all", "stacks/Pulumi.prod.yaml", "--jobs", "1"]) == 0
+    assert [line.split()[1] for line in _lines(capsys)[:-1]] == ["dev", "prod"]
+
+
+def test_a_directory_of_plain_yaml_files_leaves_out_the_project_file(tmp_path):
+    from preview import fleet
+
+    for name in ("Pulumi.yaml", "a.yaml"):
+        (tmp_path / name).write_text("config: {}\n")
+    assert [s.name for s in fleet.stacks([tmp_path])] == ["a"]
+
+
+@pytest.mark.subprocess
+def test_a_worker_killed_midway_costs_its_stacks_an_error_line_not_a_hang(tmp_path):
+    # The OOM killer's SIGKILL: the run still ends, with every stack's line and the total.
+    argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(VIOLATING), "--jobs", "2"]
+    run = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = run.stdout.readline()  # a worker has finished its first stack: both are running
+    workers = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
+    assert len(workers) == 2, workers
+    os.kill(int(workers[1]), 9)
+    rest, _ = run.communicate(timeout=300)
+    lines = [first.rstrip("\n"), *rest.splitlines()]
+    assert run.returncode == 3
+    assert lines[-1].startswith("12 stacks: ") and "error" in lines[-1]
+    lost = [line for line in lines if line.startswith("ERROR")]
+    assert lost and all("the worker previewing it ended (killed by signal 9)" in line for line in lost)
+    assert len(lines) == 12 + 1
