@@ -57,13 +57,8 @@ $(VENV)/.mutation-installed: $(VENV)/.installed requirements-mutation.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-mutation.txt -c constraints.txt
 	touch $@
 
-# mutmut copies the tests and setup.cfg's also_copy into mutants/ on every run but never deletes
-# there: a test or module removed or renamed since would linger and fail the clean run. They go
-# first; the mutated sources and their results (mutants/<package>/*.meta) stay.
-MUTATION_COPIES := tests .github .ci preview mutation stacks security bench docs
-
 mutation: $(VENV)/.mutation-installed
-	rm -rf $(addprefix mutants/,$(MUTATION_COPIES))
+	$(PY) -m mutation.fresh_copies
 	$(VENV)/bin/mutmut run $(MUTANTS); status=$$?; $(PY) -m mutation.report || exit $$?; exit $$status
 
 mutation-report: $(VENV)/.mutation-installed

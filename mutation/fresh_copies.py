@@ -1,0 +1,71 @@
+"""Bring mutants/ up to date with the work tree before `mutmut run` (make mutation).
+
+mutmut 3.8.1 regenerates a mutated source only when its .py changed, copies the tests and
+setup.cfg's `also_copy` without ever deleting there, and keeps its first copy of every other file of
+a source path (it warns "non-Python file(s) changed ... cached results were kept"). So a test removed
+since the last run lingers and fails the clean run, and a data file read by the code under test
+(gpu_platform/*.yaml) stays as it was: the tests then run against data the work tree no longer has.
+Here: the tests and the `also_copy` paths are removed (mutmut copies them afresh), and every
+non-Python file of the source paths is copied over its stale copy; mutated sources and their
+results (*.meta) stay.
+"""
+
+from __future__ import annotations
+
+import configparser
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS = ROOT / "setup.cfg"
+KEPT = (".py", ".meta", ".pyc")
+
+
+def _paths(value: str) -> list[str]:
+    return [line.strip().rstrip("/") for line in value.splitlines() if line.strip()]
+
+
+def settings(path: Path = SETTINGS) -> tuple[list[str], list[str]]:
+    """(source_paths, also_copy) of the [mutmut] section."""
+    parser = configparser.ConfigParser()
+    parser.read(path)
+    section = parser["mutmut"]
+    return _paths(section.get("source_paths", "")), _paths(section.get("also_copy", ""))
+
+
+def refresh(root: Path = ROOT) -> list[str]:
+    """What was done, one line each; nothing when mutants/ does not exist yet (mutmut makes it)."""
+    mutants = root / "mutants"
+    if not mutants.is_dir():
+        return []
+    sources, also_copy = settings(root / "setup.cfg")
+    done = []
+    for name in ["tests", *also_copy]:
+        target = mutants / name
+        if target.is_dir():
+            shutil.rmtree(target)
+            done.append(f"removed mutants/{name}/")
+        elif target.exists():
+            target.unlink()
+            done.append(f"removed mutants/{name}")
+    for source in sources:
+        for file in sorted((root / source).rglob("*")):
+            if not file.is_file() or file.suffix in KEPT or "__pycache__" in file.parts:
+                continue
+            copy = mutants / file.relative_to(root)
+            if not copy.exists() or copy.read_bytes() != file.read_bytes():
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(file, copy)
+                done.append(f"copied {file.relative_to(root)}")
+    return done
+
+
+def main() -> int:
+    for line in refresh():
+        print(f"mutation: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

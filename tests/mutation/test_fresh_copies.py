@@ -1,0 +1,58 @@
+"""mutation/fresh_copies.py: before a run, mutants/ loses its stale copies of the tests and the
+also_copy paths, and gets the work tree's data files of the source paths; results stay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutation import fresh_copies
+
+SETUP = """[mutmut]
+source_paths =
+    pkg/
+also_copy =
+    docs/
+    README.md
+"""
+
+
+def _tree(root: Path) -> None:
+    (root / "setup.cfg").write_text(SETUP)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "code.py").write_text("x = 1\n")
+    (root / "pkg" / "data.yaml").write_text("new: true\n")
+    (root / "pkg" / "sub").mkdir()
+    (root / "pkg" / "sub" / "more.json").write_text("{}")
+
+
+def test_stale_copies_go_and_data_files_are_brought_up_to_date(tmp_path):
+    _tree(tmp_path)
+    mutants = tmp_path / "mutants"
+    (mutants / "tests").mkdir(parents=True)
+    (mutants / "tests" / "test_removed_since.py").write_text("")
+    (mutants / "docs").mkdir()
+    (mutants / "README.md").write_text("old")
+    (mutants / "pkg").mkdir()
+    (mutants / "pkg" / "data.yaml").write_text("new: false\n")
+    (mutants / "pkg" / "code.py").write_text("x = 1  # mutated copy\n")
+    (mutants / "pkg" / "code.py.meta").write_text("{}")
+    done = fresh_copies.refresh(tmp_path)
+    assert not (mutants / "tests").exists() and not (mutants / "docs").exists() and not (mutants / "README.md").exists()
+    assert (mutants / "pkg" / "data.yaml").read_text() == "new: true\n"
+    assert (mutants / "pkg" / "sub" / "more.json").read_text() == "{}"
+    # mutmut's own files stay as they are.
+    assert (mutants / "pkg" / "code.py").read_text() == "x = 1  # mutated copy\n"
+    assert (mutants / "pkg" / "code.py.meta").read_text() == "{}"
+    assert "copied pkg/data.yaml" in done and "removed mutants/tests/" in done
+
+
+def test_nothing_happens_before_the_first_run(tmp_path):
+    _tree(tmp_path)
+    assert fresh_copies.refresh(tmp_path) == []
+    assert not (tmp_path / "mutants").exists()
+
+
+def test_the_projects_settings_name_the_three_packages():
+    sources, also_copy = fresh_copies.settings()
+    assert sources == ["policy", "gpu_platform", "components"]
+    assert "preview" in also_copy and "stacks" in also_copy
