@@ -24,6 +24,7 @@ class GpuPoolHandle:
     # What must exist before its nodes can run anything (its node group), and what a blue-green
     # readiness gate must follow (the group replaced create-before-delete).
     ready: pulumi.Resource
+    efa: bool = False  # its nodes have EFA interfaces (components/aws/efa.py)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from components.aws import gpu_cluster
 from components.aws.discovery import Discovered
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_label
 from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
+from components.kubernetes.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
 from components.kubernetes.operands import sharing, stages
 from components.kubernetes.operands.component import Operand
@@ -124,6 +125,17 @@ class GpuPlatform(pulumi.ComponentResource):
             )
             for pool in handle.pools.values() if pool.rollout == "blue-green"
         }
+        # EFA pools: their interfaces as a resource pods can ask for (components/kubernetes/efa_device_plugin.py).
+        efa_pools = [pool for pool in handle.pools.values() if pool.efa]
+        self.efa_device_plugin = (
+            EfaDevicePlugin(
+                f"{name}-efa-device-plugin",
+                EfaDevicePluginArgs(pools=tuple(p.name for p in efa_pools), taints=efa_pools[0].taints, region=config.region,
+                                    namespace=namespace.name, audit=config.audit, provider=provider,
+                                    depends_on=[namespace, *(p.ready for p in efa_pools)]),
+                opts=child,
+            ) if efa_pools else None
+        )
         # No warning for a blue-green pool that could start or shrink to no node: the configuration refuses
         # blue-green with minSize 0 (gpu_platform/config.py NodePool._rollout), so desiredSize is at least 1 too.
         if config.monitoring.dashboard:

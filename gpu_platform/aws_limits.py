@@ -114,3 +114,12 @@ def efa_multi_node_family(instance_type: str) -> bool:
 
 def efa_vpc_cni_minimum() -> str:
     return str(_data()["efa"]["vpc_cni_minimum_for_efa_only"])
+
+
+def eks_addon_registry(region: str) -> Optional[str]:
+    """The ECR registry of AWS's EKS add-on images in a region (aws_limits.yaml eks_addon_registries)."""
+    return _data()["eks_addon_registries"].get(region)
+
+
+def efa_device_plugin() -> dict[str, str]:
+    return dict(_data()["efa_device_plugin"])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gpu_platform import contract
+
 from preview.recording import Recording
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -35,6 +37,8 @@ def test_every_operand_workload_waits_for_every_gpu_node_group(stack):
     """Directly (the first stage) or through the stage before it: walk the whole chain."""
     node_groups = {ng.urn for ng in gpu_node_groups(stack)}
     for ds in stack.of_type(DAEMONSET):
+        if contract.OPERAND_KEY not in ds.inputs["metadata"].get("labels", {}):
+            continue  # not an operand (the EFA device plugin waits for the EFA pools only: its own test)
         seen, frontier = set(), set(stack.waits_for(ds.urn))
         while frontier:
             seen |= frontier

@@ -266,6 +266,13 @@ def discover(config: StackConfig) -> Discovered:
     exists = not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or [])
     gpus = {pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)}
     efa = {pool.name: _pool_efa(i, pool, gpus[pool.name]) for i, pool in enumerate(config.node_pools)}
+    if any(efa.values()) and aws_limits.eks_addon_registry(config.region) is None:
+        first = next(i for i, pool in enumerate(config.node_pools) if efa[pool.name])
+        raise ConfigError(
+            f"gpu-platform:nodePools[{first}].efa: the EFA device plugin's image comes from the region's EKS add-on "
+            f"registry, and none is recorded for {config.region!r} (gpu_platform/aws_limits.yaml eks_addon_registries, "
+            f"from the EKS User Guide); add the region's row, or set efa: false"
+        )
     build_network = _build_network(config) if bake or any(efa.values()) else None
     return Discovered(
         gpus=gpus,

@@ -134,6 +134,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 rollout=pool.rollout,
                 node_selector=pools[pool.name].node_selector,
                 ready=pools[pool.name].node_group,
+                efa=found.efa.get(pool.name, False),
             )
             for pool in config.node_pools
         },

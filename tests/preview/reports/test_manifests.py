@@ -29,7 +29,9 @@ def test_every_manifest_is_strictly_valid(stack):
 
 def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_image_bakes(prod):
     daemonsets = [yaml.safe_load(t)["metadata"]["name"] for f, t in manifests.files(prod).items() if "-daemonset-" in f]
+    # AWS's EFA device plugin first: it is created with the namespace, for the EFA pool (h100-mig).
     assert daemonsets == [
+        "aws-efa-k8s-device-plugin",
         "nvidia-node-feature-discovery", "nvidia-operator-validator", "nvidia-mig-manager", "nvidia-device-plugin",
         "nvidia-gpu-feature-discovery", "nvidia-dcgm-exporter",
     ]
@@ -39,6 +41,7 @@ def test_all_seven_operands_reach_the_manifests_in_order_with_the_toolkit_daemon
     rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
     daemonsets = [yaml.safe_load(t)["metadata"]["name"] for f, t in manifests.files(rec).items() if "-daemonset-" in f]
     assert daemonsets == [
+        "aws-efa-k8s-device-plugin",
         "nvidia-node-feature-discovery", "nvidia-container-toolkit", "nvidia-operator-validator", "nvidia-mig-manager",
         "nvidia-device-plugin", "nvidia-gpu-feature-discovery", "nvidia-dcgm-exporter",
     ]

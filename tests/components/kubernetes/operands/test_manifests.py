@@ -5,14 +5,18 @@ from __future__ import annotations
 from gpu_platform import contract
 from tests.components.kubernetes.conftest import DEPLOYMENT, daemonset_of, daemonsets, pod_spec
 
-# Operand -> the privileges its pods may keep (the list; everything else runs unprivileged).
-PRIVILEGED = {"container-toolkit", "mig-manager", "validator"}
+# Operand (or other workload, by app name) -> the privileges its pods may keep (the list, and
+# AWS's EFA device plugin as its chart runs it; everything else runs unprivileged).
+EFA_DEVICE_PLUGIN = "aws-efa-k8s-device-plugin"
+PRIVILEGED = {"container-toolkit", "mig-manager", "validator", EFA_DEVICE_PLUGIN}
 HOST_PID = {"container-toolkit", "mig-manager"}
+HOST_NETWORK = {EFA_DEVICE_PLUGIN}
 CAPABILITIES = {"device-plugin": {"SYS_ADMIN"}, "gpu-feature-discovery": {"SYS_ADMIN"}, "dcgm-exporter": {"SYS_ADMIN"}}
 
 
 def operand_of(ds) -> str:
-    return ds.inputs["metadata"]["labels"][contract.OPERAND_KEY]
+    labels = ds.inputs["metadata"]["labels"]
+    return labels.get(contract.OPERAND_KEY) or labels["app.kubernetes.io/name"]
 
 
 def containers(spec: dict) -> list[dict]:
@@ -26,7 +30,7 @@ def test_only_the_toolkit_mig_manager_and_validator_run_privileged(stack):
         # Both directions: nothing else is privileged, and these really are (they cannot work otherwise).
         assert privileged == (operand_of(ds) in PRIVILEGED), ds.name
         assert bool(spec.get("hostPID")) == (operand_of(ds) in HOST_PID), ds.name
-        assert not spec.get("hostNetwork"), ds.name
+        assert bool(spec.get("hostNetwork")) == (operand_of(ds) in HOST_NETWORK), ds.name
 
 
 def test_unprivileged_containers_drop_everything_and_add_only_what_is_listed(stack):
