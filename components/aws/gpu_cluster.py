@@ -35,7 +35,8 @@ def check(config: StackConfig, found: Discovered):
     """What the EKS half must refuse before anything is registered (a config error): one node image
     cannot carry the kernel modules or module options every pool's GPU needs."""
     return image_hardware(
-        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count) for i, p in enumerate(config.node_pools)],
+        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count, found.efa.get(p.name, False))
+         for i, p in enumerate(config.node_pools)],
         config.node_image.source,
     )
 

@@ -138,6 +138,12 @@ def test_commands(driver: str, hardware: ImageHardware, toolkit_baked: bool) -> 
             _check(f"systemctl is-enabled {NVSWITCH_UNIT}", f"{NVSWITCH_UNIT} is not enabled"),
             _check("! systemctl is-active --quiet nvidia-fabricmanager.service", "the fabric manager runs on an instance without NVSwitch"),
         ]
+    if hardware.efa:
+        # The base image brings the EFA kernel driver (amazon-eks-ami builds every AL2023 variant with
+        # enable_efa true: templates/al2023/variables-default.json:17, provisioners/install-efa.sh at
+        # 81fec2e8); an EFA pool's image proves it is there for the kernel it boots.
+        commands.append(_check('modinfo -k "$(uname -r)" efa >/dev/null',
+                               "the EFA kernel driver (efa) is missing for the running kernel: the pools with EFA need it"))
     if toolkit_baked:
         commands += [
             # What nodeadm looks for to make `nvidia` containerd's runtime (runtime_config_nvidia.go).

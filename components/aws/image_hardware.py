@@ -29,6 +29,7 @@ class PoolHardware:
     instance_type: str
     gpu: matrix.Gpu
     gpu_count: int
+    efa: bool = False  # the pool's nodes have EFA interfaces
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class ImageHardware:
     # (scripts/nvswitch-fabric.sh), and those of them with fourth-generation NVSwitch.
     nvswitch_instance_types: tuple[str, ...] = ()
     nvlink5_instance_types: tuple[str, ...] = ()
+    efa: bool = False  # some pool has EFA: the image must carry the EFA kernel driver
 
 
 def _pool(p: PoolHardware) -> str:
@@ -97,4 +99,5 @@ def image_hardware(pools: list[PoolHardware], source: str) -> ImageHardware:
         gsp_firmware_off=gsp_off and source == "bake",
         nvswitch_instance_types=tuple(nvswitch),
         nvlink5_instance_types=tuple(nvlink5),
+        efa=any(p.efa for p in pools),
     )

@@ -98,7 +98,10 @@ _ANSWERS = {
   *) while [[ $# -gt 0 ]]; do if [[ "$1" == "-o" ]]; then echo "public key" >"$2"; fi; shift; done ;;
 esac''',
     "gpg": 'echo "pub:-:4096:1:9CD0A493D42D0685:1650000000:::-:::scSC::::::23::0:"; echo "fpr:::::::::${STUB_FINGERPRINT}:"',
-    "modinfo": 'case "$*" in *version*) echo "$STUB_MODULE_VERSION" ;; *license*) echo "$STUB_MODULE_LICENSE" ;; esac',
+    # The module is the last argument; one the kernel lacks is kmod's error and exit 1 (STUB_MODULES:
+    # the modules present, default nvidia and efa, which the EKS AL2023 base images carry).
+    "modinfo": '''mod="${@: -1}"; [[ " ${STUB_MODULES-nvidia efa} " == *" $mod "* ]] || { echo "modinfo: ERROR: Module $mod not found." >&2; exit 1; }
+case "$*" in *version*) echo "$STUB_MODULE_VERSION" ;; *license*) echo "$STUB_MODULE_LICENSE" ;; esac''',
     "rpm": '''case "$*" in *--qf*) printf '%s' "${STUB_RPM_VERSION:-$STUB_MODULE_VERSION}" ;; esac''',
     "nvidia-smi": '''case "$*" in *driver_version*) echo "$STUB_MODULE_VERSION"; echo "$STUB_MODULE_VERSION" ;; *) echo "NVIDIA-SMI $STUB_MODULE_VERSION" ;; esac''',
     "systemctl": '''case "$1" in is-active) [[ " $STUB_ACTIVE " == *" ${*: -1} "* ]] ;; esac''',

@@ -114,3 +114,16 @@ def test_the_proprietary_stream_is_named_when_it_is_missing(record_variant, tmp_
     document = _document(record_variant, "g5")
     run = run_bash(build_step(document), tmp_path, {**module_answers(DRIVER, LICENSE["proprietary"]), "STUB_FAIL_MODULE": "1"})
     assert run.returncode != 0 and "no module stream nvidia-driver:580-dkms" in run.output
+
+
+def test_an_efa_pools_image_without_the_efa_driver_fails_the_test_phase(record_variant, tmp_path):
+    # p5.48xlarge pools have EFA by default: their image must carry the efa module for its kernel.
+    run = _booted(record_variant, "p5", tmp_path, STUB_MODULES="nvidia")
+    assert run.returncode != 0 and "test phase: the EFA kernel driver (efa) is missing" in run.output
+    assert ["-k", "6.12.94-123.180.amzn2023.x86_64", "efa"] in run.of("modinfo")
+
+
+def test_an_image_without_efa_pools_does_not_ask_for_the_efa_driver(record_variant, tmp_path):
+    run = _booted(record_variant, "g6", tmp_path, STUB_MODULES="nvidia")
+    assert run.returncode == 0, run.output
+    assert not [call for call in run.of("modinfo") if call[-1] == "efa"]
