@@ -123,3 +123,8 @@ def eks_addon_registry(region: str) -> Optional[str]:
 
 def efa_device_plugin() -> dict[str, str]:
     return dict(_data()["efa_device_plugin"])
+
+
+def efa_in_standard_ami_from() -> str:
+    """The first EKS AMI release whose standard AL2023 image has the EFA driver (aws_limits.yaml efa)."""
+    return str(_data()["efa"]["standard_ami_from_release"])

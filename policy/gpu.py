@@ -111,6 +111,9 @@ def multi_node_pools_use_efa(args, report_violation) -> None:
     tags = facts.tags(args.props)
     if tags.get(contract.EFA_INTERFACES_TAG, "0") != "0":
         return
+    count = tags.get(contract.GPU_COUNT_TAG, "")
+    if not count.isdigit() or int(count) < 8:
+        return  # the whole-node sizes only (a p5.4xlarge's one GPU trains on one node)
     scaling = mapping(args.props.get("scalingConfig"))
     most = scaling.get("maxSize")
     if not isinstance(most, (int, float)) or most <= 1:

@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from components.aws import base_image
 from components.aws.base_image import BaseImage
-from gpu_platform import aws_limits, matrix
+from gpu_platform import eks_amis, aws_limits, matrix
 from gpu_platform.config import ConfigError, StackConfig
 
 
@@ -126,11 +126,28 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
                    network_cards=int(found.maximum_network_cards or 1), efa_interfaces=efa)
 
 
+def _efa_in_base(config: StackConfig, release: str, efa: dict[str, bool]) -> None:
+    """A baked image gets the EFA driver from its base: refused before the bake when the base predates it."""
+    first = aws_limits.efa_in_standard_ami_from()
+    if release >= first:  # vYYYYMMDD: the tags sort by date
+        return
+    index = next(i for i, pool in enumerate(config.node_pools) if efa[pool.name])
+    k8s = config.cluster.kubernetes_version
+    newer = [r for r in eks_amis.releases(k8s, "standard") if r >= first]
+    way = (f"pin {base_image.KEY} to {min(newer)} or later" if newer else
+           f"no release for Kubernetes {k8s} has it (its last is {eks_amis.newest(k8s, 'standard')}): move to a newer minor")
+    raise ConfigError(
+        f"{base_image.KEY}: {release!r} predates the EFA driver in the standard AL2023 image (amazon-eks-ami builds it in "
+        f"from {first}), and nodePools[{index}] has EFA; {way}, or set gpu-platform:nodePools[{index}].efa: false"
+    )
+
+
 def _pool_efa(index: int, pool, gpu: PoolGpu) -> bool:
     """Whether the pool's nodes get EFA: as the stack says, else on for the multi-node training
     families that have it (gpu_platform/aws_limits.yaml efa)."""
     if pool.efa is None:
-        return gpu.efa_interfaces > 0 and aws_limits.efa_multi_node_family(pool.instance_type)
+        # The whole-node sizes (8 GPUs): a p5.4xlarge's one GPU is no multi-node training node.
+        return gpu.efa_interfaces > 0 and gpu.count >= 8 and aws_limits.efa_multi_node_family(pool.instance_type)
     if pool.efa and gpu.efa_interfaces == 0:
         raise ConfigError(
             f"gpu-platform:nodePools[{index}].efa: {pool.instance_type!r} has no Elastic Fabric Adapter (AWS's catalogue: "
@@ -255,7 +272,9 @@ def _build_network(config: StackConfig) -> BuildNetwork:
     try:
         found = aws.ec2.get_subnet(id=subnet)
     except Exception as exc:
-        raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({aws_said(exc)}); the node image builds there") from None
+        why = ("the node image builds there" if config.node_image.source == "bake"
+               else "the EFA pools launch there and the EFA security group goes in its VPC")
+        raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({aws_said(exc)}); {why}") from None
     return BuildNetwork(subnet_id=subnet, vpc_id=found.vpc_id)
 
 
@@ -271,14 +290,18 @@ def discover(config: StackConfig) -> Discovered:
         raise ConfigError(
             f"gpu-platform:nodePools[{first}].efa: the EFA device plugin's image comes from the region's EKS add-on "
             f"registry, and none is recorded for {config.region!r} (gpu_platform/aws_limits.yaml eks_addon_registries, "
-            f"from the EKS User Guide); add the region's row, or set efa: false"
+            f"from the EKS User Guide); add the region's row, or set efa: false on the pool "
+            f"({'EFA is on by default for ' + config.node_pools[first].instance_type if config.node_pools[first].efa is None else 'it says efa: true'})"
         )
+    base = _base_image(config) if bake else None
+    if base is not None and any(efa.values()):
+        _efa_in_base(config, base.release, efa)
     build_network = _build_network(config) if bake or any(efa.values()) else None
     return Discovered(
         gpus=gpus,
         efa=efa,
         vpc_id=build_network.vpc_id if build_network and any(efa.values()) else None,
-        base_image=_base_image(config) if bake else None,
+        base_image=base,
         build_network=build_network if bake else None,
         adopted=None if config.cluster.create else _adopt(config),
         partition=partition,

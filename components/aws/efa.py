@@ -10,7 +10,7 @@ The interface layout, from the card and EFA counts the provider's getInstanceTyp
   takes no EFA, as on p6-b300);
 - each further EFA card gets an `efa-only` interface at device index 1: no IP address, so a p5 with
   32 cards does not take 31 more addresses from the subnet (VPC CNI 1.18.5 or later leaves them alone).
-More than one interface means no AssociatePublicIpAddress at all: EC2 refuses it with more than one
+More than one interface means no AssociatePublicIpAddress at all (one interface keeps it false): EC2 refuses it with more than one
 interface in the request (botocore 0e6e2404b, ec2 service-2.json, InstanceNetworkInterfaceSpecification.
 AssociatePublicIpAddress), and assigns no public address then.
 """
@@ -50,7 +50,7 @@ def layout(network_cards: int, efa_interfaces: int) -> list[Interface]:
 
 def network_interfaces(interfaces: list[Interface], security_groups: list[pulumi.Input[str]]) -> list[dict]:
     """The launch template's networkInterfaces for the layout, every one in the given groups."""
-    return [
+    found = [
         {
             "network_card_index": i.card,
             "device_index": i.device_index,
@@ -60,6 +60,9 @@ def network_interfaces(interfaces: list[Interface], security_groups: list[pulumi
         }
         for i in interfaces
     ]
+    if len(found) == 1:  # one interface: say no public address, as every other template does
+        found[0]["associate_public_ip_address"] = "false"
+    return found
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ the platform component as before (their URNs do not move), and the handle the Ku
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import pulumi
@@ -18,7 +19,7 @@ from components.aws.node_image import NodeImage, NodeImageArgs
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
-from gpu_platform import contract
+from gpu_platform import aws_limits, contract
 from gpu_platform.config import StackConfig
 
 
@@ -34,11 +35,13 @@ class EksGpuCluster:
 def check(config: StackConfig, found: Discovered):
     """What the EKS half must refuse before anything is registered (a config error): one node image
     cannot carry the kernel modules or module options every pool's GPU needs."""
-    return image_hardware(
-        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count, found.efa.get(p.name, False))
-         for i, p in enumerate(config.node_pools)],
+    hardware = image_hardware(
+        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count) for i, p in enumerate(config.node_pools)],
         config.node_image.source,
     )
+    # A base release that carries the EFA driver gets it proven by the test phase (aws_limits.yaml efa).
+    base = found.base_image
+    return dataclasses.replace(hardware, efa=base is not None and base.release >= aws_limits.efa_in_standard_ami_from())
 
 
 def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_gates: dict[str, tuple[str, ...]],
@@ -96,6 +99,14 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
     )
     efa = (EfaNetwork(f"{name}-efa", EfaNetworkArgs(vpc_id=found.vpc_id, tags=base_tags), opts=child)
            if any(found.efa.values()) else None)
+    if efa is not None and found.adopted is not None:
+        # EKS's current vpc-cni versions take efa-only interfaces; an adopted cluster's may be older, and
+        # the stack does not manage it (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:37).
+        pulumi.log.warn(
+            f"gpu-platform:nodePools[].efa: the adopted cluster {config.cluster.name!r} must run the VPC CNI "
+            f"{aws_limits.efa_vpc_cni_minimum()} or later for the EFA pools' efa-only interfaces; check with `aws eks "
+            f"describe-addon --cluster-name {config.cluster.name} --addon-name vpc-cni` before pulumi up"
+        )
     pools = {}
     for pool in config.node_pools:
         gpu = found.gpus[pool.name]

@@ -29,7 +29,6 @@ class PoolHardware:
     instance_type: str
     gpu: matrix.Gpu
     gpu_count: int
-    efa: bool = False  # the pool's nodes have EFA interfaces
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,9 @@ class ImageHardware:
     # (scripts/nvswitch-fabric.sh), and those of them with fourth-generation NVSwitch.
     nvswitch_instance_types: tuple[str, ...] = ()
     nvlink5_instance_types: tuple[str, ...] = ()
-    efa: bool = False  # some pool has EFA: the image must carry the EFA kernel driver
+    # The base image carries the EFA kernel driver, which the test phase then proves (set from the base
+    # release, not from the pools: turning a pool's EFA on or off must not rebuild the image).
+    efa: bool = False
 
 
 def _pool(p: PoolHardware) -> str:
@@ -99,5 +100,4 @@ def image_hardware(pools: list[PoolHardware], source: str) -> ImageHardware:
         gsp_firmware_off=gsp_off and source == "bake",
         nvswitch_instance_types=tuple(nvswitch),
         nvlink5_instance_types=tuple(nvlink5),
-        efa=any(p.efa for p in pools),
     )

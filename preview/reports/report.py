@@ -67,7 +67,7 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
                 "name": r.name,
                 "parent": r.parent,
                 "dependencies": list(r.dependencies),
-                "propertyDependencies": {key: list(urns) for key, urns in sorted(r.property_dependencies) if urns},
+                "propertyDependencies": {key: sorted(urns) for key, urns in sorted(r.property_dependencies) if urns},
                 "ignoreChanges": list(r.ignore_changes),
                 "replaceOnChanges": list(r.replace_on_changes),
                 "inputs": clean(r.inputs),

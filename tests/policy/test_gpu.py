@@ -63,9 +63,10 @@ def test_the_node_image_is_checked_for_every_gpu_it_is_built_for_before_the_bake
     assert len(found) == 1 and "B200" in found[0][0] and "550.163.01" in found[0][0] and found[0][1] == node_image().urn
 
 
-def _pool(instance_type: str, max_size: int, efa_interfaces: str | None):
+def _pool(instance_type: str, max_size: int, efa_interfaces: str | None, gpus: str = "8"):
     group = node_group(pool="h100", gpu_model="H100-80GB")
     group.props.update(instanceTypes=[instance_type], scalingConfig={"minSize": 0, "desiredSize": 1, "maxSize": max_size})
+    group.props["tags"]["gpu-platform.io/gpu-count"] = gpus
     if efa_interfaces is not None:
         group.props["tags"]["gpu-platform.io/efa-interfaces"] = efa_interfaces
     return group
@@ -87,6 +88,10 @@ def test_a_multi_node_p5_pool_without_efa_gets_an_advisory_naming_the_fix():
 ])
 def test_pools_with_efa_single_node_or_of_other_families_pass(instance_type, max_size, efa):
     assert violations(multi_node_pools_use_efa, [_pool(instance_type, max_size, efa)]) == []
+
+
+def test_a_one_gpu_size_of_the_family_is_not_a_multi_node_training_node():
+    assert violations(multi_node_pools_use_efa, [_pool("p5.4xlarge", 8, "0", gpus="1")]) == []
 
 
 def test_every_multi_node_family_without_efa_is_reported():

@@ -135,3 +135,59 @@ def test_efa_true_on_another_efa_type_gets_its_layout(tmp_path):
     assert [n["interfaceType"] for n in lt.inputs["networkInterfaces"]] == ["efa"]
     assert len(rec.of_type("aws:ec2/placementGroup:PlacementGroup")) == 2
     assert len(_efa_groups(rec)) == 1  # one EFA group for the stack
+
+
+def test_a_base_release_older_than_efa_in_the_standard_image_is_refused_before_the_bake(tmp_path):
+    # amazon-eks-ami set enable_efa "true" for every AL2023 variant in v20260505 (v20260318: "false").
+    config = stack_config("prod")
+    config["gpu-platform:nodeImage"]["baseImageRelease"] = "v20260318"
+    with pytest.raises(ConfigError) as error:
+        engine.run(write_stack(tmp_path, config, name="prod"))
+    assert str(error.value) == (
+        "gpu-platform:nodeImage.baseImageRelease: 'v20260318' predates the EFA driver in the standard AL2023 image "
+        "(amazon-eks-ami builds it in from v20260505), and nodePools[0] has EFA; pin gpu-platform:nodeImage.baseImageRelease "
+        "to v20260505 or later, or set gpu-platform:nodePools[0].efa: false")
+    config["gpu-platform:nodePools"][0]["efa"] = False
+    assert engine.run(write_stack(tmp_path, config, name="prod")).of_type(LAUNCH_TEMPLATE)
+
+
+def test_an_adopted_cluster_with_efa_pools_is_warned_about_its_vpc_cni(tmp_path):
+    config = stack_config("prod")
+    config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
+    rec = engine.run(write_stack(tmp_path, config, name="prod"))
+    (warning,) = [w for w in rec.warnings if "VPC CNI" in w]
+    assert "the adopted cluster 'gpu-shared' must run the VPC CNI 1.18.5 or later" in warning
+    assert not [w for w in engine.run(engine.stack_file("prod")).warnings if "VPC CNI" in w]
+
+
+def test_turning_a_pools_efa_off_leaves_the_node_image_as_it_is(prod, tmp_path):
+    config = stack_config("prod")
+    config["gpu-platform:nodePools"][0]["efa"] = False
+    rec = engine.run(write_stack(tmp_path, config, name="prod"))
+    component = ("aws:imagebuilder/component:Component", "gpu-node-image-driver")
+    assert rec.one(*component).inputs == prod.one(*component).inputs
+
+
+def test_an_image_on_a_base_before_efa_does_not_check_for_it(tmp_path):
+    config = stack_config("dev")  # no EFA pool
+    config["gpu-platform:nodeImage"]["baseImageRelease"] = "v20260318"
+    rec = engine.run(write_stack(tmp_path, config))
+    assert "the EFA kernel driver" not in rec.one("aws:imagebuilder/component:Component", "gpu-node-image-driver").inputs["data"]
+
+
+def test_a_one_interface_efa_pool_still_says_no_public_address(tmp_path):
+    config = stack_config("prod")
+    config["gpu-platform:nodePools"][1]["efa"] = True  # g6e.12xlarge: one card, one EFA interface
+    rec = engine.run(write_stack(tmp_path, config, name="prod"))
+    (lt,) = [r for r in rec.of_type(LAUNCH_TEMPLATE) if r.name == "gpu-pool-l40s-lt"]
+    (nic,) = lt.inputs["networkInterfaces"]
+    assert nic["interfaceType"] == "efa" and nic["associatePublicIpAddress"] == "false"
+
+
+def test_a_one_gpu_size_of_the_family_gets_no_efa_by_default(tmp_path):
+    config = stack_config("prod")
+    config["gpu-platform:nodePools"][1]["instanceType"] = "p5.4xlarge"  # one H100, one EFA interface
+    assert "efa" not in config["gpu-platform:nodePools"][1]
+    rec = engine.run(write_stack(tmp_path, config, name="prod"))
+    (group,) = [r for r in rec.of_type(NODE_GROUP) if r.name == "gpu-pool-l40s-ng"]
+    assert group.inputs["tags"][EFA_TAG] == "0"

@@ -314,6 +314,8 @@ def test_the_prod_stack_on_the_oldest_release_renders_its_images_traits_and_vali
     def with_toolkit_daemonset(cfg: dict) -> None:
         _on_release(oldest)(cfg)
         cfg["gpu-platform:nodeImage"]["toolkitBaked"] = False
+        # 1.29's EKS AMIs all predate the EFA driver in the standard image: the H100 pool goes without.
+        cfg["gpu-platform:nodePools"][0]["efa"] = False
 
     rec = variant(with_toolkit_daemonset, stack="prod")
     k8s = rec.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
