@@ -162,7 +162,13 @@ def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
                 on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
     """work(0..count-1) in `jobs` forked workers (worker k takes k, k+jobs, ...), yielded in index
     order. Forked after the imports, so each starts warm and inherits the in-process pack. A worker
-    that dies (the OOM killer, a signal) costs its unfinished stacks an ERROR line, never a hang."""
+    that dies (the OOM killer, a signal) costs its unfinished stacks an ERROR line, never a hang.
+
+    Forked before any stack has run, never after: a run leaves the SDK's threads (its event loop's
+    executor, gRPC) behind, and a fork copies their locks held; a worker forked after one run hung at
+    its first stack (tried 2026-11-30). Each worker therefore pays the first run's imports of the
+    providers' submodules (about a second, docs/benchmarks.md); importing the classes the program
+    uses before the fork is the way to share that."""
     parent = os.getpid()
     workers: dict[int, tuple[int, list[int]]] = {}  # read end -> (pid, the indices it owes)
 
