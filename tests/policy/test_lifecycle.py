@@ -159,3 +159,18 @@ def test_an_as_of_before_any_eks_release_is_invalid_input_naming_the_flag(as_of,
     assert main(["--stack", "dev", "--as-of", "2001-01-01"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --as-of 2001-01-01: before the first EKS release in the calendar (2022-11-15)")
+
+
+def test_a_day_when_no_minor_of_the_calendar_is_in_standard_support_asks_for_the_calendar_to_grow(as_of):
+    as_of("1838246400")  # 2028-04-02: 1.35's support has ended, 1.36 has no dates yet
+    (message, _), = violations(eks_version_in_support, [cluster("1.35")])
+    assert "create it on a newer minor (none in the calendar is in standard support on that day: add the newer " \
+           "ones to gpu_platform/eks_versions.yaml)" in message
+
+
+def test_only_the_operands_namespace_with_its_kubernetes_version_speaks_for_an_adopted_cluster():
+    other = namespace(kubernetes="1.32")
+    del other.props["metadata"]["annotations"]["gpu-platform.io/operator-release"]
+    assert violations(eks_version_support_window, [other]) == []
+    unversioned = namespace(kubernetes="")
+    assert violations(eks_version_support_window, [unversioned]) == []
