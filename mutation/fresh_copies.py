@@ -61,9 +61,30 @@ def refresh(root: Path = ROOT) -> list[str]:
     return done
 
 
+RUN_FILE = "gpu-platform-run.json"  # in mutants/: the commit the latest `make mutation` ran at
+
+
+def record_commit(root: Path = ROOT) -> str | None:
+    """Write the work tree's commit into mutants/ (mutmut's own `git_commit` is the baseline of its
+    last full coverage pass, not of the latest run)."""
+    import json
+    import subprocess
+
+    mutants = root / "mutants"
+    if not mutants.is_dir():
+        return None
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    if done.returncode != 0:
+        return None
+    commit = done.stdout.strip()
+    (mutants / RUN_FILE).write_text(json.dumps({"commit": commit}) + "\n")
+    return commit
+
+
 def main() -> int:
     for line in refresh():
         print(f"mutation: {line}")
+    record_commit()
     return 0
 
 

@@ -88,11 +88,16 @@ def _cell(text: str) -> str:
 
 
 def run_commit(mutants: Path = MUTANTS) -> str | None:
-    """The commit mutmut's coverage pass ran at (mutants/mutmut-stats.json), or None."""
-    try:
-        return json.loads((mutants / "mutmut-stats.json").read_text()).get("git_commit")
-    except (OSError, ValueError):
-        return None
+    """The commit the latest `make mutation` ran at (mutation/fresh_copies.py records it), else the
+    baseline of mutmut's last full coverage pass (mutants/mutmut-stats.json), or None."""
+    for name, key in (("gpu-platform-run.json", "commit"), ("mutmut-stats.json", "git_commit")):
+        try:
+            found = json.loads((mutants / name).read_text()).get(key)
+        except (OSError, ValueError):
+            continue
+        if found:
+            return found
+    return None
 
 
 def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, dict[str, str]],

@@ -56,3 +56,17 @@ def test_the_projects_settings_name_the_three_packages():
     sources, also_copy = fresh_copies.settings()
     assert sources == ["policy", "gpu_platform", "components"]
     assert "preview" in also_copy and "stacks" in also_copy
+
+
+def test_the_commit_of_the_run_is_recorded_in_mutants(tmp_path):
+    import subprocess
+
+    _tree(tmp_path)
+    assert fresh_copies.record_commit(tmp_path) is None  # no mutants/ yet
+    (tmp_path / "mutants").mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
+                   cwd=tmp_path, check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert fresh_copies.record_commit(tmp_path) == head
+    assert head in (tmp_path / "mutants" / "gpu-platform-run.json").read_text()

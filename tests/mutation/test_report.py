@@ -95,3 +95,6 @@ def test_the_report_names_the_commit_the_run_was_made_at(tmp_path):
     text, _ = report.render(_mutants(killed=1), {}, {}, commit)
     assert "Results of the run made at commit `a1bba25b5f72`" in text
     assert report.run_commit(tmp_path / "none") is None
+    # The latest run's own record wins over mutmut's baseline (its last full coverage pass).
+    (tmp_path / "gpu-platform-run.json").write_text(json.dumps({"commit": "58afdc4" + "0" * 33}))
+    assert report.run_commit(tmp_path) == "58afdc4" + "0" * 33
