@@ -158,7 +158,7 @@ def outputs(directory: Path, recording, violations, first):
     yield Output("--graph", directory / OUT_FILES["--graph"], lambda: graph.mermaid(recording))
 
 
-def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
+def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
                 on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
     """work(0..count-1) in `jobs` forked workers (worker k takes k, k+jobs, ...), yielded in index
     order. Forked after the imports, so each starts warm and inherits the in-process pack. A worker
@@ -169,7 +169,7 @@ def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
     its first stack (tried 2026-11-30). Each worker therefore pays the first run's imports of the
     providers' submodules (about a second, docs/benchmarks.md); importing the classes the program
     uses before the fork is the way to share that."""
-    parent = os.getpid()
+    parent, count = os.getpid(), len(names)
     workers: dict[int, tuple[int, list[int]]] = {}  # read end -> (pid, the indices it owes)
 
     def stop() -> None:
@@ -221,7 +221,7 @@ def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
                 os.close(fd)
                 _, status = os.waitpid(pid, 0)
                 for index in owed:  # the worker ended before previewing these
-                    done[index] = _lost(index, status)
+                    done[index] = _lost(names[index], status)
             while following in done:
                 yield done.pop(following)
                 following += 1
@@ -232,13 +232,10 @@ def _in_workers(work: Callable[[int], Verdict], count: int, jobs: int,
             os.waitpid(pid, 0)
 
 
-_STACK_NAMES: list[str] = []
-
-
-def _lost(index: int, status: int) -> Verdict:
+def _lost(stack: str, status: int) -> Verdict:
     how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
            else f"exited with {os.WEXITSTATUS(status)}")
-    return Verdict(_STACK_NAMES[index], EXIT_INTERNAL,
+    return Verdict(stack, EXIT_INTERNAL,
                    f"internal error: the worker previewing it ended ({how}) before it was done, e.g. out of memory; "
                    f"preview it alone with --config")
 
@@ -263,10 +260,9 @@ def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: i
     """Preview every stack, print its line as soon as it and every stack before it are done, then the
     total; the worst verdict's exit code."""
     jobs = max(1, min(jobs, len(found)))
-    _STACK_NAMES[:] = [stack.name for stack in found]
     work = lambda i: preview_one(found[i], pack, levels, out)  # noqa: E731
     results: Iterable[Verdict] = (work(i) for i in range(len(found))) if jobs == 1 else \
-        _in_workers(work, len(found), jobs, on_start)
+        _in_workers(work, [stack.name for stack in found], jobs, on_start)
     width = max(len(s.name) for s in found)
     codes = []
     for verdict in results:
