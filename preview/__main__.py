@@ -61,8 +61,12 @@ def _exit_now(signum: int, _frame) -> None:
 
 if __name__ == "__main__":
     # Before the imports below (argparse alone takes 15 ms): Ctrl-C is one line from the start.
+    # A signal ignored when we start stays ignored, as the interpreter itself leaves it: a shell
+    # script's `python -m preview &` is started with SIGINT ignored (POSIX, job control off), so that
+    # a Ctrl-C meant for the script's foreground command does not end its background jobs.
     for _signum in STOP_SIGNALS:
-        signal.signal(_signum, _exit_now)
+        if signal.getsignal(_signum) != signal.SIG_IGN:
+            signal.signal(_signum, _exit_now)
 
 import argparse  # noqa: E402 (after the signal handlers above)
 import contextlib  # noqa: E402

@@ -252,7 +252,8 @@ def _quiet_stops() -> None:
             os._exit(128 + signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, end)
+        if signal.getsignal(signum) != signal.SIG_IGN:  # ignored in the parent: ignored here too
+            signal.signal(signum, end)
 
 
 def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: int,

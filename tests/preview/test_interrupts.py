@@ -46,6 +46,27 @@ def _wait_for_our_handlers(preview: subprocess.Popen) -> None:
     raise AssertionError("preview never installed its signal handlers")
 
 
+def _wait_for_working_children(preview: subprocess.Popen, count: int) -> None:
+    """Until the fleet has forked `count` workers and each is previewing: it has started the
+    engine's threads (a worker sets its signal handlers first, and a fresh fork shows its parent's)."""
+    children = pathlib.Path(f"/proc/{preview.pid}/task/{preview.pid}/children")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pids = children.read_text().split()
+        if len(pids) == count and all(_threads(pid) > 1 for pid in pids):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"the fleet never had {count} working workers")
+
+
+def _threads(pid: str) -> int:
+    try:
+        status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("Threads:")))
+
+
 # From our first line (the handlers) through the imports of Pulumi and the policy pack to the two
 # runs of the program under the recording engine (prod: about 3 s).
 @pytest.mark.subprocess
@@ -90,8 +111,8 @@ def test_ctrl_c_while_the_reports_are_moved_into_place_waits_for_the_last(tmp_pa
     # Between the first and the last move, an interrupt would leave half a set of reports: it is
     # honoured right after the last.
     # In-process, Ctrl-C is Python's own handler (KeyboardInterrupt), which this test relies on: set it
-    # here, because in a fresh clone's CI run (2 of 3, 2026-11-30) an earlier test in the same worker
-    # had left SIGINT handled otherwise and main returned 0 (which test is still to be found).
+    # here, because pytest started as a background job of a script (`.ci/run &`: job control off)
+    # inherits SIGINT ignored, the interpreter then installs no handler, and main returned 0.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     real, moved = os.replace, []
@@ -107,6 +128,26 @@ def test_ctrl_c_while_the_reports_are_moved_into_place_waits_for_the_last(tmp_pa
     assert main(["--stack", "dev", *outputs]) == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert len(moved) > 10 and all(os.path.exists(p) for p in moved) and not list(tmp_path.rglob("*.tmp"))
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("command", [("--stack", "dev", "--json", "{out}/report.json"), ("--all", "--out", "{out}")],
+                         ids=["one stack", "fleet"])
+def test_a_sigint_ignored_at_start_stays_ignored(tmp_path, command):
+    # `python -m preview &` in a script: the shell starts it with SIGINT ignored, so that a Ctrl-C
+    # meant for the script's foreground command leaves it running. Sent to the whole process group
+    # (the fleet's workers too), it finishes its run: both shipped stacks pass.
+    preview = subprocess.Popen([sys.executable, "-m", "preview", *(part.format(out=tmp_path) for part in command)],
+                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    _wait_for_our_handlers(preview)
+    if "--all" in command:  # and until both workers (one per stack) run a preview: past their own handlers
+        _wait_for_working_children(preview, 2)
+    os.killpg(preview.pid, signal.SIGINT)
+    _, err = preview.communicate(timeout=180)
+    assert (preview.returncode, err) == (0, "")
+    assert list(tmp_path.rglob("report.json"))
 
 
 def test_ctrl_c_while_a_module_is_half_imported_still_exits_130(monkeypatch, capfd):
