@@ -77,7 +77,6 @@ from pathlib import Path  # noqa: E402
 from typing import Callable, Iterator, Optional, Sequence  # noqa: E402
 
 ANALYZERS = ("in-process", "grpc")
-_GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")
 
 
 class InvalidInput(Exception):
@@ -238,29 +237,10 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[tuple[str, Optiona
         if path is not None:
             writing.check(flag, path, directory=flag == "--manifests", inputs=inputs)
     writing.check_distinct(outputs)
-    if args.graph is not None and args.graph.suffix not in _GRAPH_SUFFIXES:
-        raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(_GRAPH_SUFFIXES)})")
+    from preview.outcome import GRAPH_SUFFIXES
 
-
-def _outputs(args: argparse.Namespace, recording, violations, first, audit_against: Optional[str]):
-    """What this run writes, each rendered only when every input was good; modules are imported only
-    when asked for."""
-    from preview.reports import manifests, report
-    from preview.writing import Output
-
-    if args.json:
-        yield Output("--json", args.json, lambda: report.as_json(recording, violations, first_preview=first))
-    if args.manifests:
-        yield Output("--manifests", args.manifests, lambda: manifests.files(recording))
-    if args.audit:
-        from preview.reports import audit
-
-        yield Output("--audit", args.audit, lambda: audit.report(recording, against=audit_against))
-    if args.graph:
-        from preview.reports import graph
-
-        as_dot = args.graph.suffix in (".dot", ".gv")
-        yield Output("--graph", args.graph, lambda: graph.dot(recording) if as_dot else graph.mermaid(recording))
+    if args.graph is not None and args.graph.suffix not in GRAPH_SUFFIXES:
+        raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(GRAPH_SUFFIXES)})")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -403,9 +383,8 @@ def _print_line(text: str) -> None:
 
 
 def _preview(args: argparse.Namespace, pack) -> int:
-    from preview.offline import analyze, engine
+    from preview import outcome, writing
     from preview.reports import report
-    from preview import writing
 
     flag, path, shown = _stack(args)
     with _reading(shown):
@@ -418,22 +397,21 @@ def _preview(args: argparse.Namespace, pack) -> int:
             old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
         _check_outputs(args, [(flag, path), ("--policy-config", args.policy_config), ("--against", args.against),
                               ("--audit-against", args.audit_against)])
-        recordings = {mode: engine.run(path, mode=mode, shown=shown) for mode in engine.MODES}
-    verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
-    recording, violations = recordings[engine.UP], verdicts[engine.UP]
-    first = verdicts[engine.FIRST_PREVIEW]
-    summary = report.summary(recording, violations, shown, first_preview=first, tree=args.tree)
+        recordings = outcome.record(path, shown)
+    judged = outcome.judge(recordings, pack, levels)
+    summary = report.summary(judged.recording, judged.violations, shown, first_preview=judged.first, tree=args.tree)
     if old_report is not None:
         from preview.reports import changes, rollouts
 
-        new_report = json.loads(report.as_json(recording, violations))
+        new_report = json.loads(report.as_json(judged.recording, judged.violations))
         summary += changes.describe(changes.compare(old_report, new_report))
         summary += rollouts.describe(rollouts.compare(old_report, new_report))
+    paths = {flag: getattr(args, flag[2:]) for flag in outcome.OUTPUT_FLAGS}
     try:
-        writing.write_all(list(_outputs(args, recording, violations, first, audit_against)), summary)
+        writing.write_all(list(outcome.outputs(judged, paths, audit_against)), summary)
     except writing.OutputError as exc:
         raise InvalidInput(f"{exc}; no report was written") from None
-    return EXIT_VIOLATIONS if report.fails(violations, first) else EXIT_OK
+    return EXIT_VIOLATIONS if judged.fails() else EXIT_OK
 
 
 def _verify_ami(args: argparse.Namespace) -> int:

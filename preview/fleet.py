@@ -113,49 +113,35 @@ def _counts(violations) -> str:
 def preview_one(stack: Stack, pack, levels: dict, out: Optional[Path]) -> Verdict:
     """One stack as `python -m preview --config FILE` sees it; never raises for the stack's own faults."""
     from gpu_platform.config import ConfigError
-    from preview import writing
-    from preview.offline import analyze, engine
-    from preview.reports import report
+    from preview import outcome, writing
+    from preview.offline import analyze
 
     try:
         try:
-            recordings = {mode: engine.run(stack.path, mode=mode, shown=stack.shown) for mode in engine.MODES}
+            recordings = outcome.record(stack.path, stack.shown)
         except ConfigError as exc:
             return Verdict(stack.name, EXIT_CONFIG, f"{stack.shown}: {exc}")
         except (FileNotFoundError, ValueError) as exc:
             return Verdict(stack.name, EXIT_CONFIG, str(exc))
-        verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
-        recording, violations, first = recordings[engine.UP], verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW]
+        judged = outcome.judge(recordings, pack, levels)
         if out is not None:
+            paths = {flag: out / stack.name / name for flag, name in OUT_FILES.items()}
             try:
-                writing.write_all(list(outputs(out / stack.name, recording, violations, first)))
+                writing.write_all(list(outcome.outputs(judged, paths)))
             except writing.OutputError as exc:
                 return Verdict(stack.name, EXIT_CONFIG, f"{exc}; no report of this stack was written")
-        failed = report.fails(violations, first)
-        extra = {(v.policy, v.message) for v in first if v.enforcement_level == "mandatory"} - \
-                {(v.policy, v.message) for v in violations if v.enforcement_level == "mandatory"}
-        detail = f"{len(recording.resources)} resources, {_counts(violations)}"
+        extra = {(v.policy, v.message) for v in judged.first if v.enforcement_level == "mandatory"} - \
+                {(v.policy, v.message) for v in judged.violations if v.enforcement_level == "mandatory"}
+        detail = f"{len(judged.recording.resources)} resources, {_counts(judged.violations)}"
         if extra:
             detail += f"; {len(extra)} more mandatory in the first preview of a new stack"
-        return Verdict(stack.name, EXIT_VIOLATIONS if failed else EXIT_OK, detail)
+        return Verdict(stack.name, EXIT_VIOLATIONS if judged.fails() else EXIT_OK, detail)
     except analyze.PackError:
         raise  # the pack, not the stack: the whole run stops (exit 3)
     except Exception as exc:  # noqa: BLE001 a bug shows as this stack's ERROR; the others still run
         first_line = (str(exc).strip().splitlines() or [""])[0][:200]
         return Verdict(stack.name, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {first_line} (a bug in "
                                                   f"gpu-platform; python -m preview --config {stack.shown} --debug shows it)")
-
-
-def outputs(directory: Path, recording, violations, first):
-    """The reports `python -m preview` writes for --json, --manifests, --audit and --graph, under one
-    directory per stack."""
-    from preview.reports import audit, graph, manifests, report
-    from preview.writing import Output
-
-    yield Output("--json", directory / OUT_FILES["--json"], lambda: report.as_json(recording, violations, first_preview=first))
-    yield Output("--manifests", directory / OUT_FILES["--manifests"], lambda: manifests.files(recording))
-    yield Output("--audit", directory / OUT_FILES["--audit"], lambda: audit.report(recording))
-    yield Output("--graph", directory / OUT_FILES["--graph"], lambda: graph.mermaid(recording))
 
 
 def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
