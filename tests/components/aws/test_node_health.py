@@ -40,7 +40,7 @@ def test_without_repair_no_pool_is_repaired_and_no_agent_is_installed(record_var
 
 def test_the_audit_report_lists_the_agent_and_each_pools_repair(prod):
     text = audit.report(prod)
-    section = text[text.index("### Node health"):]
+    section = text[text.index("### EKS add-ons and node health"):]
     assert "add-on `eks-node-monitoring-agent`" in section
     assert "- NodeGroup `gpu-pool-h100-mig-ng`: node auto repair true" in section
     assert "- NodeGroup `gpu-pool-l40s-ng`: node auto repair true" in section

@@ -86,3 +86,17 @@ def test_an_adopted_clusters_cni_is_left_alone_with_a_warning(adopted):
     assert adopted.of_type(ADDON) == [] or all(a.inputs["addonName"] not in ("vpc-cni", "eks-pod-identity-agent")
                                                 for a in adopted.of_type(ADDON))
     assert [w for w in adopted.warnings if "aws-node" in w and "gpu-shared" in w and "AmazonEKS_CNI_Policy" in w]
+
+
+def test_the_audit_report_shows_each_roles_trust_conditions_and_the_build_roles_own_actions(prod):
+    from preview.reports import audit
+
+    text = audit.report(prod)
+    roles = text[text.index("### IAM roles"):text.index("### Cluster access")]
+    assert "trusted only if `StringEquals aws:SourceAccount = 123456789012`" in roles
+    assert "trusted only if `StringEquals aws:RequestTag/kubernetes-service-account = aws-node`" in roles
+    builder = roles[roles.index("Role `gpu-node-image-builder`"):roles.index("Role `gpu-node-role`")]
+    assert "customer-managed policy" in builder and "ssm:UpdateInstanceInformation on *" in builder
+    assert "ssm:GetParameter" not in builder and "AmazonSSMManagedInstanceCore" not in builder
+    addons = text[text.index("### EKS add-ons and node health"):]
+    assert "add-on `vpc-cni`, version EKS default for the cluster version" in addons
