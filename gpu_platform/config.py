@@ -188,7 +188,8 @@ class Cluster(_Model):
             raise ValueError(f"{_shown(value)} is not a list of CIDR blocks (e.g. [203.0.113.0/24])")
         for i, cidr in enumerate(value):
             try:
-                if not isinstance(cidr, str):
+                # A bare address is a network to ipaddress (a /32), not to EKS: the prefix must be written.
+                if not isinstance(cidr, str) or "/" not in cidr:
                     raise ValueError
                 ipaddress.ip_network(cidr, strict=True)
             except ValueError:
@@ -198,7 +199,7 @@ class Cluster(_Model):
                         network = ipaddress.ip_network(cidr, strict=False)
                     except ValueError:
                         pass
-                hint = (f"; its host bits are set: the block is {network}" if network is not None
+                hint = (f"; its host bits are set: the block is {network}" if network is not None and "/" in cidr
                         else " (an address and a prefix length, e.g. 203.0.113.0/24)")
                 raise ValueError(_at(f"[{i}]", f"{_shown(cidr)} is not a CIDR block{hint}"))
         if len(set(value)) != len(value):
