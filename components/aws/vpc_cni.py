@@ -15,11 +15,12 @@ charts/aws-vpc-cni/values.yaml line 126, rendered into the aws-node ConfigMap an
 flag at templates/configmap.yaml line 21 and templates/daemonset.yaml line 151; EKS User Guide
 4d52b4d0 eks-networking-add-ons.adoc lines 1552-1571 set it as the add-on's configuration value).
 
-Versions: neither add-on is pinned. EKS installs its default version for the cluster's Kubernetes
-minor (`aws eks describe-addon-versions --kubernetes-version <minor>` lists it), which always
-matches the minor; a pin here would have to be kept in step with cluster.kubernetesVersion by hand.
-EKS does not move an installed add-on on a cluster upgrade: after one, update it (`aws eks
-update-addon`) as the EKS User Guide's cluster update steps say.
+Versions: neither add-on is pinned. EKS creates an add-on at the version marked default for the
+cluster's Kubernetes minor (EKS User Guide 4d52b4d0, latest/ug/workloads/eks-add-ons.adoc lines
+1640-1660: `aws eks describe-addon-versions --kubernetes-version <minor>`, the defaultVersion
+column), which matches the minor; a pin here would have to follow cluster.kubernetesVersion by
+hand. A cluster upgrade leaves installed add-ons where they are: after one, update vpc-cni and the
+agent (clusters/update-cluster.adoc lines 241-244) until this module pins versions per minor.
 
 A cluster the stack adopts keeps its own CNI: the stack installs neither add-on there (it would take
 over a networking component it does not own, and EKS refuses a second Pod Identity association for
