@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import ipaddress
 import json
 import re
 from pathlib import Path
@@ -153,6 +154,9 @@ class Cluster(_Model):
     create: StrictBool = True
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
     endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
+    # Who may reach a public endpoint (EKS API VpcConfigRequest.publicAccessCidrs: EKS's default is
+    # 0.0.0.0/0). Judged by the policy pack (cluster-endpoint-not-open), only its form is checked here.
+    public_access_cidrs: tuple[str, ...] = Field(default=(), alias="publicAccessCidrs")
     # The IAM roles or users with cluster-admin access entries (components/aws/cluster_access.py):
     # required for a cluster the stack creates, whose only way in they are; the identity that runs
     # `pulumi up` must be one of them.
@@ -177,6 +181,31 @@ class Cluster(_Model):
             raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
         return value
 
+    @field_validator("public_access_cidrs", mode="before")
+    @classmethod
+    def _cidrs(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{_shown(value)} is not a list of CIDR blocks (e.g. [203.0.113.0/24])")
+        for i, cidr in enumerate(value):
+            try:
+                # A bare address is a network to ipaddress (a /32), not to EKS: the prefix must be written.
+                if not isinstance(cidr, str) or "/" not in cidr:
+                    raise ValueError
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError:
+                network = None
+                if isinstance(cidr, str):
+                    try:
+                        network = ipaddress.ip_network(cidr, strict=False)
+                    except ValueError:
+                        pass
+                hint = (f"; its host bits are set: the block is {network}" if network is not None and "/" in cidr
+                        else " (an address and a prefix length, e.g. 203.0.113.0/24)")
+                raise ValueError(_at(f"[{i}]", f"{_shown(cidr)} is not a CIDR block{hint}"))
+        if len(set(value)) != len(value):
+            raise ValueError("CIDR blocks repeat; list each once")
+        return value
+
     @field_validator("admins")
     @classmethod
     def _one_entry_each(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -195,6 +224,16 @@ class Cluster(_Model):
         if len(value) > MAX_ADMINS:
             raise ValueError(f"{len(value)} admins; at most {MAX_ADMINS}: give a team an IAM role its people assume")
         return value
+
+    @model_validator(mode="after")
+    def _cidrs_for_a_public_endpoint(self) -> "Cluster":
+        if self.public_access_cidrs and not self.create:
+            raise ValueError(_at(".publicAccessCidrs", "set with create: false: the stack does not manage an adopted "
+                                                      "cluster's endpoint; remove the key (or change the endpoint with `aws eks update-cluster-config`)"))
+        if self.public_access_cidrs and not self.endpoint_public_access:
+            raise ValueError(_at(".publicAccessCidrs", "set with endpointPublicAccess: false, where it limits nothing; remove "
+                                                      "it, or set endpointPublicAccess: true to open the endpoint to these blocks"))
+        return self
 
     @model_validator(mode="after")
     def _admins_for_a_created_cluster(self) -> "Cluster":
@@ -774,6 +813,7 @@ _GIVE = {
     "cudaVersions": 'a list of quoted CUDA versions (e.g. ["12.8"])',
     "subnetIds": "a list of subnet ids (two zones or more)",
     "admins": "a list of IAM role or user ARNs",
+    "publicAccessCidrs": "a list of CIDR blocks (e.g. [203.0.113.0/24])",
     "timeSlicing": "a mapping with key replicas",
     "mig": "a mapping with key config",
     "amiId": "an AMI id (e.g. ami-0123456789abcdef0)",

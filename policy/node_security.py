@@ -1,9 +1,12 @@
 """Node security of the GPU nodes (which run privileged software): instance metadata only through
-IMDSv2 and out of pods' reach, encrypted root volumes, no public addresses; a public API endpoint
-is worth a look but may be intended."""
+IMDSv2 and out of pods' reach, encrypted root volumes, no public addresses. The API endpoint: open to
+the whole internet (a public endpoint with no CIDR list, EKS's default 0.0.0.0/0, or a list holding
+0.0.0.0/0 or ::/0) is refused; public but limited to named blocks may be intended, and is reported
+for review."""
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Mapping
 
 from pulumi_policy import EnforcementLevel
@@ -57,19 +60,55 @@ def gpu_launch_templates_hardened(args, report_violation) -> None:
         report_violation(f"GPU launch template {args.name!r} ({args.urn}): {problem}")
 
 
+def _endpoint(props: Mapping[str, Any]) -> tuple[bool, list[str]]:
+    """(public, the blocks that may reach it): EKS's defaults when left out, a public endpoint open to
+    0.0.0.0/0 (EKS API VpcConfigRequest: endpointPublicAccess defaults to true, publicAccessCidrs to
+    0.0.0.0/0)."""
+    vpc = dig(props, "vpcConfig")
+    public = vpc.get("endpointPublicAccess")
+    return public is None or facts.truthy(public), [text(c) for c in sequence(vpc.get("publicAccessCidrs"))]
+
+
+def _whole_internet(cidr: str) -> bool:
+    try:
+        return ipaddress.ip_network(cidr, strict=False).prefixlen == 0
+    except ValueError:
+        return False
+
+
+@resource_policy(
+    "cluster-endpoint-not-open", EnforcementLevel.MANDATORY,
+    "A public EKS API endpoint is limited to named CIDR blocks: none (EKS's default 0.0.0.0/0), 0.0.0.0/0 or ::/0 "
+    "opens the API server to the whole internet.",
+    types(facts.EKS_CLUSTER),
+    fix="gpu-platform:cluster.publicAccessCidrs (or cluster.endpointPublicAccess: false)",
+)
+def cluster_endpoint_not_open(args, report_violation) -> None:
+    public, cidrs = _endpoint(args.props)
+    if not public:
+        return
+    if not cidrs:
+        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint with no publicAccessCidrs, so "
+                         f"EKS opens it to 0.0.0.0/0; list the networks that need it in cluster.publicAccessCidrs, or "
+                         f"set cluster.endpointPublicAccess: false")
+    elif any(_whole_internet(c) for c in cidrs):
+        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint open to "
+                         f"{', '.join(c for c in cidrs if _whole_internet(c))}, the whole internet; list only the "
+                         f"networks that need it in cluster.publicAccessCidrs")
+
+
 @resource_policy(
     "cluster-endpoint-private", EnforcementLevel.ADVISORY,
-    "The EKS API endpoint is private (a public endpoint is reported for review).",
+    "The EKS API endpoint is private (a public one limited to named CIDR blocks is reported for review; an open one "
+    "is cluster-endpoint-not-open's).",
     types(facts.EKS_CLUSTER),
     fix="gpu-platform:cluster.endpointPublicAccess",
 )
 def cluster_endpoint_private(args, report_violation) -> None:
-    vpc = dig(args.props, "vpcConfig")
-    public = vpc.get("endpointPublicAccess")
-    if public is None or facts.truthy(public):
-        cidrs = [text(c) for c in sequence(vpc.get("publicAccessCidrs"))] or ["0.0.0.0/0 (the default)"]
+    public, cidrs = _endpoint(args.props)
+    if public and cidrs and not any(_whole_internet(c) for c in cidrs):
         report_violation(
-            f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint "
-            f"(vpcConfig.endpointPublicAccess {public!r}, reachable from {', '.join(cidrs)}); set "
-            f"cluster.endpointPublicAccess: false and reach the API through the private endpoint"
+            f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint reachable from {', '.join(cidrs)}; "
+            f"if nothing outside the VPC needs the API, set cluster.endpointPublicAccess: false and reach it through "
+            f"the private endpoint"
         )

@@ -20,6 +20,8 @@ PACKAGES = sorted(d.name for d in ROOT.iterdir() if (d / "__init__.py").is_file(
 EXEMPT = {
     "components/aws/gpu_cluster.py": "the EKS builder of the modules next to it: tests/components/test_platform.py "
                                      "checks its boundary and the URNs it registers, tests/components/aws/ what it registers",
+    "components/aws/image_build_role.py": "the build role's policy, asserted on the recorded role and policy by "
+                                          "tests/components/aws/test_node_image.py and judged by tests/policy/test_iam.py",
     "components/aws/launch_settings.py": "the launch templates' hardening, asserted by tests/components/aws/test_node_pool.py "
                                          "(GPU nodes) and tests/test_graph.py (system nodes)",
     "components/aws/managed_role.py": "its roles are tested in tests/components/aws/test_cluster.py (exclusive policy "

@@ -15,8 +15,9 @@ import pulumi_kubernetes as k8s
 
 from components.aws import cluster_access, launch_settings
 from components.aws.discovery import AdoptedCluster
-from components.aws.managed_role import managed_role, trust
+from components.aws.managed_role import document, managed_role, trust
 from components.aws.node_role import NodeRole
+from components.aws.vpc_cni import VpcCni
 from gpu_platform.config import Cluster as ClusterConfig
 
 _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
@@ -36,6 +37,50 @@ class ClusterArgs:
     runner: Optional[str] = None  # the IAM role or user running the stack: warned about when no admin
     existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> tags of its entry
     stack: str = ""
+    account: str = ""  # the stack's account: trust and key policies name it
+    region: str = ""
+
+
+def cluster_arn(partition: str, region: str, account: str, name: str) -> str:
+    """A cluster's ARN, known before it exists (EKS API Cluster.arn: arn:<partition>:eks:<region>:
+    <account>:cluster/<name>): a trust policy can name the cluster its role serves without waiting
+    for it, so no cycle."""
+    return f"arn:{partition}:eks:{region}:{account}:cluster/{name}"
+
+
+def control_plane_trust(partition: str, account: str, arn: str) -> str:
+    """The cluster role is assumed by EKS for this cluster only: aws:SourceAccount and aws:SourceArn,
+    as AWS recommends for the EKS cluster role ("Cross-service confused deputy prevention in Amazon
+    EKS", EKS User Guide page added 2025-08-19, awsdocs/amazon-eks-user-guide commit 9fedf66: EKS
+    accepts both keys in a cluster role's trust policy, and a full source ARN is the strongest form).
+    sts:TagSession as before."""
+    return trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession",
+                 condition={"StringEquals": {"aws:SourceAccount": account}, "ArnLike": {"aws:SourceArn": arn}})
+
+
+# What EKS does with the secrets key through the cluster role: DescribeKey (EKS User Guide 4d52b4d0,
+# latest/ug/security/iam-reference/cluster-iam-role.adoc line 48, the cluster role's minimal policy),
+# and the envelope operations of the Kubernetes KMS provider, encrypting and decrypting each data
+# key. Grants for the control plane are made by whoever calls CreateCluster (kms:CreateGrant and
+# kms:DescribeKey, security/security-k8s.adoc lines 833-836): the deployer, through IAM, which the
+# account statement allows.
+CLUSTER_ROLE_KEY_ACTIONS = ("kms:Decrypt", "kms:DescribeKey", "kms:Encrypt")
+
+
+def key_policy(partition: str, account: str, role_name: str) -> str:
+    """The secrets key's policy. The account (root) administers it and lets IAM policies grant its use,
+    as KMS's default key policy does (AWS KMS Developer Guide, "Default key policy": without it a key
+    can become unmanageable, and only AWS Support can recover it); the cluster role may use it only as
+    EKS needs (CLUSTER_ROLE_KEY_ACTIONS). The role is named by its ARN built from its name, which the
+    provider knows at preview (autonamed in its check step), so the policy is known before the role
+    exists; IAM roles of this stack have the default path /."""
+    return document(
+        {"Sid": "AccountAdministersTheKey", "Effect": "Allow", "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+         "Action": "kms:*", "Resource": "*"},
+        {"Sid": "ClusterRoleEncryptsSecrets", "Effect": "Allow",
+         "Principal": {"AWS": f"arn:{partition}:iam::{account}:role/{role_name}"},
+         "Action": list(CLUSTER_ROLE_KEY_ACTIONS), "Resource": "*"},
+    )
 
 
 def _kubeconfig(name, endpoint, ca) -> pulumi.Output[str]:
@@ -75,11 +120,15 @@ class EksCluster(pulumi.ComponentResource):
     security_group_id: pulumi.Output[str]
     access: list[aws.eks.AccessPolicyAssociation]
     provider: k8s.Provider
+    # What a node group must wait for besides its role's policies: the VPC CNI's credentials
+    # (components/aws/vpc_cni.py). Empty for an adopted cluster, whose CNI the stack leaves alone.
+    cni_ready: list[pulumi.Resource]
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:EksCluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         cfg = args.config
+        self.cni_ready = []
         if cfg.create:
             self._create(name, args, child)
         else:
@@ -109,8 +158,9 @@ class EksCluster(pulumi.ComponentResource):
 
     def _create(self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions) -> None:
         cfg = args.config
+        arn = cluster_arn(args.partition, args.region, args.account, cfg.name)
         control_plane = managed_role(
-            f"{name}-control-plane", trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+            f"{name}-control-plane", control_plane_trust(args.partition, args.account, arn),
             ("AmazonEKSClusterPolicy",), args.partition, args.tags, self,
         )
         key = aws.kms.Key(
@@ -118,6 +168,7 @@ class EksCluster(pulumi.ComponentResource):
             description=f"Envelope encryption of Kubernetes secrets in {cfg.name}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
+            policy=control_plane.role.name.apply(lambda role: key_policy(args.partition, args.account, role)),
             tags=args.tags,
             opts=child,
         )
@@ -130,6 +181,9 @@ class EksCluster(pulumi.ComponentResource):
                 "subnet_ids": list(cfg.subnet_ids),
                 "endpoint_private_access": True,
                 "endpoint_public_access": cfg.endpoint_public_access,
+                # Left out when not given: EKS's default, 0.0.0.0/0 with a public endpoint (the policy
+                # cluster-endpoint-not-open refuses that), nothing without one.
+                **({"public_access_cidrs": list(cfg.public_access_cidrs)} if cfg.public_access_cidrs else {}),
             },
             # No bootstrap entry for the creator: the named admins' entries are the way in, and the
             # creator among them would collide with it (one entry per principal, ResourceInUseException;
@@ -150,6 +204,8 @@ class EksCluster(pulumi.ComponentResource):
         self.certificate_authority = cluster.certificate_authority.data
         self.service_cidr = cluster.kubernetes_network_config.service_ipv4_cidr
         self.security_group_id = cluster.vpc_config.cluster_security_group_id
+        cni = VpcCni(f"{name}-vpc-cni", cluster.name, arn, args.partition, args.tags, opts=child)
+        self.cni_ready = cni.ready
         template = aws.ec2.LaunchTemplate(
             f"{name}-system",
             name_prefix=f"{cfg.name}-system-",
@@ -177,7 +233,10 @@ class EksCluster(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             labels={"gpu-platform.io/role": "system"},
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.node_role.attachments)),
+            # A node whose aws-node has no credentials gets no pod addresses and never turns Ready (the
+            # node role no longer carries the CNI policy): the CNI's role, its policy, the Pod Identity
+            # agent and the add-on's association come first.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.node_role.attachments, *self.cni_ready]),
         )
 
     def _adopt(self, found: "AdoptedCluster") -> None:

@@ -63,6 +63,9 @@ class Discovered:
     adopted: Optional[AdoptedCluster]
     build_network: Optional[BuildNetwork] = None  # with source: bake
     partition: str = "aws"  # aws | aws-cn | aws-us-gov: every ARN the stack builds starts arn:<partition>:
+    # The account the stack runs in: trust and key policies name it (confused-deputy conditions, the
+    # key's administrator).
+    account: str = ""
     runner: Optional[str] = None  # the IAM role or user running the stack
     # The cluster exists already: adopted, or created by an earlier `pulumi up` of this stack. Only
     # then can it hold what others install into it (the Prometheus operator's CRDs, access entries).
@@ -235,12 +238,11 @@ def _eks_nvidia(config: StackConfig) -> EksNvidiaImage:
         ) from None
 
 
-def _runner() -> Optional[str]:
+def _runner(caller: str) -> Optional[str]:
     """The IAM principal running the stack (warned about when it is no named admin): an assumed-role
     session is turned into its role, since access entries take roles and users, never sessions
     (pulumi_aws iam.get_session_context: `issuer_arn` is the source role of an assumed role, the ARN
     itself otherwise). None for an identity that cannot have an entry at all (the account root)."""
-    caller = aws.get_caller_identity().arn
     principal = aws.iam.get_session_context(arn=caller).issuer_arn
     return principal if _PRINCIPAL.fullmatch(principal or "") else None
 
@@ -281,6 +283,7 @@ def _build_network(config: StackConfig) -> BuildNetwork:
 def discover(config: StackConfig) -> Discovered:
     partition = aws.get_partition().partition
     _admins_in_partition(config, partition)
+    caller = aws.get_caller_identity()
     bake = config.node_image.source == "bake"
     exists = not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or [])
     gpus = {pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)}
@@ -306,7 +309,8 @@ def discover(config: StackConfig) -> Discovered:
         adopted=None if config.cluster.create else _adopt(config),
         partition=partition,
         # Without named admins, a created cluster's entry goes to whoever runs the stack.
-        runner=_runner(),
+        runner=_runner(caller.arn),
+        account=caller.account_id,
         cluster_exists=exists,
         existing_entries=_existing_entries(config) if exists else {},
         eks_nvidia=_eks_nvidia(config) if config.node_image.source == "eks-nvidia" else None,

@@ -66,7 +66,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
     cluster = EksCluster(
         f"{name}-cluster",
         ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner,
-                    existing_entries=found.existing_entries, stack=stack),
+                    existing_entries=found.existing_entries, stack=stack, account=found.account, region=config.region),
         opts=child,
     )
     # The image needs nothing from the cluster: it builds while the control plane comes up.
@@ -87,6 +87,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
             project=pulumi.get_project(),
             stack=stack,
             eks_nvidia=found.eks_nvidia,
+            account=found.account,
         ),
         opts=child,
     )
@@ -107,6 +108,16 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
             f"{aws_limits.efa_vpc_cni_minimum()} or later for the EFA pools' efa-only interfaces; check with `aws eks "
             f"describe-addon --cluster-name {config.cluster.name} --addon-name vpc-cni` before pulumi up"
         )
+    if found.adopted is not None:
+        # The stack leaves an adopted cluster's CNI alone (components/aws/vpc_cni.py), and its node role
+        # no longer carries the CNI's policy: aws-node there must have a role of its own.
+        pulumi.log.warn(
+            f"gpu-platform:cluster.create: the adopted cluster {config.cluster.name!r} must give its VPC CNI (kube-system/"
+            f"aws-node) an IAM role of its own (Pod Identity or IRSA): this stack's node role carries no AmazonEKS_CNI_Policy, "
+            f"so GPU nodes whose aws-node has no other credentials get no pod addresses. Check with `aws eks "
+            f"list-pod-identity-associations --cluster-name {config.cluster.name} --namespace kube-system --service-account "
+            f"aws-node`, or the eks.amazonaws.com/role-arn annotation of that service account"
+        )
     pools = {}
     for pool in config.node_pools:
         gpu = found.gpus[pool.name]
@@ -125,6 +136,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 declared=declared,
                 gpu_access_at_boot=bool(node_image.toolkit_baked) and node_image.source != "bake",
                 efa_security_group_id=efa.security_group_id if efa is not None and found.efa[pool.name] else None,
+                waits_for=tuple(cluster.cni_ready),
             ),
             opts=child,
         )

@@ -19,7 +19,7 @@ from typing import Optional
 import pulumi
 import pulumi_aws as aws
 
-from components.aws import image_component
+from components.aws import image_build_role, image_component
 from components.aws.base_image import BaseImage
 from components.aws.discovery import BuildNetwork, EksNvidiaImage
 from components.aws.image_component import BUILD_INSTANCE_TYPE
@@ -40,12 +40,6 @@ TOOLKIT_VERSION_TAG = "gpu-platform.io/toolkit-version"
 # its AMI, so a base move shows in `--against` and on the AMI itself.
 BASE_RELEASE_TAG = "gpu-platform.io/base-image-release"
 ARCHITECTURE = "x86_64"
-# The build instance needs only what Image Builder documents as its minimum: report to Image Builder
-# and be driven by SSM. Nothing that reaches the cluster or other accounts' data.
-IMAGE_BUILDER_POLICIES = (
-    "EC2InstanceProfileForImageBuilder",
-    "AmazonSSMManagedInstanceCore",
-)
 # botocore's ResourceName pattern for Image Builder names: 128 characters at most.
 _NAME_LIMIT = 128
 
@@ -67,6 +61,7 @@ class NodeImageArgs:
     stack: str
     build_network: Optional[BuildNetwork] = None  # with source: bake
     eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
+    account: str = ""  # the builder role's own policy is named in it
 
 
 def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: Optional[str] = None) -> dict[str, str]:
@@ -216,9 +211,10 @@ class NodeImage(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
+        # Report to Image Builder and take its commands through SSM, nothing more (image_build_role.py).
         builder = managed_role(
-            f"{name}-builder", trust("ec2.amazonaws.com", "sts:AssumeRole"), IMAGE_BUILDER_POLICIES,
-            args.partition, helper_tags, self,
+            f"{name}-builder", trust("ec2.amazonaws.com", "sts:AssumeRole"), image_build_role.MANAGED_POLICIES,
+            args.partition, helper_tags, self, own_policies=(image_build_role.ssm_agent_policy(scope, name, args.account),),
         )
         profile = aws.iam.InstanceProfile(f"{name}-builder", role=builder.role.name, tags=helper_tags, opts=child)
         network = args.build_network

@@ -115,6 +115,8 @@ class NodePoolArgs:
     gpu_access_at_boot: bool = False
     # With EFA: the stack's EFA security group (components/aws/efa.py); None: the pool has no EFA.
     efa_security_group_id: pulumi.Input[str] | None = None
+    # What the nodes need in the cluster before they start: the VPC CNI's credentials (EksCluster.cni_ready).
+    waits_for: tuple[pulumi.Resource, ...] = ()
 
 
 def _capacity_block(pool: NodePoolConfig) -> dict:
@@ -211,8 +213,10 @@ class GpuNodePool(pulumi.ComponentResource):
             tags={**tags, **args.declared, contract.ROLLOUT_TAG: pool.rollout},
             opts=pulumi.ResourceOptions(
                 parent=self,
-                # Nodes of a role without its policies cannot join: wait for every attachment.
-                depends_on=list(args.node_role.attachments),
+                # Nodes of a role without its policies cannot join: wait for every attachment. Nodes
+                # whose aws-node has no credentials get no pod addresses and never turn Ready: wait
+                # for the CNI's role and its Pod Identity association.
+                depends_on=[*args.node_role.attachments, *args.waits_for],
                 # A version roll of the whole pool, batch by batch (roll_batches).
                 custom_timeouts=pulumi.CustomTimeouts(update=update_timeout(pool)),
                 # The cluster autoscaler owns the desired size once the pool exists.

@@ -9,11 +9,12 @@ import pulumi_aws as aws
 from components.aws.managed_role import managed_role, trust
 
 # Least privilege for a node: join the cluster, pull images (pull-only, not the broader
-# ReadOnly policy), run the VPC CNI. No SSM, no S3: nothing on a GPU node needs them.
+# ReadOnly policy). No SSM, no S3: nothing on a GPU node needs them. Not the VPC CNI's
+# AmazonEKS_CNI_Policy (network interfaces on any resource), which anything on the node could use
+# through the instance profile: the CNI has its own role (components/aws/vpc_cni.py).
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonEKS_CNI_Policy",
 )
 
 

@@ -26,6 +26,11 @@ def _hex(name: str, length: int) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:length]
 
 
+def _uuid(name: str) -> str:
+    h = _hex(name, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def _arn(service: str, kind: str, name: str, region: str = REGION) -> str:
     return f"arn:aws:{service}:{region}:{ACCOUNT}:{kind}/{name}"
 
@@ -59,7 +64,13 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "aws:imagebuilder/image:Image": _image,
     "aws:iam/role:Role": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name', name)}", "name": i.get("name", name)},
     "aws:iam/instanceProfile:InstanceProfile": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:instance-profile/{i.get('name', name)}", "name": i.get("name", name)},
-    "aws:iam/policy:Policy": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}"},
+    "aws:iam/policy:Policy": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}",
+                                              "policyId": f"ANPA{_hex(name, 17).upper()}"},
+    # An add-on's ARN names its cluster, add-on and a UUID EKS makes (EKS API Addon.addonArn:
+    # arn:aws:eks:<region>:<account>:addon/<cluster>/<addon>/<uuid>); its version is EKS's default
+    # for the cluster unless given, which the offline preview does not know: left unknown.
+    "aws:eks/addon:Addon": lambda name, i: {
+        "arn": _arn("eks", "addon", f"{i.get('clusterName', '')}/{i.get('addonName', name)}/{_uuid(name)}")},
     "aws:kms/key:Key": lambda name, i: {"arn": _arn("kms", "key", _hex(name, 32)), "keyId": _hex(name, 32)},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {"arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"), "latestVersion": 1},
     # A name from the prefix plus a unique suffix, as the provider makes one (tf-aws v5.42.0
@@ -77,6 +88,11 @@ _IDS: dict[str, Callable[[str], str]] = {
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": lambda name: f"sgr-{_hex(name, 17)}",
     "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": lambda name: f"sgr-{_hex(name, 17)}",
 }
+# Ids the provider builds from inputs (tf-aws v5.42.0 internal/service/eks/addon.go:135 and id.go:13-17,
+# AddonCreateResourceID: "<cluster>:<addon>").
+_IDS_FROM_INPUTS: dict[str, Callable[[str, dict], str]] = {
+    "aws:eks/addon:Addon": lambda name, i: f"{i.get('clusterName', '')}:{i.get('addonName', name)}",
+}
 
 
 # Inputs a bridged provider names itself when the program leaves them out (Pulumi autonaming: the
@@ -86,6 +102,9 @@ _IDS: dict[str, Callable[[str], str]] = {
 # pulumi-aws 7.51.1 (ec2/placement_group.py:24): the bridge names it.
 _AUTONAMED: dict[str, str] = {
     "aws:ec2/placementGroup:PlacementGroup": "name",
+    # pulumi-aws autonames a role left without a name (resources.go of pulumi-aws: aws_iam_role's name
+    # is an AutoName field), so the role's name, unlike its ARN, is known in a preview.
+    "aws:iam/role:Role": "name",
 }
 
 
@@ -104,7 +123,10 @@ def fill(type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
     elif type_.startswith("aws:") and "arn" not in state:
         service = type_.split(":")[1].split("/")[0]
         state["arn"] = _arn(service, type_.rsplit(":", 1)[-1].lower(), name)
-    resource_id = _IDS.get(type_, lambda n: f"{n}-id")(name)
+    if type_ in _IDS_FROM_INPUTS:
+        resource_id = _IDS_FROM_INPUTS[type_](name, state)
+    else:
+        resource_id = _IDS.get(type_, lambda n: f"{n}-id")(name)
     return resource_id, state
 
 

@@ -18,6 +18,7 @@ from preview.recording import Recording, Registration
 from preview.reports.report import clean
 
 ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/policy:Policy"
 POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 IMAGE_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
 INFRASTRUCTURE = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
@@ -60,15 +61,56 @@ def _trusted(policy: Any) -> str:
     return ", ".join(sorted(names)) or UNSET
 
 
+def _statements(policy: Any) -> list[dict]:
+    try:
+        document = json.loads(policy) if isinstance(policy, str) else policy
+        statements = document.get("Statement") or []
+    except (ValueError, AttributeError):
+        return []
+    return [s for s in (statements if isinstance(statements, list) else [statements]) if isinstance(s, dict)]
+
+
+def _conditions(policy: Any) -> list[str]:
+    """The trust policy's conditions, one `operator key = value` each (the confused-deputy guards)."""
+    found = []
+    for s in _statements(policy):
+        for operator, block in sorted((s.get("Condition") or {}).items()):
+            for key, value in sorted(block.items()) if isinstance(block, dict) else ():
+                found.append(f"{operator} {key} = {', '.join(value) if isinstance(value, list) else value}")
+    return found
+
+
+def _own_policies(recording: Recording) -> dict[str, Registration]:
+    """The stack's customer-managed policies by the ARN they get: by name, as the program writes the
+    ARNs it attaches (components/aws/managed_role.py OwnPolicy)."""
+    return {name: p for p in recording.of_type(POLICY) if (name := p.inputs.get("name"))}
+
+
+def _actions(policy: Registration) -> str:
+    found = []
+    for s in _statements(policy.inputs.get("policy")):
+        actions = s.get("Action") or []
+        resources = s.get("Resource") or []
+        found.append(f"{', '.join(actions if isinstance(actions, list) else [actions])} on "
+                     f"{', '.join(resources if isinstance(resources, list) else [resources])}")
+    return "; ".join(found) or UNSET
+
+
 def _roles(recording: Recording) -> list[str]:
     lines = ["### IAM roles", ""]
+    own = _own_policies(recording)
     for r, props in _of(recording, ROLE):
         lines.append(f"- {_what(r)}, assumed by {_trusted(props.get('assumeRolePolicy'))}")
+        lines += [f"  - trusted only if `{c}`" for c in _conditions(props.get("assumeRolePolicy"))]
         # Policies arrive as RolePolicyAttachments (managedPolicyArns is deprecated), found by the
         # role they depend on; sorted, as they register in no fixed order.
         attached = sorted(a.inputs.get("policyArn") for a in recording.of_type(POLICY_ATTACHMENT) if r.urn in a.dependencies)
         policies = [*(props.get("managedPolicyArns") or []), *attached]
-        lines += [f"  - managed policy `{arn}`" for arn in policies] or ["  - no managed policies"]
+        for arn in policies:
+            mine = own.get(str(arn).rsplit("/", 1)[-1]) if ":iam::aws:" not in str(arn) else None
+            lines.append(f"  - customer-managed policy `{arn}`: {_actions(mine)}" if mine else f"  - managed policy `{arn}`")
+        if not policies:
+            lines.append("  - no managed policies")
         lines += [f"  - inline policy `{p.get('name', '?')}`" for p in props.get("inlinePolicies") or () if isinstance(p, dict)]
     return lines + [""]
 
@@ -154,9 +196,9 @@ ADDON = "aws:eks/addon:Addon"
 
 
 def _health(recording: Recording) -> list[str]:
-    """What watches the GPU nodes and what may reboot or replace them: EKS add-ons (the node monitoring
-    agent) and each GPU node group's node auto repair."""
-    lines = ["### Node health (monitoring agent, node auto repair)", ""]
+    """The EKS add-ons (the VPC CNI and its Pod Identity agent, the node monitoring agent, which watches
+    the GPU nodes) and what may reboot or replace a node: each GPU node group's node auto repair."""
+    lines = ["### EKS add-ons and node health (monitoring agent, node auto repair)", ""]
     addons = _of(recording, ADDON)
     lines += [f"- {_what(r)}: add-on `{_shown(props.get('addonName'))}`, version "
               f"{_shown(props.get('addonVersion') or 'EKS default for the cluster version')}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.node_security import cluster_endpoint_private, gpu_launch_templates_hardened
+from policy.node_security import cluster_endpoint_not_open, cluster_endpoint_private, gpu_launch_templates_hardened
 from tests.policy.resources import launch_template, resource
 from tests.policy.verdict import violations
 
@@ -31,9 +31,32 @@ def test_an_unhardened_gpu_launch_template_fails(overrides, fact):
     assert len(found) == 1 and fact in found[0][0] and "gpu-pool-l4-lt" in found[0][0]
 
 
-@pytest.mark.parametrize("public, count", [(False, 0), ("false", 0), (True, 1), (None, 1)])
-def test_a_public_endpoint_is_reported(public, count):
-    vpc = {} if public is None else {"endpointPublicAccess": public}
-    cluster = resource("aws:eks/cluster:Cluster", "gpu-cluster", {"version": "1.33", "vpcConfig": vpc})
-    assert len(violations(cluster_endpoint_private, [cluster])) == count
+def _cluster(vpc: dict):
+    return resource("aws:eks/cluster:Cluster", "gpu-cluster", {"version": "1.33", "vpcConfig": vpc})
+
+
+# (vpcConfig, open: mandatory violation, limited: advisory). EKS's defaults: public on, open to 0.0.0.0/0.
+ENDPOINTS = [
+    ({"endpointPublicAccess": False}, 0, 0),
+    ({"endpointPublicAccess": "false"}, 0, 0),
+    ({"endpointPublicAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]}, 0, 0),  # nothing public to open
+    ({"endpointPublicAccess": True}, 1, 0),
+    ({}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "::/0"]}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}, 0, 1),
+    ({"endpointPublicAccess": "true", "publicAccessCidrs": ["10.0.0.0/8", "2001:db8::/32"]}, 0, 1),
+]
+
+
+@pytest.mark.parametrize("vpc, open_, limited", ENDPOINTS)
+def test_an_open_endpoint_is_refused_and_a_limited_one_reported(vpc, open_, limited):
+    assert len(violations(cluster_endpoint_not_open, [_cluster(vpc)])) == open_
+    assert len(violations(cluster_endpoint_private, [_cluster(vpc)])) == limited
+
+
+def test_the_open_endpoint_rule_is_mandatory_and_names_the_open_block():
+    assert cluster_endpoint_not_open.enforcement_level.value == "mandatory"
     assert cluster_endpoint_private.enforcement_level.value == "advisory"
+    ((message, _),) = violations(cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})])
+    assert "0.0.0.0/0" in message and "publicAccessCidrs" in message

@@ -26,6 +26,8 @@ BOTH_SIDES = {
     "override-not-a-patch-bump.yaml": ("v0.19.0", "v0.18.1"),
     "release-too-old-for-kubernetes.yaml": ("v24.3.0", "1.33"),
     "eks-version-past-extended-support.yaml": ("1.28", "2025-11-26"),
+    "public-endpoint-open-by-default.yaml": ("no publicAccessCidrs", "0.0.0.0/0"),
+    "public-endpoint-open-to-everyone.yaml": ("::/0", "whole internet"),
 }
 
 
@@ -79,12 +81,13 @@ def test_policy_config_can_disable_a_policy(tmp_path):
     assert code == 0 and report["violations"] == []
 
 
-def test_a_public_cluster_endpoint_is_advisory(tmp_path):
+def test_a_public_cluster_endpoint_limited_to_named_networks_is_advisory(tmp_path):
     config = stack_config("dev")
-    config["gpu-platform:cluster"]["endpointPublicAccess"] = True
+    config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "2001:db8::/32"]})
     code, report = run(tmp_path, write_stack(tmp_path, config))
     assert code == 0
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("cluster-endpoint-private", "advisory")]
+    assert "203.0.113.0/24, 2001:db8::/32" in report["violations"][0]["message"]
 
 
 def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):

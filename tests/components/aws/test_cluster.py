@@ -43,10 +43,10 @@ def test_the_system_pool_is_a_small_on_demand_non_gpu_pool(shipped):
 def test_the_node_role_has_only_what_a_kubelet_needs(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-role")
     attached = {a.inputs["policyArn"] for a in shipped.of_type(ATTACHMENT) if role.urn in a.dependencies}
+    # No AmazonEKS_CNI_Policy: the VPC CNI has its own role (test_vpc_cni.py).
     assert attached == {
         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",  # pull-only, not ReadOnly
-        "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     }
     assert len(NODE_POLICIES) == len(attached)
 
@@ -95,7 +95,7 @@ def _attachments_of(rec, role_name: str) -> set[str]:
 def test_every_node_group_waits_for_every_node_role_policy(shipped):
     # Instances of a role without its policies cannot join the cluster: the group would fail.
     policies = _attachments_of(shipped, "gpu-node-role")
-    assert len(policies) == 3
+    assert len(policies) == 2
     for group in shipped.of_type(NODE_GROUP):
         assert policies <= shipped.waits_for(group.urn), group.name
 
@@ -114,4 +114,47 @@ def test_every_role_manages_its_policies_exclusively(dev):
     for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
         attached.setdefault(a.inputs["role"], []).append(a.inputs["policyArn"])
     assert exclusive == {role: sorted(arns) for role, arns in attached.items()}
-    assert len(exclusive) == 3  # node, control plane, image builder
+    assert len(exclusive) == 4  # node, control plane, VPC CNI, image builder
+
+
+def test_the_control_plane_role_is_for_eks_acting_for_this_cluster_only(shipped):
+    import json
+
+    role = shipped.one("aws:iam/role:Role", "gpu-cluster-control-plane")
+    (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "eks.amazonaws.com"}
+    name = shipped.config["gpu-platform:cluster"]["name"]
+    # Confused-deputy conditions; the ARN is the cluster's own, written before it exists (no cycle).
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"},
+        "ArnLike": {"aws:SourceArn": f"arn:aws:eks:us-west-2:123456789012:cluster/{name}"},
+    }
+
+
+def test_the_secrets_key_has_a_policy_the_account_administers_and_the_cluster_role_uses(shipped):
+    import json
+
+    key = shipped.one("aws:kms/key:Key", "gpu-cluster-secrets")
+    statements = {s["Sid"]: s for s in json.loads(key.inputs["policy"])["Statement"]}
+    admin = statements["AccountAdministersTheKey"]
+    assert admin["Principal"] == {"AWS": "arn:aws:iam::123456789012:root"} and admin["Action"] == "kms:*"
+    use = statements["ClusterRoleEncryptsSecrets"]
+    # The role the cluster runs as, by the name the provider gave it (autonamed, known at preview).
+    role = shipped.one("aws:iam/role:Role", "gpu-cluster-control-plane")
+    assert use["Principal"]["AWS"].startswith("arn:aws:iam::123456789012:role/gpu-cluster-control-plane-")
+    assert role.urn in shipped.waits_for(key.urn)
+    assert sorted(use["Action"]) == ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt"]
+    assert len(statements) == 2
+
+
+def test_public_access_cidrs_reach_the_clusters_endpoint_settings(record_variant):
+    def open_to_office(config):
+        config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]})
+
+    rec = record_variant("public-office", open_to_office)
+    vpc = rec.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["vpcConfig"]
+    assert vpc["endpointPublicAccess"] is True and vpc["publicAccessCidrs"] == ["203.0.113.0/24"]
+
+
+def test_a_private_cluster_sends_no_public_access_cidrs(shipped):
+    assert "publicAccessCidrs" not in shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["vpcConfig"]

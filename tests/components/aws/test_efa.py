@@ -155,7 +155,7 @@ def test_an_adopted_cluster_with_efa_pools_is_warned_about_its_vpc_cni(tmp_path)
     config = stack_config("prod")
     config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
     rec = engine.run(write_stack(tmp_path, config, name="prod"))
-    (warning,) = [w for w in rec.warnings if "VPC CNI" in w]
+    (warning,) = [w for w in rec.warnings if "efa-only" in w]
     assert "the adopted cluster 'gpu-shared' must run the VPC CNI 1.18.5 or later" in warning
     assert not [w for w in engine.run(engine.stack_file("prod")).warnings if "VPC CNI" in w]
 

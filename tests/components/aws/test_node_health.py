@@ -20,7 +20,7 @@ def test_every_shipped_gpu_pool_repairs_its_nodes(shipped):
 
 
 def test_the_node_monitoring_agent_runs_on_the_tainted_gpu_nodes(shipped):
-    (addon,) = shipped.of_type(ADDON)
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
     assert shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").urn in addon.dependencies
     tolerations = json.loads(addon.inputs["configurationValues"])["dcgmAgent"]["tolerations"]
@@ -33,14 +33,14 @@ def test_without_repair_no_pool_is_repaired_and_no_agent_is_installed(record_var
             pool["nodeRepair"] = False
 
     rec = record_variant("no-repair", off, stack="prod")
-    assert not rec.of_type(ADDON)
+    assert not [a for a in rec.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     for pool in pool_names(rec):
         assert node_group(rec, pool).inputs["nodeRepairConfig"] == {"enabled": False}
 
 
 def test_the_audit_report_lists_the_agent_and_each_pools_repair(prod):
     text = audit.report(prod)
-    section = text[text.index("### Node health"):]
+    section = text[text.index("### EKS add-ons and node health"):]
     assert "add-on `eks-node-monitoring-agent`" in section
     assert "- NodeGroup `gpu-pool-h100-mig-ng`: node auto repair true" in section
     assert "- NodeGroup `gpu-pool-l40s-ng`: node auto repair true" in section
@@ -48,7 +48,7 @@ def test_the_audit_report_lists_the_agent_and_each_pools_repair(prod):
 
 def test_the_agent_waits_for_the_gpu_node_groups(shipped):
     # The add-on is DEGRADED, and its create waits, while its DaemonSets have no node to run on.
-    (addon,) = shipped.of_type(ADDON)
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     for pool in pool_names(shipped):
         assert node_group(shipped, pool).urn in addon.dependencies
 
@@ -56,7 +56,7 @@ def test_the_agent_waits_for_the_gpu_node_groups(shipped):
 def test_the_agent_is_pinned_to_the_version_read_at_its_source(shipped):
     # aws/eks-node-monitoring-agent v1.7.0 charts/eks-node-monitoring-agent/values.yaml line 32: the
     # image of chart 1.7.0 is v1.7.0-eksbuild.1, EKS's version naming.
-    (addon,) = shipped.of_type(ADDON)
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     assert addon.inputs["addonVersion"] == "v1.7.0-eksbuild.1"
 
 
@@ -66,7 +66,7 @@ def test_the_configuration_is_one_the_add_on_schema_accepts(shipped):
     from components.aws.node_health import SCHEMA
 
     schema = json.loads(SCHEMA.read_text())
-    (addon,) = shipped.of_type(ADDON)
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     jsonschema.validate(json.loads(addon.inputs["configurationValues"]), schema)
     # The schema refuses what the add-on would refuse: a misspelt section, a toleration that is not a list.
     for wrong in ({"dcgmAgents": {}}, {"dcgmAgent": {"tolerations": {"key": "nvidia.com/gpu"}}}):
@@ -75,7 +75,7 @@ def test_the_configuration_is_one_the_add_on_schema_accepts(shipped):
 
 
 def test_the_add_on_carries_the_stacks_owner_and_approval(shipped):
-    (addon,) = shipped.of_type(ADDON)
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
     audit_config = shipped.config["gpu-platform:audit"]
     tags = addon.inputs["tags"]
     assert tags["audit.gpu-platform.io/owner"] == audit_config["owner"]

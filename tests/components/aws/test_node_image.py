@@ -82,10 +82,30 @@ def test_the_build_runs_on_a_gpu_with_imdsv2_and_a_long_timeout(shipped):
 def test_the_build_instance_profile_is_image_builders_minimum(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
     attached = [a for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies]
+    # Not AmazonSSMManagedInstanceCore (every SSM parameter of the account): the stack's own policy.
     assert sorted(a.inputs["policyArn"] for a in attached) == [
-        "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+        f"arn:aws:iam::123456789012:policy/gpu-platform-{shipped.stack}-gpu-node-image-ssm-agent",
         "arn:aws:iam::aws:policy/EC2InstanceProfileForImageBuilder",
     ]
+
+
+def test_the_build_instance_may_run_the_ssm_agent_and_read_no_parameter(shipped):
+    import json
+
+    policy = shipped.one("aws:iam/policy:Policy", "gpu-node-image-builder-ssm-agent")
+    actions = {a for s in json.loads(policy.inputs["policy"])["Statement"] for a in s["Action"]}
+    # The agent registers, takes Run Command's messages and opens its channels (AmazonSSMManagedInstanceCore v2).
+    assert {"ssm:UpdateInstanceInformation", "ec2messages:GetMessages", "ec2messages:SendReply",
+            "ssmmessages:CreateControlChannel", "ssmmessages:OpenControlChannel"} <= actions
+    assert not any(a.startswith(("ssm:GetParameter", "ssm:PutParameter", "ssm:*", "*")) for a in actions), actions
+    assert all(a.startswith(("ssm:UpdateInstanceInformation", "ec2messages:", "ssmmessages:")) for a in actions), actions
+
+
+def test_the_build_waits_for_its_own_policy(shipped):
+    attachment = shipped.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "gpu-node-image-builder-ssm-agent")
+    policy = shipped.one("aws:iam/policy:Policy", "gpu-node-image-builder-ssm-agent")
+    assert policy.urn in shipped.waits_for(attachment.urn)
+    assert attachment.urn in shipped.waits_for(shipped.one(IMAGE, "gpu-node-image-image").urn)
 
 
 def test_image_and_its_ami_declare_driver_kubernetes_architecture_and_audit(shipped):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpu_platform import contract
@@ -146,7 +148,8 @@ def test_node_groups_run_as_the_node_role(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-role")
     for _, _, ng in _pools(shipped):
         assert role.urn in ng.dependencies
-        assert ng.inputs["nodeRoleArn"].endswith(":role/gpu-node-role")
+        # pulumi-aws names the role: its logical name, "-" and 7 random hex digits.
+        assert re.search(r":role/gpu-node-role-[0-9a-f]{7}$", ng.inputs["nodeRoleArn"]), ng.inputs["nodeRoleArn"]
 
 
 def test_launch_templates_and_node_groups_carry_the_driver_and_audit_tags(shipped):

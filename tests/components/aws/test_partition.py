@@ -50,10 +50,18 @@ def test_every_policy_arn_starts_with_the_accounts_partition(other_partition, tm
     config["gpu-platform:cluster"]["admins"] = [f"arn:{other_partition}:iam::123456789012:role/gpu-platform-deployer"]
     recording = engine.run(write_stack(tmp_path, config, name="dev"))
     arns = aws_owned_arns(recording)
-    # node role (3), image builder role (2), control plane (1), each attached and listed again as the
-    # role's exclusive set, and the admin's cluster-admin access (1)
-    assert len(arns) == 2 * 6 + 1
+    # node role (2), image builder role (1 AWS-owned), control plane (1), VPC CNI (1), each attached and
+    # listed again as the role's exclusive set, and the admin's cluster-admin access (1)
+    assert len(arns) == 2 * 5 + 1
     assert [a for a in arns if not a.startswith(f"arn:{other_partition}:")] == []
+    # The build role's own policy and every trust and key policy ARN name the partition too.
+    own = [a.inputs["policyArn"] for a in recording.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+           if ":iam::aws:" not in a.inputs["policyArn"]]
+    assert own and all(a.startswith(f"arn:{other_partition}:iam::123456789012:policy/") for a in own)
+    key = recording.one("aws:kms/key:Key", "gpu-cluster-secrets").inputs["policy"]
+    assert f"arn:{other_partition}:iam::123456789012:root" in key and "arn:aws:" not in key
+    trust = recording.one("aws:iam/role:Role", "gpu-cluster-control-plane").inputs["assumeRolePolicy"]
+    assert f"arn:{other_partition}:eks:" in trust and "arn:aws:" not in trust
     (entry,) = recording.of_type("aws:eks/accessEntry:AccessEntry")
     assert entry.inputs["principalArn"].startswith(f"arn:{other_partition}:iam::")
 

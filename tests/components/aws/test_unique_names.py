@@ -29,6 +29,8 @@ UNIQUE_NAMES: dict[str, Callable[[dict[str, Any]], list[str]]] = {
         *(f"ami {d['amiDistributionConfiguration']['name']}" for d in i["distributions"]),
     ],
     "aws:ec2/launchTemplate:LaunchTemplate": lambda i: [f"launch template {i['name']}"] if "name" in i else [],
+    # Per account (IAM is global): the build role's own policy.
+    "aws:iam/policy:Policy": lambda i: [f"iam policy {i['name']}"],
     # Per cluster.
     "aws:eks/nodeGroup:NodeGroup": lambda i: (
         [f"node group {i['clusterName']}/{i['nodeGroupName']}"] if "nodeGroupName" in i else []
