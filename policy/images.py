@@ -1,5 +1,8 @@
 """Operand images and the release: every operand runs the image its GPU Operator release was tested
 with, or a patch bump of it (same repository, same major.minor) declared in `operator.overrides`.
+A digest (`tag@sha256:...`) pins the bytes but never the version: an image matches on repository and
+tag, and a digest the release or the override pins must be the one it runs; a digest on the right
+tag where none is pinned matches, and no digest makes another tag right.
 Each operand workload declares the release and the overrides it follows, so it is checked before it
 is created; the namespace, which declares the overrides first, is checked for the bumps."""
 
@@ -7,7 +10,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, matrix, versions
+from gpu_platform import contract, image_refs, matrix, versions
 from policy import facts, workloads
 from policy.declare import Targets, resource_policy
 
@@ -16,11 +19,18 @@ _SHARED_OPERAND = "validator"
 
 
 def split(ref: str) -> tuple[str, str]:
-    """`nvcr.io/nvidia/k8s-device-plugin:v0.18.1` -> (repository, tag); a registry port is not a tag."""
-    repo, sep, tag = ref.rpartition(":")
-    if not sep or "/" in tag:
-        return ref, ""
-    return repo, tag
+    """`nvcr.io/nvidia/k8s-device-plugin:v0.18.1[@sha256:...]` -> (repository, tag); a registry port
+    is not a tag, a digest is not part of the tag."""
+    found = image_refs.parse(ref)
+    return found.repository, found.tag
+
+
+def matches(image: str, want: str) -> bool:
+    """Whether a container's image is the wanted one: same repository and tag, and the wanted digest
+    if it pins one."""
+    have, wanted = image_refs.parse(image), image_refs.parse(want)
+    return ((have.repository, have.tag) == (wanted.repository, wanted.tag)
+            and (not wanted.digest or have.digest == wanted.digest))
 
 
 def _tag_versions(tag: str) -> list[tuple[int, ...]]:
@@ -47,9 +57,10 @@ def _releases_shipping(operand: str, tag: str) -> list[str]:
 
 
 def _check_overrides(args, release, overrides: dict[str, str], report_violation) -> None:
-    for operand, tag in sorted(overrides.items()):
+    for operand, version in sorted(overrides.items()):
         if operand not in release.images:
             continue
+        tag = version.partition("@")[0]
         release_tag = split(release.image(operand))[1]
         if is_patch_bump(release_tag, tag):
             continue
@@ -68,11 +79,18 @@ def _check_workload(args, release, overrides: dict[str, str], report_violation) 
     own = expected.get(operand)
     allowed = {own, expected[_SHARED_OPERAND]} if own else set(expected.values())
     for container, image in workloads.images(workloads.pod_spec(args.resource_type, args.props)):
-        if image in allowed:
+        if any(matches(image, want) for want in allowed):
             continue
-        want = own or expected[_SHARED_OPERAND]
+        # The closest wanted image: the one of the same repository and tag (only its digest differs).
+        want = next((w for w in sorted(allowed) if split(w) == split(image)), own or expected[_SHARED_OPERAND])
         repo, tag = split(image)
-        if repo == split(want)[0]:
+        if split(want) == (repo, tag):
+            pinned = image_refs.parse(want).digest
+            owner = next(op for op, ref in expected.items() if ref == want)
+            source = f"operator.overrides.{owner}" if owner in overrides else f"the version matrix ({release.name})"
+            detail = (f"the digest {image_refs.parse(image).digest or '(none)'} is not {pinned}, which {source} "
+                      f"pins for that tag")
+        elif repo == split(want)[0]:
             how = (
                 f"set operator.overrides.{operand}: {tag} if it is a patch bump of {split(want)[1]}"
                 if operand not in overrides else f"the override says {overrides[operand]}"
@@ -120,3 +138,45 @@ def operand_images_match_release(args, report_violation) -> None:
         _check_overrides(args, release, overrides, report_violation)
     else:
         _check_workload(args, release, overrides, report_violation)
+
+
+def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | None:
+    """The operand whose image key pins this image in the workload's release: the workload's own
+    when its repository is that one (GFD shares the device plugin's repository), else the first that
+    has it (the validator's, in every operand's wait containers); None: no operand's image."""
+    repository = split(image)[0]
+    if own in expected and split(expected[own])[0] == repository:
+        return own
+    return next((op for op, ref in sorted(expected.items()) if split(ref)[0] == repository), None)
+
+
+@resource_policy(
+    "privileged-images-pinned-by-digest", EnforcementLevel.ADVISORY,
+    "Every image that runs with a privilege (privileged, an added capability, a host path or a host namespace) "
+    "is pinned by digest (tag@sha256:...), so a tag pushed again cannot change what runs with it.",
+    workloads.TARGETS,
+    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in "
+        "gpu_platform/matrix.yaml; an image outside the operands where the program sets it",
+)
+def privileged_images_pinned_by_digest(args, report_violation) -> None:
+    by_image: dict[str, list[tuple[str, list[str]]]] = {}
+    for container, image, held in workloads.container_privileges(workloads.pod_spec(args.resource_type, args.props)):
+        if not image_refs.parse(image).pinned:
+            by_image.setdefault(image, []).append((container, held))
+    if not by_image:
+        return
+    notes = facts.annotations(args.props)
+    release = matrix.load().releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
+    expected = release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
+    for image, holders in sorted(by_image.items()):
+        operand = _operand_of(image, expected, workloads.operand(args.props))
+        tag = split(image)[1] or "<tag>"
+        where = (f"set operator.overrides.{operand}: {tag}@sha256:<digest> in the stack (or pin the release's row in "
+                 f"gpu_platform/matrix.yaml)" if operand else
+                 "pin it where the program sets this image (image@sha256:<digest>)")
+        held = "; ".join(f"{c!r}: {', '.join(p)}" for c, p in holders)
+        report_violation(
+            f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) runs {image} by tag only, with privileges "
+            f"({held}): whoever can push that tag decides what runs with them. Pin it by digest: {where}; "
+            f"`crane digest {image}` prints the digest the tag names now (check it against the publisher's release)"
+        )

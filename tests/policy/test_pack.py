@@ -14,11 +14,12 @@ from preview.offline import analyze
 from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"
-ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform.props",
+ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform.props", "gpu_platform.image_refs",
                    "gpu_platform.workloads", "gpu_platform.operands", "gpu_platform.eks_lifecycle", "gpu_platform.aws_limits", "gpu_platform"}
 ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 # What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
-CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py", "eks_lifecycle.py", "aws_limits.py")
+CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py", "eks_lifecycle.py", "aws_limits.py",
+           "image_refs.py")
 
 RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
 MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
@@ -34,6 +35,7 @@ EXPECTED = [
     ("mig-config-fits-gpu", RESOURCE, MANDATORY),
     ("multi-node-pools-use-efa", RESOURCE, ADVISORY),
     ("operand-images-match-release", RESOURCE, MANDATORY),
+    ("privileged-images-pinned-by-digest", RESOURCE, ADVISORY),
     ("privileged-workloads-audited", RESOURCE, MANDATORY),
     ("privileged-software-tagged", RESOURCE, MANDATORY),
     ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
