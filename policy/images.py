@@ -4,7 +4,10 @@ A digest (`tag@sha256:...`) pins the bytes but never the version: an image match
 tag, and a digest the release or the override pins must be the one it runs; a digest on the right
 tag where none is pinned matches, and no digest makes another tag right.
 Each operand workload declares the release and the overrides it follows, so it is checked before it
-is created; the namespace, which declares the overrides first, is checked for the bumps."""
+is created; the namespace, which declares the overrides first, is checked for the bumps.
+
+The advisory `privileged-images-pinned-by-digest` names, once per stack, every image that runs with a
+privilege by tag only: whoever can push that tag decides what runs with the privilege."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from pulumi_policy import EnforcementLevel
 
 from gpu_platform import contract, image_refs, matrix, versions
 from policy import facts, workloads
-from policy.declare import Targets, resource_policy
+from policy.declare import Targets, resource_policy, stack_policy
 
 # The wait-for-marker init containers of every operand run the validator image.
 _SHARED_OPERAND = "validator"
@@ -150,33 +153,43 @@ def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | 
     return next((op for op, ref in sorted(expected.items()) if split(ref)[0] == repository), None)
 
 
-@resource_policy(
+@stack_policy(
     "privileged-images-pinned-by-digest", EnforcementLevel.ADVISORY,
     "Every image that runs with a privilege (privileged, an added capability, a host path or a host namespace) "
     "is pinned by digest (tag@sha256:...), so a tag pushed again cannot change what runs with it.",
-    workloads.TARGETS,
-    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in "
-        "gpu_platform/matrix.yaml; an image outside the operands where the program sets it",
+    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in gpu_platform/matrix.yaml",
 )
 def privileged_images_pinned_by_digest(args, report_violation) -> None:
-    by_image: dict[str, list[tuple[str, list[str]]]] = {}
-    for container, image, held in workloads.container_privileges(workloads.pod_spec(args.resource_type, args.props)):
-        if not image_refs.parse(image).pinned:
-            by_image.setdefault(image, []).append((container, held))
-    if not by_image:
+    # One violation for the stack, one entry per image: an image is pinned once (one override), however
+    # many workloads run it, and a summary of eleven near-identical lines would bury everything else.
+    users: dict[str, list[str]] = {}
+    keys: dict[str, set[str]] = {}
+    for r in args.resources:
+        if workloads.kind(r.resource_type) is None:
+            continue
+        notes = facts.annotations(r.props)
+        release = matrix.load().releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
+        expected = release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
+        for _, image, _ in workloads.container_privileges(workloads.pod_spec(r.resource_type, r.props)):
+            if image_refs.parse(image).pinned:
+                continue
+            where = f"{facts.kind(r.resource_type)} {r.name}"
+            if where not in users.setdefault(image, []):
+                users[image].append(where)
+            key = _operand_of(image, expected, workloads.operand(r.props))
+            keys.setdefault(image, set()).update([key] if key else [])
+    if not users:
         return
-    notes = facts.annotations(args.props)
-    release = matrix.load().releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
-    expected = release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
-    for image, holders in sorted(by_image.items()):
-        operand = _operand_of(image, expected, workloads.operand(args.props))
+
+    def entry(image: str) -> str:
         tag = split(image)[1] or "<tag>"
-        where = (f"set operator.overrides.{operand}: {tag}@sha256:<digest> in the stack (or pin the release's row in "
-                 f"gpu_platform/matrix.yaml)" if operand else
-                 "pin it where the program sets this image (image@sha256:<digest>)")
-        held = "; ".join(f"{c!r}: {', '.join(p)}" for c, p in holders)
-        report_violation(
-            f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) runs {image} by tag only, with privileges "
-            f"({held}): whoever can push that tag decides what runs with them. Pin it by digest: {where}; "
-            f"`crane digest {image}` prints the digest the tag names now (check it against the publisher's release)"
-        )
+        how = (f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>" if keys[image]
+               else "where the program sets it")
+        who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
+        return f"{image} ({who}; pin: {how})"
+
+    report_violation(
+        f"{len(users)} image(s) run with privileges by tag only, so whoever can push the tag decides what runs with "
+        f"them: {'; '.join(entry(i) for i in sorted(users))}. `crane digest <image>` prints the digest a tag names "
+        f"now; check it against the publisher's release"
+    )
