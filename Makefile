@@ -4,19 +4,41 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv constraints preview preview-all test golden docs rollout-docs lint bench mutation mutation-report scan scan-accept clean
+.PHONY: venv lock preview preview-all test golden docs rollout-docs lint bench mutation mutation-report scan scan-accept clean
 
 venv: $(VENV)/.installed
 
-# One virtualenv for the program, the policy pack (PulumiPolicy.yaml points at it) and the checks.
-$(VENV)/.installed: requirements.txt requirements-dev.txt policy/requirements.txt constraints.txt
+# One virtualenv for the program, the policy pack (PulumiPolicy.yaml points at it) and the checks,
+# from the lock of requirements-dev.txt: every transitive package at one version, and every file pip
+# downloads checked against the sha256 the lock lists (--require-hashes refuses a file whose hash is
+# not listed, and a package the lock does not pin), so a re-uploaded or substituted file fails here.
+$(VENV)/.installed: requirements-dev.lock.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-dev.lock.txt
 	touch $@
 
-# Re-pins every transitive package to what .venv holds now (after a requirement changed).
-constraints: venv
-	{ sed -n '1,3p' constraints.txt; $(PY) -m pip freeze --exclude-editable; } > constraints.tmp && mv constraints.tmp constraints.txt
+# Regenerates the lock files (*.lock.txt) from the requirement files beside them, with pip-compile
+# (pip-tools, itself installed from its lock in .venv-lock): every transitive package pinned, with
+# the sha256 of every file PyPI has for that version. Existing pins stay unless a requirement moves
+# them; to move one: make lock LOCK_ARGS=--upgrade-package=NAME (or LOCK_ARGS=--upgrade for all).
+# pip's configuration files and find-links are ignored: the hashes are PyPI's, not a local mirror's.
+LOCK_VENV := .venv-lock
+LOCK_ARGS ?=
+PIP_COMPILE := env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null CUSTOM_COMPILE_COMMAND="make lock" \
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	--no-emit-find-links $(LOCK_ARGS)
+
+$(LOCK_VENV)/.installed: requirements-lock.lock.txt
+	test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-lock.lock.txt
+	touch $@
+
+lock: $(LOCK_VENV)/.installed
+	$(PIP_COMPILE) -o requirements-dev.lock.txt requirements-dev.txt
+	$(PIP_COMPILE) -o requirements-mutation.lock.txt requirements-dev.txt requirements-mutation.txt
+	$(PIP_COMPILE) -o policy/requirements.lock.txt policy/requirements.txt
+	$(PIP_COMPILE) -o security/requirements-checkov.lock.txt security/requirements-checkov.txt
+	$(PIP_COMPILE) -o requirements-lock.lock.txt requirements-lock.txt
 
 preview: venv
 	$(PY) -m preview --stack $(STACK)
@@ -56,8 +78,8 @@ lint: venv
 # mutants generated once, which any run does).
 MUTANTS ?=
 SAMPLE ?=
-$(VENV)/.mutation-installed: $(VENV)/.installed requirements-mutation.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-mutation.txt -c constraints.txt
+$(VENV)/.mutation-installed: $(VENV)/.installed requirements-mutation.lock.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-mutation.lock.txt
 	touch $@
 
 mutation: $(VENV)/.mutation-installed
@@ -76,9 +98,9 @@ bench: venv
 # checkov in a virtualenv of its own: its pinned dependencies never meet the program's.
 CHECKOV_VENV := .venv-checkov
 
-$(CHECKOV_VENV)/.installed: security/requirements-checkov.txt
+$(CHECKOV_VENV)/.installed: security/requirements-checkov.lock.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r security/requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r security/requirements-checkov.lock.txt
 	touch $@
 
 # checkov over every stack's manifests; fails on any failure not in security/accepted.yaml, on an

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import aws_limits, matrix, versions
+from gpu_platform import aws_limits, image_refs, matrix, versions
 
 PROJECT = "gpu-platform"
 
@@ -267,10 +267,17 @@ class Operator(_Model):
         for operand, tag in value.items():
             if operand not in matrix.OPERAND_IMAGES:
                 raise ValueError(_at(f".{operand}", f"not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"))
-            # A version first: operands choose flags and paths by the image's version.
-            if not isinstance(tag, str) or not re.fullmatch(r"v?\d+(\.\d+)+[A-Za-z0-9_.-]{0,100}", tag):
+            # A version first: operands choose flags and paths by the image's version. A digest may
+            # follow (tag@sha256:...), pinning the bytes the tag named when it was taken.
+            given, at, digest = tag.partition("@") if isinstance(tag, str) else (tag, "", "")
+            if not isinstance(given, str) or not re.fullmatch(r"v?\d+(\.\d+)+[A-Za-z0-9_.-]{0,100}", given):
                 raise ValueError(_at(f".{operand}", f"{_shown(tag)} is not an image tag (a version tag only, e.g. v0.18.2; "
-                                                    "the repository stays the release's)"))
+                                                    "the repository stays the release's); a digest may follow the tag: "
+                                                    f"v0.18.2@{image_refs.DIGEST_EXAMPLE}"))
+            problem = image_refs.digest_problem(digest) if at else None
+            if problem:
+                raise ValueError(_at(f".{operand}", f"{_shown(tag)}: after the tag, the {problem}; `crane digest "
+                                                    "<repository>:<tag>` prints the digest a tag names now"))
         return dict(sorted(value.items()))
 
 

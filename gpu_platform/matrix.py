@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 import yaml
 
-from gpu_platform import operands, versions
+from gpu_platform import image_refs, operands, versions
 
 MATRIX_FILE = Path(__file__).with_name("matrix.yaml")
 
@@ -48,15 +48,16 @@ class Release:
         return self.images[operand]
 
     def images_with(self, overrides: Mapping[str, str]) -> dict[str, str]:
-        """The release's images with `operator.overrides` tags swapped in (same repository)."""
+        """The release's images with `operator.overrides` swapped in: same repository, the override's
+        `tag[@sha256:...]` in place of the release's tag and digest."""
         return {
-            op: (ref.rsplit(":", 1)[0] + ":" + overrides[op]) if op in overrides else ref
+            op: str(image_refs.parse(ref).with_version(overrides[op])) if op in overrides else ref
             for op, ref in self.images.items()
         }
 
     @property
     def toolkit_version(self) -> str:
-        return versions.image_tag_version(self.images["container-toolkit"].rsplit(":", 1)[1])
+        return versions.image_tag_version(image_refs.tag_of(self.images["container-toolkit"]))
 
 
 @dataclass(frozen=True)
@@ -184,9 +185,15 @@ def _gpu(key: str, row: dict) -> Gpu:
     )
 
 
-def _check_images(name: str, row: dict) -> None:
+def _check_images(name: str, row: dict, path: Path) -> None:
     """A release pins an image for exactly the operands the registry says it carries: those whose
-    first release (`since`) is this one or older, and no key the registry does not know."""
+    first release (`since`) is this one or older, and no key the registry does not know; each image is
+    `repository:tag`, with `@sha256:<64 hex>` after the tag when it is pinned by digest."""
+    for operand, ref in row["images"].items():
+        problem = image_refs.problem(str(ref))
+        if problem:
+            raise ValueError(f"{path.name}: releases.{name}.images.{operand}: {problem} "
+                             f"(e.g. nvcr.io/nvidia/k8s-device-plugin:v0.18.1@{image_refs.DIGEST_EXAMPLE})")
     have = set(row["images"])
     unknown = have - set(OPERAND_IMAGES)
     if unknown:
@@ -199,8 +206,8 @@ def _check_images(name: str, row: dict) -> None:
                              f"{'missing' if carried else 'given'}, but the registry says it ships from {r.since}")
 
 
-def _release(name: str, row: dict) -> Release:
-    _check_images(name, row)
+def _release(name: str, row: dict, path: Path) -> Release:
+    _check_images(name, row, path)
     drivers = row["drivers"]
     return Release(
         name=name,
@@ -227,7 +234,7 @@ def load(path: Path = MATRIX_FILE) -> Matrix:
         name for gpu in gpus.values() if gpu.mig for name in gpu.mig.configs()
     )
     return Matrix(
-        releases={name: _release(name, row) for name, row in raw["releases"].items()},
+        releases={name: _release(name, row, path) for name, row in raw["releases"].items()},
         cuda=Cuda(
             toolkits={str(k): str(v) for k, v in cuda["toolkits"].items()},
             major_minimum={int(k): str(v) for k, v in compat.items() if k != "source"},

@@ -117,3 +117,24 @@ def selector(spec: Mapping[str, Any]) -> dict[str, str]:
 
 def tolerations(spec: Mapping[str, Any]) -> list[dict[str, str]]:
     return [strings(t) for t in sequence(spec.get("tolerations"))]
+
+
+def container_privileges(spec: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """(container, image, privileges) for every container that holds a privilege, in the audit
+    report's vocabulary: its own (privileged, added capabilities, the host paths it mounts) and the
+    pod's host namespaces, which every container of the pod shares."""
+    shared = [key for key in ("hostPID", "hostNetwork", "hostIPC") if spec.get(key) is True]
+    host_paths = {
+        text(v.get("name")): text(dig(v, "hostPath").get("path"))
+        for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v
+    }
+    found = []
+    for c in containers(spec):
+        held = ["privileged"] if _context(c).get("privileged") is True else []
+        held += [f"capability {text(cap)}" for cap in sorted({text(cap) for cap in sequence(dig(_context(c), "capabilities").get("add"))})]
+        held += sorted({f"hostPath {host_paths[name]}" for name in (text(m.get("name")) for m in map(mapping, sequence(c.get("volumeMounts"))))
+                        if name in host_paths})
+        held += shared
+        if held:
+            found.append((text(c.get("name")) or "?", text(c.get("image")), held))
+    return found

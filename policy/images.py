@@ -1,26 +1,39 @@
 """Operand images and the release: every operand runs the image its GPU Operator release was tested
 with, or a patch bump of it (same repository, same major.minor) declared in `operator.overrides`.
+A digest (`tag@sha256:...`) pins the bytes but never the version: an image matches on repository and
+tag, and a digest the release or the override pins must be the one it runs; a digest on the right
+tag where none is pinned matches, and no digest makes another tag right.
 Each operand workload declares the release and the overrides it follows, so it is checked before it
-is created; the namespace, which declares the overrides first, is checked for the bumps."""
+is created; the namespace, which declares the overrides first, is checked for the bumps.
+
+The advisory `privileged-images-pinned-by-digest` names, once per stack, every image that runs with a
+privilege by tag only: whoever can push that tag decides what runs with the privilege."""
 
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, matrix, versions
+from gpu_platform import contract, image_refs, matrix, versions
 from policy import facts, workloads
-from policy.declare import Targets, resource_policy
+from policy.declare import Targets, resource_policy, stack_policy
 
 # The wait-for-marker init containers of every operand run the validator image.
 _SHARED_OPERAND = "validator"
 
 
 def split(ref: str) -> tuple[str, str]:
-    """`nvcr.io/nvidia/k8s-device-plugin:v0.18.1` -> (repository, tag); a registry port is not a tag."""
-    repo, sep, tag = ref.rpartition(":")
-    if not sep or "/" in tag:
-        return ref, ""
-    return repo, tag
+    """`nvcr.io/nvidia/k8s-device-plugin:v0.18.1[@sha256:...]` -> (repository, tag); a registry port
+    is not a tag, a digest is not part of the tag."""
+    found = image_refs.parse(ref)
+    return found.repository, found.tag
+
+
+def matches(image: str, want: str) -> bool:
+    """Whether a container's image is the wanted one: same repository and tag, and the wanted digest
+    if it pins one."""
+    have, wanted = image_refs.parse(image), image_refs.parse(want)
+    return ((have.repository, have.tag) == (wanted.repository, wanted.tag)
+            and (not wanted.digest or have.digest == wanted.digest))
 
 
 def _tag_versions(tag: str) -> list[tuple[int, ...]]:
@@ -47,9 +60,10 @@ def _releases_shipping(operand: str, tag: str) -> list[str]:
 
 
 def _check_overrides(args, release, overrides: dict[str, str], report_violation) -> None:
-    for operand, tag in sorted(overrides.items()):
+    for operand, version in sorted(overrides.items()):
         if operand not in release.images:
             continue
+        tag = version.partition("@")[0]
         release_tag = split(release.image(operand))[1]
         if is_patch_bump(release_tag, tag):
             continue
@@ -68,11 +82,18 @@ def _check_workload(args, release, overrides: dict[str, str], report_violation) 
     own = expected.get(operand)
     allowed = {own, expected[_SHARED_OPERAND]} if own else set(expected.values())
     for container, image in workloads.images(workloads.pod_spec(args.resource_type, args.props)):
-        if image in allowed:
+        if any(matches(image, want) for want in allowed):
             continue
-        want = own or expected[_SHARED_OPERAND]
+        # The closest wanted image: the one of the same repository and tag (only its digest differs).
+        want = next((w for w in sorted(allowed) if split(w) == split(image)), own or expected[_SHARED_OPERAND])
         repo, tag = split(image)
-        if repo == split(want)[0]:
+        if split(want) == (repo, tag):
+            pinned = image_refs.parse(want).digest
+            owner = next(op for op, ref in expected.items() if ref == want)
+            source = f"operator.overrides.{owner}" if owner in overrides else f"the version matrix ({release.name})"
+            detail = (f"the digest {image_refs.parse(image).digest or '(none)'} is not {pinned}, which {source} "
+                      f"pins for that tag")
+        elif repo == split(want)[0]:
             how = (
                 f"set operator.overrides.{operand}: {tag} if it is a patch bump of {split(want)[1]}"
                 if operand not in overrides else f"the override says {overrides[operand]}"
@@ -120,3 +141,55 @@ def operand_images_match_release(args, report_violation) -> None:
         _check_overrides(args, release, overrides, report_violation)
     else:
         _check_workload(args, release, overrides, report_violation)
+
+
+def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | None:
+    """The operand whose image key pins this image in the workload's release: the workload's own
+    when its repository is that one (GFD shares the device plugin's repository), else the first that
+    has it (the validator's, in every operand's wait containers); None: no operand's image."""
+    repository = split(image)[0]
+    if own in expected and split(expected[own])[0] == repository:
+        return own
+    return next((op for op, ref in sorted(expected.items()) if split(ref)[0] == repository), None)
+
+
+@stack_policy(
+    "privileged-images-pinned-by-digest", EnforcementLevel.ADVISORY,
+    "Every image that runs with a privilege (privileged, an added capability, a host path or a host namespace) "
+    "is pinned by digest (tag@sha256:...), so a tag pushed again cannot change what runs with it.",
+    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in gpu_platform/matrix.yaml",
+)
+def privileged_images_pinned_by_digest(args, report_violation) -> None:
+    # One violation for the stack, one entry per image: an image is pinned once (one override), however
+    # many workloads run it, and a summary of eleven near-identical lines would bury everything else.
+    users: dict[str, list[str]] = {}
+    keys: dict[str, set[str]] = {}
+    for r in args.resources:
+        if workloads.kind(r.resource_type) is None:
+            continue
+        notes = facts.annotations(r.props)
+        release = matrix.load().releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
+        expected = release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
+        for _, image, _ in workloads.container_privileges(workloads.pod_spec(r.resource_type, r.props)):
+            if image_refs.parse(image).pinned:
+                continue
+            where = f"{facts.kind(r.resource_type)} {r.name}"
+            if where not in users.setdefault(image, []):
+                users[image].append(where)
+            key = _operand_of(image, expected, workloads.operand(r.props))
+            keys.setdefault(image, set()).update([key] if key else [])
+    if not users:
+        return
+
+    def entry(image: str) -> str:
+        tag = split(image)[1] or "<tag>"
+        how = (f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>" if keys[image]
+               else "where the program sets it")
+        who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
+        return f"{image} ({who}; pin: {how})"
+
+    report_violation(
+        f"{len(users)} image(s) run with privileges by tag only, so whoever can push the tag decides what runs with "
+        f"them: {'; '.join(entry(i) for i in sorted(users))}. `crane digest <image>` prints the digest a tag names "
+        f"now; check it against the publisher's release"
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpu_platform.workloads import (  # noqa: F401 (re-exported for the policies)
     _POD_SPEC_PATH,
+    container_privileges,
     containers,
     declared_host_paths,
     host_path_modes,

@@ -85,7 +85,7 @@ def scan(checkov: Path, keep: Optional[Path] = None) -> list[findings.Finding]:
     checkov = checkov.absolute()
     if not os.access(checkov, os.X_OK):
         raise ScanError(f"no checkov at {checkov}: `make scan` installs it into .venv-checkov "
-                        f"(from security/requirements-checkov.txt), or pass --checkov PATH")
+                        f"(from security/requirements-checkov.lock.txt), or pass --checkov PATH")
     if keep:
         return run_checkov(render(stacks(), keep), checkov)
     with tempfile.TemporaryDirectory(prefix="gpu-platform-scan-") as tmp:

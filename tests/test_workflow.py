@@ -1,8 +1,9 @@
 """The PR gate (.github/workflows/pr.yml), on what a workflow linter cannot see: the credential-free
 job runs the tests and the linters, previews every stack file that exists in stacks/ with every
 report, fails on a violation only after all stacks ran, and uploads the reports; the real preview
-runs per stack with the policy pack, only where credentials are configured. The step scripts run
-here for real, against a stand-in for `python -m preview`."""
+runs per stack, only where credentials are configured, in a protected environment, with the policy
+pack of the default branch; every action is pinned to a commit. The step scripts run here for real,
+against a stand-in for `python -m preview`."""
 
 from __future__ import annotations
 
@@ -156,13 +157,87 @@ def test_the_real_preview_runs_the_policy_pack_only_with_credentials_configured(
     [pulumi] = [s for s in steps(real) if action(s) == "pulumi/actions"]
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
-    assert pulumi["with"]["policyPacks"] == "policy"
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
     assert steps(real).index(aws) < steps(real).index(pulumi)
 
 
-def test_every_action_is_pinned_to_a_major_version_or_a_commit(workflow):
-    for name, job in workflow["jobs"].items():
-        for step in steps(job):
-            if "uses" in step:
-                assert re.fullmatch(r"[\w.-]+/[\w./-]+@(v\d+(\.\d+){0,2}|[0-9a-f]{40})", step["uses"]), (name, step["uses"])
+def test_the_real_preview_waits_for_the_protected_environment(workflow):
+    # The environment's required reviewers approve each run before the job gets its secrets or an
+    # OIDC token (README, "Supply chain", says which protection rules to set).
+    assert workflow["jobs"]["pulumi-preview"]["environment"] == "pulumi-preview"
+    assert "environment" not in offline_job(workflow)
+
+
+def test_the_real_preview_runs_the_default_branchs_policy_pack_with_its_own_locked_virtualenv(workflow):
+    real = workflow["jobs"]["pulumi-preview"]
+    [gate] = [s for s in steps(real) if action(s) == "actions/checkout" and s.get("with", {}).get("path") == "gate"]
+    assert gate["with"]["ref"] == "${{ github.event.repository.default_branch }}"
+    # The pack and everything it imports (tests/policy/test_pack.py: policy/ and gpu_platform/ only).
+    assert set(gate["with"]["sparse-checkout"].split()) == {"policy", "gpu_platform"}
+    assert gate["with"]["persist-credentials"] is False
+    [pulumi] = [s for s in steps(real) if action(s) == "pulumi/actions"]
+    assert pulumi["with"]["policyPacks"] == "gate/policy"
+    [venv] = [s for s in steps(real) if "gate/.venv" in s.get("run", "")]
+    assert "--require-hashes -r gate/policy/requirements.lock.txt" in venv["run"]
+    # policy/PulumiPolicy.yaml names the virtualenv the CLI runs the pack from: gate/.venv for gate/policy.
+    assert yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"] == "../.venv"
+    # The gate is in place before the PR's own code runs (its Makefile, then its program).
+    order = steps(real).index
+    [make] = [s for s in steps(real) if s.get("run", "").strip() == "make venv"]
+    assert order(gate) < order(venv) < order(make) < order(pulumi)
+
+
+def test_the_gates_pack_reads_the_data_beside_it_not_the_prs(tmp_path):
+    # A copy of the pack and its data in gate/, whose matrix lacks v25.10.1: the pack started there
+    # (as the CLI starts it, from gate/policy) must judge by that matrix, not by this tree's.
+    from pulumi.runtime.proto import analyzer_pb2
+
+    from preview.offline import analyze, policy_config
+    from tests.policy.resources import namespace
+    from tests.policy.verdict import struct
+
+    gate = tmp_path / "gate"
+    for part in ("policy", "gpu_platform"):
+        shutil.copytree(ROOT / part, gate / part, ignore=shutil.ignore_patterns("__pycache__"))
+    matrix_file = gate / "gpu_platform" / "matrix.yaml"
+    data = yaml.safe_load(matrix_file.read_text())
+    del data["releases"]["v25.10.1"]
+    matrix_file.write_text(yaml.safe_dump(data, sort_keys=False))
+    ns = namespace("v25.10.1")
+    with analyze.PackProcess(pack_dir=gate / "policy") as pack:
+        pack.Configure(policy_config.configure_request(analyze.info(pack), {}))
+        found = pack.Analyze(analyzer_pb2.AnalyzeRequest(type=ns.type, urn=ns.urn, name=ns.name, properties=struct(ns.props)))
+    messages = [d.message for d in found.diagnostics]
+    assert any("declares GPU Operator release 'v25.10.1', which is not in the version matrix" in m for m in messages), messages
+
+
+# `uses: owner/repo[/path]@<40 hex> # vX.Y.Z`: the commit, and the release it is, for people.
+PINNED = re.compile(r"uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)")
+
+
+def unpinned_uses(text: str) -> list[str]:
+    """Every `uses:` line of a workflow that is not pinned to a full commit SHA with its tag beside it."""
+    return [line.strip() for line in text.splitlines()
+            if re.match(r"\s*(- )?uses:", line) and not PINNED.fullmatch(line.strip().removeprefix("- "))]
+
+
+def test_every_action_is_pinned_to_a_full_commit_sha_with_its_release_tag_in_a_comment(workflow):
+    text = WORKFLOW.read_text()
+    assert unpinned_uses(text) == []
+    used = [s["uses"] for job in workflow["jobs"].values() for s in steps(job) if "uses" in s]
+    assert len(used) == len(PINNED.findall(text)) > 0
+    # One commit per action: two pins of one action would be two versions of it.
+    commits = {}
+    for name, sha, tag in PINNED.findall(text):
+        assert commits.setdefault(name, (sha, tag)) == (sha, tag), name
+
+
+@pytest.mark.parametrize("line", [
+    "      - uses: actions/checkout@v4",
+    "      - uses: actions/checkout@v4.4.0",
+    "      - uses: actions/checkout@11d5960",  # a short SHA: ambiguous as the repository grows
+    "      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262",  # no tag for people
+    "        uses: actions/checkout@main # v4.4.0",
+])
+def test_a_tag_a_branch_or_a_short_sha_is_not_a_pin(line):
+    assert unpinned_uses(line) == [line.strip()]

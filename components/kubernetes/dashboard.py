@@ -18,6 +18,8 @@ from typing import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
+from gpu_platform import image_refs
+
 DASHBOARD_FILE = Path(__file__).resolve().with_name("gpu-dashboard.json")
 CONFIG_MAP_NAME = "gpu-platform-dashboard"
 # The sidecar writes every data key as a file into one folder shared by all dashboards: a
@@ -33,7 +35,7 @@ _TAG = re.compile(r"^(\d+(?:\.\d+)*)-(\d+(?:\.\d+)*)")
 
 def host_label(exporter_image: str) -> str:
     """The host label of the exporter's metrics: its tag is `<DCGM>-<exporter>[-flavour]`."""
-    found = _TAG.match(exporter_image.rsplit(":", 1)[-1])
+    found = _TAG.match(image_refs.tag_of(exporter_image))
     if not found:
         raise ValueError(f"DCGM exporter image {exporter_image!r}: tag is not <dcgm version>-<exporter version>")
     exporter = tuple(int(n) for n in found.group(2).split("."))

@@ -113,3 +113,53 @@ def test_an_image_key_the_registry_does_not_know_is_refused(tmp_path):
     path = _matrix_with(tmp_path, lambda raw: raw["releases"]["v25.10.1"]["images"].update({"dcgm": "x:1"}))
     with pytest.raises(ValueError, match="releases.v25.10.1.images: dcgm not in the operand registry"):
         matrix.load(path)
+
+
+# -- image digests -----------------------------------------------------------------------------------
+# Made-up, well-formed digests: the shipped matrix pins none (none could be looked up here).
+DIGEST_A = "sha256:" + "a" * 64
+DIGEST_B = "sha256:" + "b" * 64
+
+
+def _image_set(tmp_path, release: str, operand: str, ref: str):
+    return _matrix_with(tmp_path, lambda raw: raw["releases"][release]["images"].__setitem__(operand, ref))
+
+
+def test_a_release_image_pinned_by_digest_keeps_it_until_an_override_changes_the_tag(tmp_path):
+    pinned = f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@{DIGEST_A}"
+    release = matrix.load(_image_set(tmp_path, "v25.10.1", "device-plugin", pinned)).release("v25.10.1")
+    assert release.images_with({})["device-plugin"] == pinned
+    # The release's digest is the release tag's: another tag never inherits it.
+    assert release.images_with({"device-plugin": "v0.18.2"})["device-plugin"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
+    assert release.images_with({"device-plugin": f"v0.18.2@{DIGEST_B}"})["device-plugin"] == f"nvcr.io/nvidia/k8s-device-plugin:v0.18.2@{DIGEST_B}"
+
+
+def test_the_toolkit_version_is_read_from_the_tag_of_a_digest_pinned_image(tmp_path):
+    pinned = f"nvcr.io/nvidia/k8s/container-toolkit:v1.18.0@{DIGEST_A}"
+    release = matrix.load(_image_set(tmp_path, "v25.10.1", "container-toolkit", pinned)).release("v25.10.1")
+    assert release.toolkit_version == "1.18.0"
+
+
+@pytest.mark.parametrize("ref, says", [
+    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'a' * 63}", "is malformed"),
+    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'A' * 64}", "is malformed"),
+    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha512:{'a' * 128}", "is not a sha256 digest"),
+    (f"nvcr.io/nvidia/k8s-device-plugin@{DIGEST_A}", "is not repository:tag"),
+])
+def test_a_malformed_image_in_the_matrix_is_an_error_naming_the_file_and_key(tmp_path, ref, says):
+    with pytest.raises(ValueError, match=r"^matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: .*" + says):
+        matrix.load(_image_set(tmp_path, "v25.10.1", "device-plugin", ref))
+
+
+def test_the_preview_of_a_stack_refuses_a_malformed_matrix_digest_with_exit_2(tmp_path, monkeypatch, capsys):
+    import re
+
+    from preview.__main__ import main
+
+    bad = _image_set(tmp_path, "v25.10.1", "device-plugin", "nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:abc")
+    real_load = matrix.load
+    monkeypatch.setattr(matrix, "load", lambda path=bad: real_load(path))
+    assert main(["--stack", "dev"]) == 2
+    err = capsys.readouterr().err
+    assert re.search(r"matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: digest 'sha256:abc' is malformed", err)
+    assert "Traceback" not in err

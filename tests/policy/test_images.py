@@ -6,9 +6,15 @@ from __future__ import annotations
 import pytest
 
 from gpu_platform import matrix
-from policy.images import is_patch_bump, operand_images_match_release, split
+from policy.images import is_patch_bump, operand_images_match_release, privileged_images_pinned_by_digest, split
 from tests.policy.resources import namespace, workload
 from tests.policy.verdict import violations
+
+# Made-up digests, well-formed (sha256: and 64 lowercase hex digits); no registry is asked here.
+DIGEST_A = "sha256:" + "a" * 64
+DIGEST_B = "sha256:" + "b" * 64
+PLUGIN = "nvcr.io/nvidia/k8s-device-plugin"
+VALIDATOR = "nvcr.io/nvidia/gpu-operator"
 
 
 def release_workload(release: str, operand: str = "device-plugin", **kwargs):
@@ -111,9 +117,136 @@ def test_an_override_of_a_line_no_release_ships_offers_no_release():
 
 @pytest.mark.parametrize("ref, parts", [
     ("nvcr.io/nvidia/k8s-device-plugin:v0.18.1", ("nvcr.io/nvidia/k8s-device-plugin", "v0.18.1")),
+    ("nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:" + "a" * 64, ("nvcr.io/nvidia/k8s-device-plugin", "v0.18.1")),
     ("registry.example.com:5000/nvidia/k8s-device-plugin:v0.18.1", ("registry.example.com:5000/nvidia/k8s-device-plugin", "v0.18.1")),
     ("registry.example.com:5000/nvidia/k8s-device-plugin", ("registry.example.com:5000/nvidia/k8s-device-plugin", "")),
     ("nvcr.io/nvidia/k8s-device-plugin", ("nvcr.io/nvidia/k8s-device-plugin", "")),
 ])
 def test_an_image_reference_splits_at_its_tag_and_never_at_a_registry_port(ref, parts):
     assert split(ref) == parts
+
+
+# -- digests ---------------------------------------------------------------------------------------
+
+def test_a_digest_pinned_image_of_the_releases_tag_matches():
+    resources = [namespace("v25.10.1"), workload(image=f"{PLUGIN}:v0.18.1@{DIGEST_A}", wait_image=f"{VALIDATOR}:v25.10.1@{DIGEST_B}")]
+    assert violations(operand_images_match_release, resources) == []
+
+
+def test_a_digest_does_not_make_a_wrong_tag_right():
+    found = violations(operand_images_match_release, [namespace("v25.10.1"), workload(image=f"{PLUGIN}:v0.18.2@{DIGEST_A}")])
+    assert len(found) == 1
+    assert "tag v0.18.2 is not the release's v0.18.1" in found[0][0] and "operator.overrides.device-plugin" in found[0][0]
+
+
+def test_an_override_with_a_digest_passes_when_its_tag_is_a_patch_bump():
+    override = f"device-plugin=v0.18.2@{DIGEST_A}"
+    resources = [namespace("v25.10.1", overrides=override), workload(image=f"{PLUGIN}:v0.18.2@{DIGEST_A}", overrides=override)]
+    assert violations(operand_images_match_release, resources) == []
+
+
+def test_an_override_with_a_digest_is_still_judged_by_its_tag():
+    found = violations(operand_images_match_release, [namespace("v25.10.1", overrides=f"device-plugin=v0.19.0@{DIGEST_A}")])
+    assert len(found) == 1 and "sets tag v0.19.0," in found[0][0] and "v0.18.1" in found[0][0]
+
+
+@pytest.mark.parametrize("runs, shown", [(f"{PLUGIN}:v0.18.2", "(none)"), (f"{PLUGIN}:v0.18.2@{DIGEST_B}", DIGEST_B)])
+def test_a_workload_without_the_digest_the_override_pins_fails_naming_it(runs, shown):
+    override = f"device-plugin=v0.18.2@{DIGEST_A}"
+    found = violations(operand_images_match_release, [workload(image=runs, overrides=override)])
+    assert len(found) == 1
+    assert f"the digest {shown} is not {DIGEST_A}, which operator.overrides.device-plugin pins" in found[0][0]
+
+
+# -- privileged-images-pinned-by-digest (advisory) ---------------------------------------------------
+
+def _unprivileged(**kwargs):
+    return workload(main_container={"securityContext": {"capabilities": {"drop": ["ALL"]}}, "volumeMounts": []},
+                    pod={"volumes": []}, wait_image=None, **kwargs)
+
+
+def test_every_privileged_image_without_a_digest_is_named_once_with_the_override_that_pins_it():
+    # workload(): the plugin container adds SYS_ADMIN and mounts the device-plugin socket directory;
+    # the wait container mounts /run/nvidia/validations. Two such workloads: each image named once.
+    other = workload(name="gpu-other-ds")
+    found = violations(privileged_images_pinned_by_digest, [workload(), other])
+    assert len(found) == 1
+    message = found[0][0]
+    assert message.startswith("2 image(s) run with privileges by tag only")
+    assert (f"{PLUGIN}:v0.18.1 (DaemonSet gpu-device-plugin-ds, DaemonSet gpu-other-ds; pin: "
+            f"operator.overrides.device-plugin: v0.18.1@sha256:<digest>)") in message
+    assert f"{VALIDATOR}:v25.10.1 (DaemonSet gpu-device-plugin-ds, DaemonSet gpu-other-ds; pin: operator.overrides.validator: v25.10.1@sha256:<digest>)" in message
+
+
+def test_privileged_images_pinned_by_digest_pass():
+    assert violations(privileged_images_pinned_by_digest, [
+        workload(image=f"{PLUGIN}:v0.18.1@{DIGEST_A}", wait_image=f"{VALIDATOR}:v25.10.1@{DIGEST_B}")]) == []
+
+
+def test_an_unprivileged_image_needs_no_digest():
+    assert violations(privileged_images_pinned_by_digest, [_unprivileged()]) == []
+
+
+@pytest.mark.parametrize("namespace_key", ["hostNetwork", "hostPID", "hostIPC"])
+def test_a_host_namespace_makes_every_container_of_the_pod_privileged(namespace_key):
+    pod = workload(main_container={"securityContext": {}, "volumeMounts": []}, wait_image=None,
+                   pod={"volumes": [], namespace_key: True})
+    found = violations(privileged_images_pinned_by_digest, [pod])
+    assert len(found) == 1 and f"{PLUGIN}:v0.18.1 (DaemonSet gpu-device-plugin-ds;" in found[0][0]
+
+
+def test_an_image_outside_the_operands_is_named_with_where_to_pin_it():
+    efa = "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.6"
+    found = violations(privileged_images_pinned_by_digest, [
+        workload(operand=None, release=None, image=efa, wait_image=None, main_container={"securityContext": {"privileged": True}})])
+    assert len(found) == 1
+    assert f"{efa} (DaemonSet gpu-device-plugin-ds; pin: where the program sets it)" in found[0][0]
+
+
+# -- through the offline preview -----------------------------------------------------------------------
+# The dev stack's privileged images (GPU Operator v25.10.1's, gpu_platform/matrix.yaml), written out.
+DEV_IMAGES = {
+    "node-feature-discovery": "registry.k8s.io/nfd/node-feature-discovery:v0.18.2",
+    "validator": "nvcr.io/nvidia/gpu-operator:v25.10.1",
+    "device-plugin": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1",
+    "gpu-feature-discovery": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1",
+    "dcgm-exporter": "nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless",
+}
+
+
+def _preview(tmp_path, config):
+    import json
+
+    from preview.__main__ import main
+    from tests.conftest import write_stack
+
+    report, manifests = tmp_path / "report.json", tmp_path / "manifests"
+    code = main(["--config", str(write_stack(tmp_path, config)), "--json", str(report), "--manifests", str(manifests)])
+    images = sorted({line.split("image:", 1)[1].strip() for f in manifests.rglob("*.yaml")
+                     for line in f.read_text().splitlines() if line.strip().startswith("image:")})
+    return code, json.loads(report.read_text())["violations"], images
+
+
+def test_the_dev_stack_passes_with_one_advisory_naming_each_privileged_image_without_a_digest(tmp_path):
+    from tests.conftest import stack_config
+
+    code, found, images = _preview(tmp_path, stack_config("dev"))
+    assert code == 0
+    [advisory] = [v for v in found if v["policy"] == "privileged-images-pinned-by-digest"]
+    assert advisory["enforcementLevel"] == "advisory"
+    assert advisory["message"].startswith(f"{len(set(DEV_IMAGES.values()))} image(s) run with privileges by tag only")
+    assert all(f"{image} (" in advisory["message"] for image in DEV_IMAGES.values())
+    assert images == sorted(set(DEV_IMAGES.values()))
+
+
+def test_the_dev_stack_with_every_operand_pinned_by_digest_renders_the_digests_and_has_no_such_advisory(tmp_path):
+    from tests.conftest import stack_config
+
+    config = stack_config("dev")
+    digests = {operand: "sha256:" + f"{n:x}" * 64 for n, operand in enumerate(sorted(DEV_IMAGES), 1)}
+    config["gpu-platform:operator"]["overrides"] = {op: DEV_IMAGES[op].rsplit(":", 1)[1] + "@" + digests[op] for op in DEV_IMAGES}
+    code, found, images = _preview(tmp_path, config)
+    assert code == 0
+    assert [v for v in found if v["policy"] in ("privileged-images-pinned-by-digest", "operand-images-match-release")] == []
+    # GFD runs its own override's digest of the shared repository; the device plugin its own.
+    assert images == sorted({f"{DEV_IMAGES[op]}@{digests[op]}" for op in DEV_IMAGES})

@@ -37,10 +37,17 @@ def header(path: Path) -> tuple[str, str]:
     return lines[0][2:], lines[1].removeprefix("# violates: ").strip()
 
 
+# Advisory on every stack while the shipped matrix pins no image by digest (tests/policy/test_images.py
+# checks it); the tests below are about the other policies.
+DIGEST_ADVISORY = "privileged-images-pinned-by-digest"
+
+
 def run(tmp_path: Path, stack: Path, *extra: str) -> tuple[int, dict]:
     report = tmp_path / "report.json"
     code = main(["--config", str(stack), "--json", str(report), *extra])
-    return code, json.loads(report.read_text())
+    found = json.loads(report.read_text())
+    found["violations"] = [v for v in found["violations"] if v["policy"] != DIGEST_ADVISORY]
+    return code, found
 
 
 def test_every_violating_fixture_is_named_for_both_sides():

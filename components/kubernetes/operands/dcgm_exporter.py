@@ -26,7 +26,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec, Service
 from components.kubernetes.operands.version_table import row_for
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import versions
+from gpu_platform import image_refs, versions
 
 PORT = 9400
 _METRICS_DIR = "/etc/dcgm-exporter/gpu-platform"
@@ -77,7 +77,7 @@ IMAGES: tuple[ExporterImage, ...] = (
 def exporter_version(image: str) -> str:
     """`nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless` -> `4.7.0` (the tag is DCGM, then
     the exporter)."""
-    tag = image.rsplit(":", 1)[-1]
+    tag = image_refs.tag_of(image)
     version = versions.image_tag_version(tag).split("-")[-1]
     if not versions.is_version(version):
         raise ValueError(f"operator.overrides.dcgm-exporter: {tag!r} carries no exporter version (valid: a tag such as 4.4.2-4.7.0-distroless)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Protocol, Sequence, TypeVar
 
-from gpu_platform import versions
+from gpu_platform import image_refs, versions
 from gpu_platform.config import ConfigError
 
 
@@ -25,10 +25,10 @@ def image_version(image: str) -> str:
     """The version in an image reference's tag: `...:v1.17.8-ubuntu20.04` -> `1.17.8`,
     `...:v0.18.2-minimal` -> `0.18.2` (flavour suffixes after the numbers are ignored). A tag that
     carries two versions gives the first: DCGM exporter's `3.2.6-3.1.9-ubuntu20.04` -> `3.2.6`."""
-    name = image.rsplit("/", 1)[-1]
-    if ":" not in name:
+    tag = image_refs.tag_of(image)
+    if not tag:
         raise ValueError(f"image {image!r} has no tag; operand traits are chosen by the tag's version")
-    found = _LEADING_VERSION.match(versions.image_tag_version(name.rsplit(":", 1)[1]))
+    found = _LEADING_VERSION.match(versions.image_tag_version(tag))
     if not found:
         raise ValueError(f"image {image!r}: tag is not a version; operand traits are chosen by it")
     return found.group(1)

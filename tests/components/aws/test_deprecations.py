@@ -1,5 +1,5 @@
 """Nothing the program sets is deprecated in the pinned SDKs (pulumi-aws, pulumi-kubernetes; see
-constraints.txt).
+requirements.txt and requirements-dev.lock.txt).
 
 The SDKs mark deprecations three ways, and the program must trip none of them:
 - an input's Args class warns when the deprecated argument is set (`warnings.warn(...,
