@@ -1,0 +1,145 @@
+"""The privilege ledger's hash (gpu_platform/ledger.py): what an approver records. Every expected
+hash here is SHA-256 over canonical bytes written out by hand, never over the code's own output."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import hashlib
+
+import pytest
+
+from gpu_platform import bake_document, ledger
+
+WORKLOAD = "DaemonSet gpu-operator/plugin"
+# The canonical form, by hand: the version line, then one line per row, sorted by bytes, cells
+# separated by tabs.
+TINY = (b"gpu-platform privilege ledger v1\n"
+        b"DaemonSet gpu-operator/plugin\t(pod)\thostPID\n"
+        b"DaemonSet gpu-operator/plugin\tmain\tcapability SYS_ADMIN\n"
+        b"DaemonSet gpu-operator/plugin\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
+        b"DaemonSet gpu-operator/plugin\twait\thostPath /run/nvidia/validations ro\n")
+TINY_HASH = "sha256:" + hashlib.sha256(TINY).hexdigest()
+
+
+def _daemonset(reverse: bool = False) -> dict:
+    """A DaemonSet with hostPID, SYS_ADMIN, one rw and one ro host path; `reverse` builds every mapping
+    and list of volumes in the opposite order (what the engine may hand over)."""
+    def ordered(d: dict) -> dict:
+        return dict(reversed(list(d.items()))) if reverse else d
+
+    volumes = [{"name": "plugins", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}},
+               {"name": "validations", "hostPath": ordered({"path": "/run/nvidia/validations", "type": "DirectoryOrCreate"})}]
+    spec = ordered({
+        "hostPID": True,
+        "initContainers": [ordered({"name": "wait", "volumeMounts": [{"name": "validations", "mountPath": "/v", "readOnly": True}]})],
+        "containers": [ordered({"name": "main", "image": "x",
+                                "securityContext": ordered({"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}}),
+                                "volumeMounts": [{"name": "plugins", "mountPath": "/p"}]})],
+        "volumes": volumes[::-1] if reverse else volumes,
+    })
+    return ordered({"kind": "DaemonSet", "metadata": ordered({"name": "plugin", "namespace": "gpu-operator"}),
+                    "spec": {"template": {"spec": spec}}})
+
+
+def _rows(props: dict) -> list:
+    return ledger.rows([("kubernetes:apps/v1:DaemonSet", "plugin-ds", props)])
+
+
+def test_a_tiny_ledger_hashes_to_the_sha256_of_its_canonical_form_written_by_hand():
+    rows = [(WORKLOAD, "wait", "hostPath /run/nvidia/validations ro"), (WORKLOAD, "main", "capability SYS_ADMIN"),
+            (WORKLOAD, "(pod)", "hostPID"), (WORKLOAD, "main", "hostPath /var/lib/kubelet/device-plugins rw"),
+            (WORKLOAD, "(pod)", "hostPID")]  # a duplicate counts once
+    assert ledger.canonical(rows) == TINY
+    assert ledger.digest(rows) == TINY_HASH
+
+
+def test_the_hash_is_the_same_whatever_order_the_properties_arrive_in():
+    assert ledger.digest(_rows(_daemonset())) == TINY_HASH
+    assert ledger.digest(_rows(_daemonset(reverse=True))) == TINY_HASH
+
+
+def test_a_tab_or_line_break_inside_a_cell_cannot_forge_another_row():
+    forged = [("a", "b", "c\td\ne\\")]
+    assert ledger.canonical(forged) == b"gpu-platform privilege ledger v1\na\tb\tc\\td\\ne\\\\\n"
+
+
+def _set(props: dict, path: tuple, value) -> dict:
+    changed = copy.deepcopy(props)
+    node = changed["spec"]["template"]["spec"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return changed
+
+
+@pytest.mark.parametrize("path, value", [
+    (("containers", 0, "securityContext", "privileged"), True),
+    (("containers", 0, "securityContext", "capabilities", "add"), ["SYS_ADMIN", "NET_ADMIN"]),
+    (("initContainers", 0, "volumeMounts", 0, "readOnly"), False),  # ro -> rw
+    (("hostNetwork",), True),
+    (("hostIPC",), True),
+    (("volumes", 0, "hostPath", "path"), "/"),
+    (("initContainers", 0, "securityContext"), {"privileged": True}),
+], ids=["privileged", "capability", "ro-to-rw", "hostNetwork", "hostIPC", "other-host-path", "privileged-init"])
+def test_any_added_privilege_changes_the_hash(path, value):
+    assert ledger.digest(_rows(_set(_daemonset(), path, value))) != TINY_HASH
+
+
+def test_an_unprivileged_workload_adds_no_row():
+    plain = {"kind": "Deployment", "metadata": {"name": "app"}, "spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}}
+    assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", plain)]) == []
+
+
+def _script(text: str) -> str:
+    packed = base64.b64encode(gzip.compress(text.encode(), mtime=0)).decode()
+    return "\n".join(packed[i:i + 60] for i in range(0, len(packed), 60))
+
+
+SCRIPT = ('#!/usr/bin/env bash\n'
+          'readonly BASE="https://downloads.example/${CHANNEL}"\n'
+          'readonly TOOL_SHA256="%s"\n'
+          '# curl "https://not.a/download" in a comment is no download\n'
+          'curl -fsSL -o "${tmp}" "${BASE}/tool.tar.gz"\n')
+
+
+def _component(checksum: str = "ab" * 32) -> dict:
+    script = SCRIPT % checksum
+    commands = ("set -euo pipefail\nexport CHANNEL=stable\nunpack() { base64 -d | gunzip; }\nwork=\"$(mktemp -d)\"\n"
+                f"unpack <<'GPU_PLATFORM_INSTALL' >\"${{work}}/install.sh\"\n{_script(script)}\nGPU_PLATFORM_INSTALL\n"
+                'bash "${work}/install.sh"\n')
+    document = ("phases:\n- name: build\n  steps:\n  - name: Install\n    action: ExecuteBash\n    inputs:\n      commands:\n"
+                "      - |\n" + "".join(f"        {line}\n" for line in commands.splitlines()))
+    return {"data": document, "name": "x"}
+
+
+def test_the_bake_rows_name_what_runs_as_root_its_inputs_downloads_and_pins():
+    props = _component()
+    script = (SCRIPT % ("ab" * 32)).encode()
+    subject = "node image bake img-driver"
+    assert ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", props)]) == sorted([
+        (subject, "(build step)", "component document sha256:" + hashlib.sha256(props["data"].encode()).hexdigest()),
+        (subject, "(build step)", "input CHANNEL=stable"),
+        (subject, "install.sh", "runs as root on the build instance, sha256:" + hashlib.sha256(script).hexdigest()),
+        (subject, "install.sh", "pin TOOL_SHA256 " + "ab" * 32),
+        (subject, "install.sh", "download https://downloads.example/stable/tool.tar.gz"),
+    ])
+
+
+def test_a_changed_download_checksum_changes_the_hash():
+    before = ledger.digest(ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", _component("ab" * 32))]))
+    after = ledger.digest(ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", _component("cd" * 32))]))
+    assert before != after
+
+
+def test_the_shipped_bake_pins_nvidias_repository_key_by_its_fingerprint(prod):
+    from preview.reports import ledger as report_ledger
+
+    bake = [row for row in report_ledger.of(prod) if row[0].startswith("node image bake ")]
+    # NVIDIA's CUDA repository key (components/aws/scripts/install-nvidia-driver.sh) and where it comes from.
+    assert ("node image bake gpu-node-image-driver", "install-nvidia-driver.sh",
+            "pin REPO_KEY_FINGERPRINT 610C7B14E068A878070DA4E99CD0A493D42D0685") in bake
+    assert ("node image bake gpu-node-image-driver", "install-nvidia-driver.sh",
+            "download https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64/D42D0685.pub") in bake
+    assert ("node image bake gpu-node-image-driver", "(build step)", "input DRIVER_VERSION=580.105.08") in bake
