@@ -174,5 +174,5 @@ def summary(recording: Recording, violations: list[Violation], source: str,
     from preview.reports import ledger
 
     lines += ["", ledger.status(recording)]
-    lines += ["", "Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
+    lines += ["Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
     return "\n".join(lines) + "\n"

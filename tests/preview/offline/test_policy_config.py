@@ -22,7 +22,7 @@ def _sent(config: dict) -> dict[str, str]:
 def test_every_policy_is_sent_with_its_own_level_when_the_file_sets_none():
     sent = _sent({})
     assert sent["cluster-endpoint-private"] == "advisory" and sent["driver-supports-gpu"] == "mandatory"
-    assert len(sent) == 19  # tests/policy/test_pack.py lists them
+    assert len(sent) == 21  # tests/policy/test_pack.py lists them
 
 
 def test_all_sets_every_level_and_a_named_policy_still_wins():
@@ -87,4 +87,4 @@ def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
     recording = record_mode(FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", engine.UP)
     config = policy_config.parse('{"driver-supports-gpu": "advisory"}', "f")
     found = analyze.analyze(recording, real_pack, config)
-    assert {(v.policy, v.enforcement_level) for v in found} == {("driver-supports-gpu", "advisory")}
+    assert {(v.policy, v.enforcement_level) for v in found} == {("driver-supports-gpu", "advisory"), ("privilege-ledger-recorded", "advisory")}
