@@ -90,7 +90,8 @@ class GpuPlatform(pulumi.ComponentResource):
         provider = handle.provider
         namespace = GpuNamespace(
             f"{name}-namespace",
-            NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider),
+            NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
+                          approved_ledger=config.audit.approved_ledger),
             opts=child,
         )
         previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace]

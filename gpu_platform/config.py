@@ -551,9 +551,24 @@ class NodePool(_Model):
         return self
 
 
+# The privilege ledger's hash (gpu_platform/ledger.py HASH): what `python -m preview` prints.
+_LEDGER_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
 class Audit(_Model):
     owner: str = Field(min_length=1)
     approval: str = Field(min_length=1)
+    # The privilege ledger's hash that the approval covered: the program writes it on the operands'
+    # namespace, and the policy pack refuses a stack whose ledger has moved since (policy/audit.py).
+    approved_ledger: Optional[str] = Field(default=None, alias="approvedLedger")
+
+    @field_validator("approved_ledger", mode="before")
+    @classmethod
+    def _ledger_hash(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not _LEDGER_HASH.fullmatch(value):
+            raise ValueError(f"{_shown(value)} is not a privilege ledger hash: give 'sha256:' and 64 lowercase hex "
+                             "digits, as `python -m preview --stack NAME` prints it (\"Privilege ledger: sha256:...\")")
+        return value
 
     @field_validator("owner", "approval")
     @classmethod
@@ -814,6 +829,7 @@ _GIVE = {
     "release": "a release",
     "owner": "a team that owns the privileged software",
     "approval": "the approval record (e.g. SEC-1042)",
+    "approvedLedger": "the privilege ledger hash the approval covered (sha256:..., printed by python -m preview)",
     "instanceType": "an EC2 instance type (e.g. g6.2xlarge)",
     "name": "a name",
     "gpu-platform:nodePools": "a list of pools (mappings with name, instanceType, minSize, desiredSize, maxSize)",

@@ -59,6 +59,12 @@ GENERATION_LABEL = "gpu-platform.io/image-generation"
 CUDA_VERSIONS_KEY = "gpu-platform.io/cuda-versions"
 OVERRIDES_KEY = "gpu-platform.io/image-overrides"
 OPERAND_KEY = "gpu-platform.io/operand"
+# On the operands' namespace: the privilege ledger hash the stack's approval covered
+# (gpu-platform:audit.approvedLedger), for the policy pack, which sees no stack config. The namespace
+# because every stack creates it exactly once and it already carries the stack's declared facts, and
+# because recording a new approval must restart nothing: on a pod template it would roll every
+# privileged DaemonSet, on the node image's tags it would touch the AMI's.
+APPROVED_LEDGER_KEY = "gpu-platform.io/approved-ledger"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

@@ -1,6 +1,8 @@
 """Privileged-software audit: every workload that keeps a privilege says why, who owns it, who
 approved it and exactly which host paths it mounts; every AWS resource that runs the privileged
-node software (driver, fabric manager) carries the audit tags."""
+node software (driver, fabric manager) carries the audit tags; and the approval covers the
+privileges the stack grants now, not the ones it granted when it was given (the privilege ledger's
+hash, gpu_platform/ledger.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from pulumi_policy import EnforcementLevel
 
 import re
 
-from gpu_platform import contract, matrix, versions
+from gpu_platform import contract, ledger, matrix, versions
 from policy import facts, workloads
-from policy.declare import resource_policy, types
+from policy.declare import resource_policy, stack_policy, types
 
 
 @resource_policy(
@@ -111,3 +113,84 @@ def privileged_software_tagged(args, report_violation) -> None:
     problems = _fact_problems(facts.of(args))
     if problems:
         report_violation(f"{what}: {'; '.join(problems)}; the version policies cannot check what it runs until its tags are right")
+
+
+def _stack_name(resources) -> str:
+    """The stack, from a URN (`urn:pulumi:<stack>::<project>::...`): the pack is told nothing else."""
+    for r in resources:
+        parts = r.urn.split("::", 1)[0].split(":")
+        if len(parts) == 3 and parts[:2] == ["urn", "pulumi"]:
+            return parts[2]
+    return "STACK"
+
+
+def _approved(resources) -> dict[str, list[str]]:
+    """Approved ledger hash -> the namespaces (described) that carry it."""
+    found: dict[str, list[str]] = {}
+    for r in resources:
+        if r.resource_type == facts.NAMESPACE:
+            value = facts.annotations(r.props).get(contract.APPROVED_LEDGER_KEY)
+            if value is not None:
+                found.setdefault(value, []).append(f"Namespace {r.name!r} ({r.urn})")
+    return found
+
+
+def _current(resources) -> tuple[str, int]:
+    rows = ledger.rows((r.resource_type, r.name, r.props) for r in resources)
+    return ledger.digest(rows), len(rows)
+
+
+# A stack policy: the ledger is all of the stack's resources at once. The engine runs stack policies
+# after the steps, so the gate is `pulumi preview` (the PR's real-preview job), where a violation
+# fails before anything is deployed; under `pulumi up --skip-preview` it fails only afterwards.
+@stack_policy(
+    "privilege-ledger-approved", EnforcementLevel.MANDATORY,
+    "The privilege ledger (every privilege of every workload, the EKS add-ons' DaemonSets, and what the node image "
+    "bake runs as root and downloads) hashes to the value the approval recorded.",
+    fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
+        "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",
+)
+def privilege_ledger_approved(args, report_violation) -> None:
+    approved = _approved(args.resources)
+    if not approved:
+        return  # privilege-ledger-recorded says what to record
+    current, count = _current(args.resources)
+    where = "; ".join(f"{value} on {', '.join(who)}" for value, who in sorted(approved.items()))
+    if len(approved) > 1:
+        report_violation(f"the approved privilege ledger hash is stated differently by the namespaces ({where}); one "
+                         f"approval covers one ledger: the program writes gpu-platform:audit.approvedLedger on one namespace")
+        return
+    (value, _), = approved.items()
+    if value == current:
+        return
+    stack = _stack_name(args.resources)
+    # The pack knows the approved hash, never the approved rows: it says which hashes differ and where
+    # the difference is shown, not what the difference is.
+    report_violation(
+        f"the privileges changed since the approval: the stack's privilege ledger ({count} rows) hashes to {current}, "
+        f"but the approval covers {value} (gpu-platform:audit.approvedLedger, on {', '.join(approved[value])}); "
+        f"this stack grants something the approval did not see, or no longer grants something it did. What changed: "
+        f"`python -m preview --stack {stack} --audit new.md --audit-against APPROVED.md` (`--config FILE` for a "
+        f"stack file outside stacks/), where APPROVED.md is the "
+        f"audit report whose ledger hash is {value} (the approval record keeps it); once the change is approved, "
+        f"record {current} as gpu-platform:audit.approvedLedger"
+    )
+
+
+@stack_policy(
+    "privilege-ledger-recorded", EnforcementLevel.ADVISORY,
+    "A stack that grants privileges records the privilege ledger hash its approval covered, so that a later change "
+    "of privileges cannot inherit the approval.",
+    fix="gpu-platform:audit.approvedLedger: the hash python -m preview --stack NAME prints, once approved",
+)
+def privilege_ledger_recorded(args, report_violation) -> None:
+    if _approved(args.resources):
+        return
+    current, count = _current(args.resources)
+    if count == 0:
+        return
+    report_violation(
+        f"the stack grants {count} privileges (ledger hash {current}) but records no approved ledger hash, so its "
+        f"approval (gpu-platform:audit.approval) is not bound to them and any privilege added later inherits it; "
+        f"once the audit report with this hash is approved, record gpu-platform:audit.approvedLedger: {current}"
+    )

@@ -69,6 +69,19 @@ def stack_config(stack: str = "dev") -> dict[str, Any]:
     return copy.deepcopy(engine.read_stack_file(engine.stack_file(stack)))
 
 
+# The advisory every stack without gpu-platform:audit.approvedLedger gets (policy/audit.py): the
+# fixture stacks record none, and tests about other policies leave it out of what they compare.
+LEDGER_RECORDED = "privilege-ledger-recorded"
+
+
+def unapproved(config: dict[str, Any]) -> dict[str, Any]:
+    """A variant of a shipped stack without its approvedLedger: a change of driver, pools or operands
+    changes the privilege ledger, so the shipped approval no longer covers it and the pack would stop
+    the preview (privilege-ledger-approved); tests about something else drop the approval."""
+    config["gpu-platform:audit"].pop("approvedLedger", None)
+    return config
+
+
 def published_ami(minor: str, release: str, flavour: str = "standard") -> str:
     """The id the offline answers give for that EKS AMI, read from the generated answers file itself
     (preview/offline/fixtures/eks_ami_parameters.yaml), not through the program."""

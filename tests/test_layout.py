@@ -39,6 +39,8 @@ EXEMPT = {
     "components/kubernetes/operands/version_table.py": "each operand's table is tested at every release by "
                                                        "tests/components/kubernetes/operands/test_versions_*.py",
     "components/kubernetes/readiness_gate.py": "tested with the blue-green rollout it gates, in tests/components/aws/test_rollout.py",
+    "gpu_platform/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
+                                         "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/test_ledger.py",
     "gpu_platform/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
                                   "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks)",
     "gpu_platform/workloads.py": "the workload readers of the policies and the audit report, tested through "

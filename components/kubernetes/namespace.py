@@ -27,6 +27,7 @@ class NamespaceArgs:
     cuda_versions: tuple[str, ...]
     overrides: dict[str, str]
     provider: k8s.Provider
+    approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -55,6 +56,7 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.CUDA_VERSIONS_KEY: contract.join_values(args.cuda_versions),
                     contract.OVERRIDES_KEY: contract.format_overrides(args.overrides),
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
+                    **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                 },
             },
             opts=child,

@@ -14,9 +14,15 @@ Sections, in order:
 4. one section per Kubernetes workload that keeps a privilege: the stated reason, owner, approval,
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
-5. the AWS side (`preview/reports/aws_exposure.py`);
-6. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
-   markers; it is what `--audit-against` reads back from the previous report.
+5. the node image bake: what runs as root on the build instance, its inputs, downloads and pins;
+6. the AWS side (`preview/reports/aws_exposure.py`);
+7. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
+   markers, and its hash (gpu_platform/ledger.py), which `gpu-platform:audit.approvedLedger` records
+   and the policy pack checks; the table is what `--audit-against` reads back from the previous report.
+
+A host path a privileged container mounts is listed with its mount mode, but not as a boundary: a
+privileged container has CAP_SYS_ADMIN and every device, so it can remount the path (or the host's
+root) read-write; the summary counts such a path as writable.
 """
 
 from __future__ import annotations
@@ -24,8 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from components.aws import node_health
-from gpu_platform import contract
+from gpu_platform import addon_privileges, contract, ledger as canonical
 from preview.reports import aws_exposure, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
@@ -41,9 +46,11 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
     found = privileges.read(recording)
     privileged = [w for w in found if w.privileges]
     addon_rows = _addon_rows(recording)
-    rows = [row for w in privileged for row in privileges.rows(w)] + addon_rows
+    rows = ledger.of(recording)
     lines = [
         *_header(recording, privileged),
+        f"- {ledger.status(recording)}",
+        "",
         *_summary(found),
         *(_changes(against, rows) if against is not None else []),
         "## Kubernetes workloads with a privilege",
@@ -54,11 +61,14 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
     if not privileged:
         lines += ["None.", ""]
     lines += _addon_section(recording, addon_rows)
+    lines += _bake_section(rows)
     lines += aws_exposure.section(recording)
     lines += [
         "## Privilege ledger",
         "",
         "One row per privilege; `python -m preview --audit NEW --audit-against THIS_FILE` compares against it.",
+        f"Hash: `{canonical.digest(rows)}` (SHA-256 of the rows in the canonical form `{canonical.CANONICAL_VERSION}`, "
+        "gpu_platform/ledger.py); an approval of this report records it as `gpu-platform:audit.approvedLedger`.",
         "",
         *ledger.write(rows),
     ]
@@ -67,14 +77,24 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
 
 def _addons(recording: Recording) -> list[dict]:
     return [props for r in recording.of_type(aws_exposure.ADDON)
-            if (props := clean(r.inputs)).get("addonName") == node_health.ADDON]
+            if (props := clean(r.inputs)).get("addonName") == addon_privileges.ADDON]
 
 
 def _addon_rows(recording: Recording) -> list[ledger.Row]:
     """The privileges of the DaemonSets an EKS add-on of the stack runs on every node: EKS creates them,
     so no stack resource shows them; what they are is written down with the add-on's pinned version
-    (components/aws/node_health.py WORKLOADS)."""
-    return list(node_health.WORKLOADS) if _addons(recording) else []
+    (gpu_platform/addon_privileges.py)."""
+    return [row for props in _addons(recording) for row in canonical.addon_rows(props)]
+
+
+def _bake_section(rows: list[ledger.Row]) -> list[str]:
+    baked = [row for row in rows if row[0].startswith("node image bake ")]
+    if not baked:
+        return []
+    return ["## The node image bake", "",
+            "What the Image Builder component runs as root on the build instance (each script by its SHA-256), its "
+            "inputs, what it downloads and the pins that check the downloads (read from the component document, "
+            "gpu_platform/bake_document.py):", "", *ledger.table(baked), ""]
 
 
 def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:
@@ -140,14 +160,16 @@ def _summary(found: list[Workload]) -> list[str]:
     lines = [
         "## Summary per operand",
         "",
-        "| stage | operand | workloads | containers | privileged containers | added capabilities | host paths rw | host paths ro | host namespaces |",
+        "| stage | operand | workloads | containers | privileged containers | added capabilities | host paths writable | host paths read-only | host namespaces |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, group in sorted(operands.items(), key=lambda item: (min(w.stage for w in item[1]) or 999, item[0])):
         containers = [c for w in group for c in w.containers]
+        # A path a privileged container mounts is writable whatever its mount says: it can remount it.
         modes: dict[str, str] = {}
-        for w in group:
-            for path, mode in w.host_paths.items():
+        for c in containers:
+            for path, mode in c.host_paths().items():
+                mode = "rw" if c.privileged else mode
                 modes[path] = "rw" if "rw" in (mode, modes.get(path)) else mode
         stage = min(w.stage for w in group)
         lines.append(
@@ -187,6 +209,13 @@ def _joined(modes: dict[str, str]) -> str:
     return ",".join(f"{p}:{m}" for p, m in modes.items()) or "(none)"
 
 
+def _mount(mode: str, privileged: bool) -> str:
+    if privileged and mode == "ro":
+        # CAP_SYS_ADMIN and every device: `mount -o remount,rw` undoes the flag.
+        return "mounted read-only, which is no boundary for a privileged container (it can remount it read-write),"
+    return _MODE[mode]
+
+
 def _workload(w: Workload) -> list[str]:
     def note(key: str) -> str:
         return str(w.annotations.get(key) or "**(not stated)**")
@@ -208,7 +237,7 @@ def _workload(w: Workload) -> list[str]:
     for c in w.containers:
         caps = ", ".join(c.capabilities) or "none"
         lines.append(f"- `{c.name}`{' (init)' if c.init else ''}: {'privileged' if c.privileged else 'not privileged'}; added capabilities: {caps}")
-        lines += [f"  - `{m.host_path}` {_MODE[m.mode]} at `{m.at}`" for m in c.mounts]
+        lines += [f"  - `{m.host_path}` {_mount(m.mode, c.privileged)} at `{m.at}`" for m in c.mounts]
         if not c.mounts:
             lines.append("  - no host paths")
     return lines + [""]

@@ -9,8 +9,10 @@ One privilege per row of a Markdown table, between two HTML comment markers that
     | DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |
     <!-- /privilege-ledger -->
 
-A privilege is `privileged`, `capability NAME`, `hostPath PATH rw|ro` or a host namespace
-(`hostPID`, `hostNetwork`, `hostIPC`, on the container `(pod)`). Rows are sorted and cells carry no
+The rows, and the hash printed with them, are gpu_platform/ledger.py's (the policy pack computes
+the same from the resources it is handed): a workload privilege is `privileged`, `capability NAME`,
+`hostPath PATH rw|ro` or a host namespace (`hostPID`, `hostNetwork`, `hostIPC`, on the container
+`(pod)`); the EKS add-ons' DaemonSets and the node image bake have rows too. Rows are sorted and cells carry no
 Markdown decoration, so reading the table back is a split on `|` (a `|` inside a cell is written
 `\\|`). The same rows render visibly, so what the diff compares is what the approver signed.
 """
@@ -19,6 +21,10 @@ from __future__ import annotations
 
 import re
 from typing import Iterable, Optional
+
+from gpu_platform import contract, ledger as canonical
+from preview.recording import Recording
+from preview.reports.report import clean
 
 BEGIN = "<!-- privilege-ledger v1 -->"
 END = "<!-- /privilege-ledger -->"
@@ -64,3 +70,27 @@ def parse(text: str) -> Optional[set[Row]]:
 def diff(old: set[Row], new: set[Row]) -> tuple[list[Row], list[Row]]:
     """(added, removed), each sorted."""
     return sorted(new - old), sorted(old - new)
+
+
+def of(recording: Recording) -> list[Row]:
+    """The stack's ledger, as the policy pack computes it from the same resources."""
+    return canonical.rows((r.type, r.name, clean(r.inputs)) for r in recording.resources)
+
+
+def approved(recording: Recording) -> list[str]:
+    """The approved hashes the stack records (gpu-platform:audit.approvedLedger, on its namespace)."""
+    return sorted({str(notes[contract.APPROVED_LEDGER_KEY]) for r in recording.of_type("kubernetes:core/v1:Namespace")
+                   if contract.APPROVED_LEDGER_KEY in (notes := (clean(r.inputs).get("metadata") or {}).get("annotations") or {})})
+
+
+def status(recording: Recording) -> str:
+    """One line: the hash, and how it stands against the approved one."""
+    current = canonical.digest(of(recording))
+    recorded = approved(recording)
+    if not recorded:
+        said = "no approved hash recorded (gpu-platform:audit.approvedLedger)"
+    elif recorded == [current]:
+        said = "the approved hash (gpu-platform:audit.approvedLedger)"
+    else:
+        said = f"NOT the approved {', '.join(recorded)} (gpu-platform:audit.approvedLedger)"
+    return f"Privilege ledger: {current}, {said}"

@@ -17,8 +17,6 @@ from preview.recording import Recording
 from preview.reports.report import clean, operand_order
 
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-# The ledger's container column for what belongs to the pod, not to one container.
-POD = "(pod)"
 
 
 @dataclass(frozen=True)
@@ -134,14 +132,3 @@ def read(recording: Recording) -> list[Workload]:
         )
     # Outside the operands (stage 0) last: the operands are what the approval is about.
     return sorted(found, key=lambda w: (w.stage == 0, w.stage, w.key))
-
-
-def rows(workload: Workload) -> list[tuple[str, str, str]]:
-    """(workload, container, privilege): one row per privilege, the ledger's vocabulary."""
-    found = [(workload.key, POD, ns) for ns in workload.host_namespaces]
-    for c in workload.containers:
-        if c.privileged:
-            found.append((workload.key, c.name, "privileged"))
-        found += [(workload.key, c.name, f"capability {cap}") for cap in c.capabilities]
-        found += [(workload.key, c.name, f"hostPath {path} {mode}") for path, mode in c.host_paths().items()]
-    return found

@@ -76,10 +76,20 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
         ],
         "violations": [v.as_dict() for v in violations],
         "warnings": list(recording.warnings),
+        "privilegeLedger": _ledger(recording),
     }
     if first_preview is not None:
         document["firstPreview"] = {"violations": [v.as_dict() for v in first_preview]}
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
+
+
+def _ledger(recording: Recording) -> dict:
+    from gpu_platform import ledger as canonical
+    from preview.reports import ledger
+
+    rows = ledger.of(recording)
+    return {"canonicalForm": canonical.CANONICAL_VERSION, "hash": canonical.digest(rows),
+            "approved": ledger.approved(recording), "rows": [list(row) for row in rows]}
 
 
 def operand_order(recording: Recording) -> list[Registration]:
@@ -161,5 +171,8 @@ def summary(recording: Recording, violations: list[Violation], source: str,
             lines.append(f"  [{v.enforcement_level}, found only by pulumi up] {v.policy}: {v.message}")
         for v in only_first:
             lines.append(f"  [{v.enforcement_level}, found only by the first preview] {v.policy}: {v.message}")
-    lines += ["", "Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
+    from preview.reports import ledger
+
+    lines += ["", ledger.status(recording)]
+    lines += ["Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
     return "\n".join(lines) + "\n"

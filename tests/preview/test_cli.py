@@ -47,8 +47,10 @@ def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
     # Under each violation, what to change: the policy's remediation steps (which the local CLI does not
     # print; Pulumi Cloud shows them for a published pack).
     assert "      change: gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion\n" in out
-    # Less the advisory every stack has while the matrix pins no image digest (tests/policy/test_images.py).
-    violations = [v for v in json.loads(report.read_text())["violations"] if v["policy"] != "privileged-images-pinned-by-digest"]
+    # Less the advisories every stack has while the matrix pins no image digest (tests/policy/test_images.py)
+    # and the fixture records no approved privilege ledger (tests/preview/test_ledger_cli.py).
+    violations = [v for v in json.loads(report.read_text())["violations"]
+                  if v["policy"] not in ("privileged-images-pinned-by-digest", "privilege-ledger-recorded")]
     assert {v["fix"] for v in violations} == {"gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion"}
     # On the namespace (before any operand) and on the node image (before the bake).
     assert [(v["policy"], v["urn"].rsplit("::", 1)[-1]) for v in violations] == [
@@ -79,7 +81,7 @@ def test_json_report_has_the_documented_shape(tmp_path):
     report = tmp_path / "dev.json"
     assert main(["--stack", "dev", "--json", str(report)]) == 0
     document = json.loads(report.read_text())
-    assert set(document) == {"stack", "asOf", "resources", "violations", "warnings", "firstPreview"}
+    assert set(document) == {"stack", "asOf", "resources", "violations", "warnings", "firstPreview", "privilegeLedger"}
     assert document["asOf"] == "2026-06-01"  # tests/conftest.py sets SOURCE_DATE_EPOCH
     assert document["warnings"] == []
     assert set(document["firstPreview"]) == {"violations"}

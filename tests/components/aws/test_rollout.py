@@ -15,7 +15,7 @@ from gpu_platform import contract
 from gpu_platform.config import NodePool
 from preview.__main__ import main
 from tests.components.aws.conftest import node_group
-from tests.conftest import stack_config, write_stack
+from tests.conftest import stack_config, unapproved, write_stack
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 # The label EKS puts on every node of a managed node group, valued with the group's name (EKS User
@@ -189,7 +189,7 @@ def _against_output(tmp_path, capsys, old_config, new_config, stack="prod") -> s
     """The summary of `--against` the old stack's report, as the new stack's preview prints it."""
     for name, config in (("old", old_config), ("new", new_config)):
         (tmp_path / name).mkdir()
-        write_stack(tmp_path / name, config, name=stack)
+        write_stack(tmp_path / name, unapproved(copy.deepcopy(config)), name=stack)
     assert main(["--config", str(tmp_path / "old" / f"Pulumi.{stack}.yaml"), "--json", str(tmp_path / "old.json")]) == 0
     capsys.readouterr()
     assert main(["--config", str(tmp_path / "new" / f"Pulumi.{stack}.yaml"), "--against", str(tmp_path / "old.json")]) == 0

@@ -22,7 +22,7 @@ def _sent(config: dict) -> dict[str, str]:
 def test_every_policy_is_sent_with_its_own_level_when_the_file_sets_none():
     sent = _sent({})
     assert sent["cluster-endpoint-private"] == "advisory" and sent["driver-supports-gpu"] == "mandatory"
-    assert len(sent) == 25  # tests/policy/test_pack.py lists them
+    assert len(sent) == 27  # tests/policy/test_pack.py lists them
 
 
 def test_all_sets_every_level_and_a_named_policy_still_wins():
@@ -87,5 +87,6 @@ def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
     recording = record_mode(FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", engine.UP)
     config = policy_config.parse('{"driver-supports-gpu": "advisory"}', "f")
     found = analyze.analyze(recording, real_pack, config)
-    # Besides the digest advisory, which every stack has while the matrix pins no digest.
-    assert {(v.policy, v.enforcement_level) for v in found} == {("driver-supports-gpu", "advisory"), ("privileged-images-pinned-by-digest", "advisory")}
+    # Besides the advisories every stack has: no image digest pinned in the matrix, no approved ledger in the fixture.
+    assert {(v.policy, v.enforcement_level) for v in found} == {("driver-supports-gpu", "advisory"), ("privileged-images-pinned-by-digest", "advisory"),
+                                                                ("privilege-ledger-recorded", "advisory")}

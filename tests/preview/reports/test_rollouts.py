@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from preview.__main__ import main
-from tests.conftest import stack_config, write_stack
+from tests.conftest import stack_config, unapproved, write_stack
 
 OLD_AMI, NEW_AMI = "ami-0123456789abcdef0", "ami-0fedcba9876543210"
 
@@ -20,7 +20,7 @@ def _pinned(driver: str, ami: str) -> dict:
 def _rollouts(tmp_path, capsys, old: dict, new: dict) -> list[str]:
     for name, config in (("old", old), ("new", new)):
         (tmp_path / name).mkdir()
-        write_stack(tmp_path / name, config, name="dev")
+        write_stack(tmp_path / name, unapproved(config), name="dev")
     assert main(["--config", str(tmp_path / "old" / "Pulumi.dev.yaml"), "--json", str(tmp_path / "old.json")]) == 0
     capsys.readouterr()
     assert main(["--config", str(tmp_path / "new" / "Pulumi.dev.yaml"), "--against", str(tmp_path / "old.json")]) == 0

@@ -1,0 +1,74 @@
+"""Approvals bound to the privilege ledger (policy/audit.py privilege-ledger-approved and
+privilege-ledger-recorded), through the real analyzer: the pack computes the ledger from the
+resources it is handed and compares it with the hash on the operands' namespace. Expected hashes
+are SHA-256 over canonical bytes written by hand."""
+
+from __future__ import annotations
+
+import hashlib
+
+from gpu_platform import contract
+from policy.audit import privilege_ledger_approved, privilege_ledger_recorded
+from tests.policy.resources import namespace, resource, workload
+from tests.policy.verdict import violations
+
+# The rows of tests/policy/resources.py workload(), in the canonical form, by hand.
+APPROVED = "sha256:" + hashlib.sha256(
+    b"gpu-platform privilege ledger v1\n"
+    b"DaemonSet gpu-device-plugin-ds\tmain\tcapability SYS_ADMIN\n"
+    b"DaemonSet gpu-device-plugin-ds\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
+    b"DaemonSet gpu-device-plugin-ds\twait-for-toolkit-ready\thostPath /run/nvidia/validations ro\n"
+).hexdigest()
+STALE = "sha256:" + "0" * 64
+
+
+def _namespace(approved: str | None, name: str = "gpu-namespace"):
+    ns = namespace()
+    notes = dict(ns.props["metadata"]["annotations"])
+    if approved is not None:
+        notes[contract.APPROVED_LEDGER_KEY] = approved
+    return resource(ns.type, name, {"metadata": {**ns.props["metadata"], "annotations": notes}})
+
+
+def test_a_stack_whose_ledger_is_the_approved_one_passes():
+    assert violations(privilege_ledger_approved, [_namespace(APPROVED), workload()]) == []
+    assert violations(privilege_ledger_recorded, [_namespace(APPROVED), workload()]) == []
+
+
+def test_a_stale_approval_fails_naming_both_hashes_and_the_command_that_shows_the_change():
+    found = violations(privilege_ledger_approved, [_namespace(STALE), workload()])
+    assert len(found) == 1
+    message, _ = found[0]
+    assert f"hashes to {APPROVED}" in message and f"approval covers {STALE}" in message
+    assert "python -m preview --stack test --audit new.md --audit-against APPROVED.md" in message
+    assert f"record {APPROVED} as gpu-platform:audit.approvedLedger" in message
+
+
+def test_a_privilege_added_after_the_approval_fails():
+    more = workload(main_container={"securityContext": {"privileged": True}})
+    found = violations(privilege_ledger_approved, [_namespace(APPROVED), more])
+    assert len(found) == 1 and f"approval covers {APPROVED}" in found[0][0]
+
+
+def test_a_privilege_removed_after_the_approval_fails_too():
+    # Dropping a privilege is a change the approval must see: the record would otherwise be untrue.
+    found = violations(privilege_ledger_approved, [_namespace(APPROVED), workload(wait_image=None)])
+    assert len(found) == 1
+
+
+def test_two_namespaces_stating_different_approvals_fail():
+    found = violations(privilege_ledger_approved, [_namespace(APPROVED), _namespace(STALE, "other"), workload()])
+    assert len(found) == 1 and "stated differently" in found[0][0]
+
+
+def test_a_stack_without_a_recorded_hash_is_told_the_hash_to_record():
+    assert violations(privilege_ledger_approved, [_namespace(None), workload()]) == []
+    found = violations(privilege_ledger_recorded, [_namespace(None), workload()])
+    assert len(found) == 1
+    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "3 privileges" in found[0][0]
+
+
+def test_a_stack_without_privileges_needs_no_recorded_hash():
+    plain = resource("kubernetes:apps/v1:Deployment", "app", {"kind": "Deployment", "metadata": {"name": "app"},
+                                                              "spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}})
+    assert violations(privilege_ledger_recorded, [_namespace(None), plain]) == []
