@@ -109,7 +109,8 @@ class GpuPlatform(pulumi.ComponentResource):
         provider = handle.provider
         namespace = GpuNamespace(
             f"{name}-namespace",
-            NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider),
+            NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
+                          config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items()))),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

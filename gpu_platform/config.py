@@ -537,18 +537,25 @@ class Monitoring(_Model):
     service_monitor: StrictBool = Field(default=False, alias="serviceMonitor")
     service_monitor_labels: Mapping[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS), alias="serviceMonitorLabels")
+    # Who may scrape the operator namespace's metrics ports (its NetworkPolicy allow-metrics): pods with
+    # these labels in this namespace. The defaults are kube-prometheus-stack's in the namespace its
+    # docs install it to (its Prometheus pods carry app.kubernetes.io/name: prometheus).
+    prometheus_namespace: str = Field(default="monitoring", alias="prometheusNamespace",
+                                      pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    prometheus_pod_labels: Mapping[str, str] = Field(
+        default_factory=lambda: {"app.kubernetes.io/name": "prometheus"}, alias="prometheusPodLabels")
     # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
     # without one, but useful only with Prometheus scraping the exporter.
     dashboard: StrictBool = False
 
-    @field_validator("service_monitor_labels")
+    @field_validator("service_monitor_labels", "prometheus_pod_labels")
     @classmethod
-    def _labels(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+    def _labels(cls, value: Mapping[str, str], info) -> Mapping[str, str]:
         for key, label in value.items():
             prefix = key.rpartition("/")[0]
             if not _LABEL_KEY.fullmatch(key) or len(prefix) > 253:
                 raise ValueError(f"{_shown(key)} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
-            if key in OWN_LABELS:
+            if info.field_name == "service_monitor_labels" and key in OWN_LABELS:
                 raise ValueError(f"{_shown(key)} is the ServiceMonitor's own label (the stack sets it); pick another key")
             if not isinstance(label, str) or not _LABEL_VALUE.fullmatch(label):
                 raise ValueError(f"{key}: {_shown(label)} is not a Kubernetes label value (63 characters at most: letters, "
