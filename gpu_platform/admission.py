@@ -130,3 +130,8 @@ def reserved_pattern(keys: tuple[str, ...]) -> str | None:
     if not keys:
         return None
     return "^(" + "|".join(re.escape(k[:-1]) if k.endswith("*") else re.escape(k) + "$" for k in keys) + ")"
+
+
+def shown(namespaces: tuple[str, ...]) -> str:
+    """The namespaces as a reader says them ("*.x" is x and its sub-domains)."""
+    return ", ".join(f"{n[2:]} (and sub-domains)" if n.startswith("*.") else n for n in namespaces)

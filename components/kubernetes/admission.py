@@ -121,16 +121,16 @@ def node_writer(namespace: str, account: str, writer: NodeWriter) -> dict:
         return admission.key_pattern(namespaces) if namespaces else None
     validations = [
         {"expression": _changed_only("Labels", pattern(writer.label_namespaces), admission.reserved_pattern(writer.reserved_labels)),
-         "message": f"{writer.operand} changes only node labels in {', '.join(writer.label_namespaces)}"
+         "message": f"{writer.operand} changes only node labels in {admission.shown(writer.label_namespaces)}"
                     + (f", none of {', '.join(writer.reserved_labels)}" if writer.reserved_labels else "")},
         {"expression": _changed_only("Annotations", pattern(writer.annotation_namespaces)),
-         "message": (f"{writer.operand} changes only node annotations in {', '.join(writer.annotation_namespaces)}"
+         "message": (f"{writer.operand} changes only node annotations in {admission.shown(writer.annotation_namespaces)}"
                      if writer.annotation_namespaces else f"{writer.operand} changes no node annotation")},
         {"expression": "variables.newSpec == variables.oldSpec",
          "message": f"{writer.operand} changes no node spec (taints, unschedulable, ...)"},
         {"expression": _changed_only("Capacity", pattern(writer.resource_namespaces))
          + " && " + _changed_only("Allocatable", pattern(writer.resource_namespaces)),
-         "message": (f"{writer.operand} changes only extended resources in {', '.join(writer.resource_namespaces)}"
+         "message": (f"{writer.operand} changes only extended resources in {admission.shown(writer.resource_namespaces)}"
                      if writer.resource_namespaces else f"{writer.operand} changes no node capacity")},
     ]
     variables = [*_map_variables("Labels", "metadata.labels"), *_map_variables("Annotations", "metadata.annotations"),

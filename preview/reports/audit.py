@@ -14,8 +14,9 @@ Sections, in order:
 4. one section per Kubernetes workload that keeps a privilege: the stated reason, owner, approval,
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
-5. the AWS side (`preview/reports/aws_exposure.py`);
-6. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
+5. the Kubernetes guards: admission policies and network policies (`preview/reports/kubernetes_guards.py`);
+6. the AWS side (`preview/reports/aws_exposure.py`);
+7. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
    markers; it is what `--audit-against` reads back from the previous report.
 """
 
@@ -26,7 +27,7 @@ from typing import Optional
 
 from components.aws import node_health
 from gpu_platform import contract
-from preview.reports import aws_exposure, ledger, privileges
+from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
 from preview.reports.report import clean
@@ -54,6 +55,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
     if not privileged:
         lines += ["None.", ""]
     lines += _addon_section(recording, addon_rows)
+    lines += kubernetes_guards.section(recording)
     lines += aws_exposure.section(recording)
     lines += [
         "## Privilege ledger",

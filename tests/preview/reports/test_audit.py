@@ -169,3 +169,4 @@ def test_the_report_names_who_may_administer_the_cluster(variant):
     assert [line for line in section.splitlines() if line.startswith("- ")] == [
         f"- `{arn}`: `{policy}`, scope cluster" for arn in sorted(admins)
     ]
+
