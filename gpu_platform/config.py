@@ -540,13 +540,20 @@ class Monitoring(_Model):
     # Who may scrape the operator namespace's metrics ports (its NetworkPolicy allow-metrics): pods with
     # these labels in this namespace. The defaults are kube-prometheus-stack's in the namespace its
     # docs install it to (its Prometheus pods carry app.kubernetes.io/name: prometheus).
-    prometheus_namespace: str = Field(default="monitoring", alias="prometheusNamespace",
-                                      pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    prometheus_namespace: str = Field(default="monitoring", alias="prometheusNamespace")
     prometheus_pod_labels: Mapping[str, str] = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "prometheus"}, alias="prometheusPodLabels")
     # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
     # without one, but useful only with Prometheus scraping the exporter.
     dashboard: StrictBool = False
+
+    @field_validator("prometheus_namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+            raise ValueError(f"{_shown(value)} is not a Kubernetes namespace name (63 characters at most: lower-case "
+                             "letters, digits and '-', starting and ending with a letter or digit; e.g. monitoring)")
+        return value
 
     @field_validator("service_monitor_labels", "prometheus_pod_labels")
     @classmethod

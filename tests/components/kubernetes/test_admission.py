@@ -246,3 +246,45 @@ def test_gpu_access_around_the_device_plugin_is_denied(policies, why, pod):
 
 def test_the_operator_namespace_is_outside_the_gpu_access_policy(policies):
     assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(_cuda_pod())) is None
+
+
+def _granted(rec, resource: str, verbs: set[str]) -> set[str]:
+    """The service accounts (namespace:name) bound to a role that grants any of the verbs on the resource."""
+    roles = {(r.type.rsplit(":", 1)[-1], r.inputs["metadata"].get("namespace"), r.inputs["metadata"]["name"]): r.inputs
+             for r in rec.resources if r.type.endswith(("rbac.authorization.k8s.io/v1:ClusterRole", "rbac.authorization.k8s.io/v1:Role"))}
+    found = set()
+    for binding in rec.resources:
+        if not binding.type.endswith(("v1:ClusterRoleBinding", "v1:RoleBinding")):
+            continue
+        ref = binding.inputs["roleRef"]
+        role = roles.get((ref["kind"], None if ref["kind"] == "ClusterRole" else binding.inputs["metadata"].get("namespace"), ref["name"]))
+        if role and any(resource in rule.get("resources", []) and verbs & set(rule.get("verbs", [])) for rule in role.get("rules", [])):
+            found |= {f"{s['namespace']}:{s['name']}" for s in binding.inputs["subjects"] if s["kind"] == "ServiceAccount"}
+    return found
+
+
+def _named(policies: dict, name: str) -> set[str]:
+    return {c["expression"].split("system:serviceaccount:")[1].rstrip("'") for c in policies[name].get("matchConditions", [])
+            if "system:serviceaccount:" in c["expression"]}
+
+
+def test_every_operand_account_that_creates_pods_or_writes_nodes_is_the_one_a_policy_narrows(prod, policies):
+    # If a service account were renamed, a policy keyed on the old name would silently match nobody.
+    assert _granted(prod, "pods", {"create"}) == _named(policies, "gpu-platform-validator-pods") == {f"{NS}:nvidia-operator-validator"}
+    writers = _named(policies, "gpu-platform-mig-manager-nodes") | _named(policies, "gpu-platform-nfd-master-nodes")
+    assert _granted(prod, "nodes", {"patch", "update"}) | _granted(prod, "nodes/status", {"patch", "update"}) == writers
+    assert writers == {f"{NS}:nvidia-mig-manager", f"{NS}:nvidia-node-feature-discovery-master"}
+
+
+def test_nfd_master_runs_without_taints(prod):
+    # The NFD policy forbids spec changes: -enable-taints (api/nfd/v1alpha1 TaintNs) would need them.
+    master = next(d for d in prod.of_type("kubernetes:apps/v1:Deployment") if d.inputs["metadata"]["name"].endswith("-master"))
+    args = [a for c in master.inputs["spec"]["template"]["spec"]["containers"] for a in c.get("args", [])]
+    assert not any(a.startswith("-enable-taints") for a in args), args
+
+
+def test_a_cluster_before_1_30_gets_no_policies_and_a_warning_naming_the_key(variant):
+    # 1.29 does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
+    rec = variant(lambda c: c["gpu-platform:cluster"].update(kubernetesVersion="1.29"))
+    assert rec.of_type(POLICY) == [] and rec.of_type(BINDING) == []
+    assert any("gpu-platform:cluster.kubernetesVersion '1.29'" in w and "1.30" in w for w in rec.warnings), rec.warnings
