@@ -538,8 +538,11 @@ class Monitoring(_Model):
     service_monitor_labels: Mapping[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS), alias="serviceMonitorLabels")
     # Who may scrape the operator namespace's metrics ports (its NetworkPolicy allow-metrics): pods with
-    # these labels in this namespace. The defaults are kube-prometheus-stack's in the namespace its
-    # docs install it to (its Prometheus pods carry app.kubernetes.io/name: prometheus).
+    # these labels in this namespace. Every Prometheus pod the Prometheus operator runs (kube-prometheus-stack,
+    # kube-prometheus) carries app.kubernetes.io/name: prometheus (prometheus-operator v0.93.0
+    # pkg/prometheus/server/operator.go:61, 1696-1704; statefulset.go:218-229); `monitoring` is the
+    # namespace kube-prometheus deploys to (prometheus-operator/kube-prometheus
+    # manifests/prometheus-prometheus.yaml:11 at 017b2aa0). kube-prometheus-stack goes wherever it is installed: set it.
     prometheus_namespace: str = Field(default="monitoring", alias="prometheusNamespace")
     prometheus_pod_labels: Mapping[str, str] = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "prometheus"}, alias="prometheusPodLabels")

@@ -55,8 +55,12 @@ _CONTAINERS = {"name": "containers", "expression": (
 _NODE = {"name": "node", "expression": (
     f"has(request.userInfo.extra) && {cel_string(admission.NODE_NAME_EXTRA)} in request.userInfo.extra"
     f" ? request.userInfo.extra[{cel_string(admission.NODE_NAME_EXTRA)}][0] : ''")}
-_POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-               "resources": ["pods", "pods/ephemeralcontainers"]}]
+# Pod creation, and the one update that adds a container. Not other pod updates: what the policies
+# check is immutable after creation or (annotations) read by the runtime only when the pod's sandbox
+# is created, and denying updates would also deny removing a finalizer from a pod admitted before the
+# policy existed, leaving it terminating forever.
+_POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+              {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]}]
 
 
 def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:

@@ -83,7 +83,8 @@ class GpuNamespace(pulumi.ComponentResource):
             spec={
                 "podSelector": {"matchExpressions": [{"key": contract.OPERAND_KEY, "operator": "Exists"}]},
                 "policyTypes": ["Ingress"],
-                # Only Prometheus: the namespace by its immutable name label (set by the API server since 1.22).
+                # Only Prometheus: the namespace by the name label the API server puts on every namespace
+                # (kubernetes.io/docs/reference/labels-annotations-taints/, kubernetes.io/metadata.name; GA in 1.22).
                 "ingress": [{
                     "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.prometheus_namespace}},
                               "podSelector": {"matchLabels": dict(args.prometheus_labels)}}],

@@ -105,11 +105,27 @@ def _edited(change) -> dict:
     ("capability", _edited(lambda s: s["containers"][0]["securityContext"].update(capabilities={"add": ["SYS_ADMIN"]})), None),
     ("privileged shell", _edited(lambda s: s["containers"][0].update(args=["nsenter -t 1 -m sh"])), None),
     ("privileged with env", _edited(lambda s: s["containers"][0].update(env=[{"name": "LD_PRELOAD", "value": "/x.so"}])), None),
-    ("ephemeral container", _edited(lambda s: s.update(ephemeralContainers=[{"name": "x", "image": "alpine:3"}])), None),
 ])
 def test_a_validator_pod_beyond_its_own_is_denied(policies, why, pod, user):
     failed = evaluate(policies["gpu-platform-validator-pods"], _create(pod, user or _user("nvidia-operator-validator")))
     assert failed, why
+
+
+def test_an_ephemeral_container_added_by_the_validator_is_denied(policies):
+    pod = _edited(lambda s: s.update(ephemeralContainers=[{"name": "debug", "image": "docker.io/library/alpine:3"}]))
+    request = {**_create(pod, _user("nvidia-operator-validator")), "operation": "UPDATE", "subResource": "ephemeralcontainers",
+               "oldObject": _cuda_pod()}
+    assert evaluate(policies["gpu-platform-validator-pods"], request)
+
+
+def test_other_pod_updates_are_left_alone(policies):
+    # a finalizer removed from a pod admitted before the policy existed (a plain pods UPDATE)
+    old = _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
+    old["metadata"]["finalizers"] = ["example.com/cleanup"]
+    new = copy.deepcopy(old)
+    del new["metadata"]["finalizers"]
+    request = {**_pod_request(new), "operation": "UPDATE", "oldObject": old}
+    assert evaluate(policies["gpu-platform-gpu-access"], request) is None
 
 
 def test_the_validator_policy_leaves_other_users_alone(policies):
