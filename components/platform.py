@@ -7,8 +7,9 @@ import pulumi
 
 from components.aws import gpu_cluster
 from components.aws.discovery import Discovered
+from components.kubernetes.admission import AdmissionArgs, AdmissionPolicies
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_label
-from components.kubernetes.namespace import GpuNamespace, NamespaceArgs
+from components.kubernetes.namespace import NAMESPACE, GpuNamespace, NamespaceArgs
 from components.kubernetes.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
 from components.kubernetes.operands import sharing, stages
@@ -16,6 +17,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
+from gpu_platform import admission
 from gpu_platform.config import StackConfig
 
 
@@ -57,6 +59,23 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
     return [(stage, stage.spec(context)) for stage in active]
 
 
+def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict[str, str], kubernetes_version: str,
+                   provider, depends_on: list[pulumi.Resource]) -> AdmissionArgs:
+    """The admission policies' arguments: the service accounts of the operands that run."""
+    specs = {spec.operand: spec for _, spec in planned}
+    validator = specs.get("validator")
+    writers = tuple(
+        (writer, f"{specs[writer.operand].name}-{writer.part}" if writer.part else specs[writer.operand].name)
+        for writer in admission.NODE_WRITERS if writer.operand in specs
+    )
+    return AdmissionArgs(
+        namespace=NAMESPACE, kubernetes_version=kubernetes_version, provider=provider,
+        validator_account=validator.name if validator else None,
+        validator_images=(images["validator"],) if validator else (),
+        node_writers=writers, depends_on=tuple(depends_on),
+    )
+
+
 class GpuPlatform(pulumi.ComponentResource):
     # The cloud half's components (for the stack outputs); the Kubernetes half reads its handle only.
     cloud: gpu_cluster.EksGpuCluster
@@ -91,10 +110,15 @@ class GpuPlatform(pulumi.ComponentResource):
         namespace = GpuNamespace(
             f"{name}-namespace",
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
+                          config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
                           approved_ledger=config.audit.approved_ledger),
             opts=child,
         )
-        previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace]
+        # Before the first operand: the validator's first workload pod and the first node patch are
+        # already checked (components/kubernetes/admission.py).
+        policies = AdmissionPolicies(f"{name}-admission", admission_args(planned, images, k8s_version, provider, [namespace]),
+                                     opts=child)
+        previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace, policies]
         self.operands = []
         for stage, spec in planned:
             operand = stage.component(

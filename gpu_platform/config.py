@@ -598,18 +598,35 @@ class Monitoring(_Model):
     service_monitor: StrictBool = Field(default=False, alias="serviceMonitor")
     service_monitor_labels: Mapping[str, str] = Field(
         default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS), alias="serviceMonitorLabels")
+    # Who may scrape the operator namespace's metrics ports (its NetworkPolicy allow-metrics): pods with
+    # these labels in this namespace. Every Prometheus pod the Prometheus operator runs (kube-prometheus-stack,
+    # kube-prometheus) carries app.kubernetes.io/name: prometheus (prometheus-operator v0.93.0
+    # pkg/prometheus/server/operator.go:61, 1696-1704; statefulset.go:218-229); `monitoring` is the
+    # namespace kube-prometheus deploys to (prometheus-operator/kube-prometheus
+    # manifests/prometheus-prometheus.yaml:11 at 017b2aa0). kube-prometheus-stack goes wherever it is installed: set it.
+    prometheus_namespace: str = Field(default="monitoring", alias="prometheusNamespace")
+    prometheus_pod_labels: Mapping[str, str] = Field(
+        default_factory=lambda: {"app.kubernetes.io/name": "prometheus"}, alias="prometheusPodLabels")
     # A ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a dashboard; harmless
     # without one, but useful only with Prometheus scraping the exporter.
     dashboard: StrictBool = False
 
-    @field_validator("service_monitor_labels")
+    @field_validator("prometheus_namespace")
     @classmethod
-    def _labels(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+    def _namespace(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
+            raise ValueError(f"{_shown(value)} is not a Kubernetes namespace name (63 characters at most: lower-case "
+                             "letters, digits and '-', starting and ending with a letter or digit; e.g. monitoring)")
+        return value
+
+    @field_validator("service_monitor_labels", "prometheus_pod_labels")
+    @classmethod
+    def _labels(cls, value: Mapping[str, str], info) -> Mapping[str, str]:
         for key, label in value.items():
             prefix = key.rpartition("/")[0]
             if not _LABEL_KEY.fullmatch(key) or len(prefix) > 253:
                 raise ValueError(f"{_shown(key)} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)")
-            if key in OWN_LABELS:
+            if info.field_name == "service_monitor_labels" and key in OWN_LABELS:
                 raise ValueError(f"{_shown(key)} is the ServiceMonitor's own label (the stack sets it); pick another key")
             if not isinstance(label, str) or not _LABEL_VALUE.fullmatch(label):
                 raise ValueError(f"{key}: {_shown(label)} is not a Kubernetes label value (63 characters at most: letters, "

@@ -27,6 +27,9 @@ class NamespaceArgs:
     cuda_versions: tuple[str, ...]
     overrides: dict[str, str]
     provider: k8s.Provider
+    # Who scrapes the metrics ports: the namespace's name and the Prometheus pods' labels (config monitoring.*).
+    prometheus_namespace: str = "monitoring"
+    prometheus_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "prometheus"),)
     approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
 
 
@@ -61,11 +64,13 @@ class GpuNamespace(pulumi.ComponentResource):
             },
             opts=child,
         )
-        # Ingress: metrics ports only. Every pod of the namespace is selected, so one that opens any
+        # Ingress: metrics ports only, from Prometheus only. Every pod of the namespace is selected, so one that opens any
         # other port is unreachable; the kubelet's probes come from the node, which a network policy
         # always allows (kubernetes.io/docs/concepts/services-networking/network-policies/, "traffic
         # to and from the node where a Pod is running is always allowed"). Egress stays open: every
-        # operand that calls the API server needs it. Enforced only where the CNI enforces network
+        # operand that calls the API server needs it, and the EKS endpoint's addresses (cross-account
+        # interfaces EKS replaces at will) are no stable ipBlock. Pods with hostNetwork (the EFA device
+        # plugin) are not subject to NetworkPolicy at all. Enforced only where the CNI enforces network
         # policies (on EKS, the VPC CNI with enableNetworkPolicy).
         in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
         k8s.networking.v1.NetworkPolicy(
@@ -80,7 +85,13 @@ class GpuNamespace(pulumi.ComponentResource):
             spec={
                 "podSelector": {"matchExpressions": [{"key": contract.OPERAND_KEY, "operator": "Exists"}]},
                 "policyTypes": ["Ingress"],
-                "ingress": [{"ports": [{"protocol": "TCP", "port": port} for port in METRICS_PORTS]}],
+                # Only Prometheus: the namespace by the name label the API server puts on every namespace
+                # (kubernetes.io/docs/reference/labels-annotations-taints/, kubernetes.io/metadata.name; GA in 1.22).
+                "ingress": [{
+                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.prometheus_namespace}},
+                              "podSelector": {"matchLabels": dict(args.prometheus_labels)}}],
+                    "ports": [{"protocol": "TCP", "port": port} for port in METRICS_PORTS],
+                }],
             },
             opts=in_namespace,
         )

@@ -15,8 +15,9 @@ Sections, in order:
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
 5. the node image bake: what runs as root on the build instance, its inputs, downloads and pins;
-6. the AWS side (`preview/reports/aws_exposure.py`);
-7. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
+6. the Kubernetes guards: admission policies and network policies (`preview/reports/kubernetes_guards.py`);
+7. the AWS side (`preview/reports/aws_exposure.py`);
+8. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
    markers, and its hash (gpu_platform/ledger.py), which `gpu-platform:audit.approvedLedger` records
    and the policy pack checks; the table is what `--audit-against` reads back from the previous report.
 
@@ -31,7 +32,7 @@ from collections import Counter
 from typing import Optional
 
 from gpu_platform import addon_privileges, contract, ledger as canonical
-from preview.reports import aws_exposure, ledger, privileges
+from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
 from preview.reports.report import clean
@@ -62,6 +63,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         lines += ["None.", ""]
     lines += _addon_section(recording, addon_rows)
     lines += _bake_section(rows)
+    lines += kubernetes_guards.section(recording)
     lines += aws_exposure.section(recording)
     lines += [
         "## Privilege ledger",

@@ -28,6 +28,7 @@ KINDS = {
     "gpu-platform:aws:NodeImage": "node image",
     "gpu-platform:aws:GpuNodePool": "GPU node pool",
     "gpu-platform:kubernetes:GpuNamespace": "namespace",
+    "gpu-platform:kubernetes:AdmissionPolicies": "admission policies",
 }
 
 DOCS_STACK = "prod"

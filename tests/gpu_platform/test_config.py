@@ -167,3 +167,21 @@ def test_a_pinned_ami_gets_the_toolkit_daemonset_unless_it_says_it_has_the_toolk
     pinned = {"source": "ami", "amiId": "ami-0123456789abcdef0", "driverVersion": "580.105.08"}
     assert NodeImage.model_validate(pinned).toolkit_baked is False
     assert NodeImage.model_validate({**pinned, "toolkitBaked": True}).toolkit_baked is True
+
+
+@pytest.mark.parametrize("key, value, fragment", [
+    ("prometheusPodLabels", {"app kubernetes": "prometheus"}, "is not a Kubernetes label key"),
+    ("prometheusPodLabels", {"app.kubernetes.io/name": "prom etheus"}, "is not a Kubernetes label value"),
+    ("prometheusNamespace", "Monitoring", "is not a Kubernetes namespace name"),
+])
+def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fragment):
+    raw = engine.read_stack_file(engine.stack_file("prod"))
+    raw["gpu-platform:monitoring"] = {key: value}
+    with pytest.raises(config_model.ConfigError) as error:
+        config_model.parse(raw)
+    assert f"gpu-platform:monitoring.{key}" in str(error.value) and fragment in str(error.value), str(error.value)
+
+
+def test_prometheus_selectors_default_to_kube_prometheus_stack():
+    monitoring = config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).monitoring
+    assert (monitoring.prometheus_namespace, dict(monitoring.prometheus_pod_labels)) == ("monitoring", {"app.kubernetes.io/name": "prometheus"})

@@ -81,3 +81,21 @@ def test_prod_runs_at_most_two_privileged_operand_daemonsets(prod):
                 for c in [*ds.inputs["spec"]["template"]["spec"].get("initContainers", []), *ds.inputs["spec"]["template"]["spec"]["containers"]])
     )
     assert len(privileged) <= 2, privileged
+
+
+def _peers(rec) -> list:
+    return [rule.get("from") for p in rec.of_type(NETWORK_POLICY) if p.inputs["metadata"]["namespace"] == "gpu-operator"
+            for rule in p.inputs["spec"].get("ingress") or []]
+
+
+def test_the_metrics_ports_are_open_to_prometheus_only(stack):
+    # kube-prometheus-stack's Prometheus pods, in the namespace its docs install it to (the defaults)
+    assert _peers(stack) == [[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                               "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]]
+
+
+def test_which_prometheus_may_scrape_is_configurable(variant):
+    rec = variant(lambda c: c.setdefault("gpu-platform:monitoring", {}).update(
+        {"prometheusNamespace": "observability", "prometheusPodLabels": {"app": "prometheus", "team": "sre"}}))
+    assert _peers(rec) == [[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}},
+                             "podSelector": {"matchLabels": {"app": "prometheus", "team": "sre"}}}]]

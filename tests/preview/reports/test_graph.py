@@ -41,8 +41,9 @@ def recorded_chain(rec: Recording) -> list[str]:
 
 def expected_edges(rec: Recording) -> set[tuple[str, str]]:
     """Built from the recording by hand: the image and the cluster feed each pool's launch template
-    and node group, the cluster's Kubernetes provider feeds the namespace, the pools and the
-    namespace feed the first operand, and each operand feeds the next."""
+    and node group, the cluster's Kubernetes provider feeds the namespace, the namespace feeds the
+    admission policies, the pools and the admission policies feed the first operand (the namespace
+    too, but through the admission policies), and each operand feeds the next."""
     index = rec.by_urn()
     edges = set()
     for lt in rec.of_type("aws:ec2/launchTemplate:LaunchTemplate"):
@@ -60,6 +61,10 @@ def expected_edges(rec: Recording) -> set[tuple[str, str]]:
     chain = recorded_chain(rec)
     first = next(r for r in rec.resources if r.type.startswith(OPERAND) and r.name == chain[0])
     edges |= {(component_of(rec, d), chain[0]) for d in first.dependencies}
+    admission = rec.one("gpu-platform:kubernetes:AdmissionPolicies", "gpu-admission")
+    assert (admission.name, chain[0]) in edges
+    edges.add((component_of(rec, namespace.urn), admission.name))
+    edges.discard((component_of(rec, namespace.urn), chain[0]))
     edges |= set(zip(chain, chain[1:]))
     return edges
 

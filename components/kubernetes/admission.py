@@ -1,0 +1,227 @@
+"""The platform's admission policies: ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1)
+and their bindings, each with `validationActions: [Deny]`, that narrow what the operands' service
+accounts may do beyond what RBAC can say, and what pods outside the operator namespace may ask the
+NVIDIA runtime for. What each rule allows, with sources, is data in gpu_platform/admission.py; this
+module only writes it as CEL. The expressions use standard CEL only (has, all, exists, in, size,
+matches, startsWith), compiled by the API server with `object`, `oldObject` and `request` untyped;
+tests/components/kubernetes/test_admission.py evaluates each against admission requests shaped as
+the API server sends them.
+
+1. validator pods: pods the validator's service account creates run only the validator image, on the
+   node the requesting validator pod runs on, without host namespaces, hostPath volumes or added
+   capabilities; privileged only for upstream's own CUDA workload containers.
+2. node writers: the MIG manager and NFD's master change only the node label (and annotation, and
+   extended-resource) keys of their namespaces, no taints or other spec, the MIG manager only on its
+   own node. Node status writes are checked too (`nodes/status`: NFD patches its extended resources there).
+3. GPU access: outside the operator namespace no pod selects devices through the runtime's environment
+   variables or CDI annotations, and `runtimeClassName: nvidia` comes only with a GPU request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from gpu_platform import admission
+from gpu_platform.admission import NodeWriter
+
+LABELS = {"app.kubernetes.io/part-of": "gpu-platform"}
+
+
+def cel_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def cel_list(values) -> str:
+    return "[" + ", ".join(cel_string(v) if isinstance(v, str) else cel_list(v) for v in values) + "]"
+
+
+def service_account(namespace: str, name: str) -> str:
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+def _is_account(username: str) -> list[dict]:
+    return [{"name": "service-account", "expression": f"request.userInfo.username == {cel_string(username)}"}]
+
+
+# Every container of a pod, ephemeral ones included (added later through pods/ephemeralcontainers).
+_CONTAINERS = {"name": "containers", "expression": (
+    "object.spec.containers"
+    " + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
+    " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])")}
+_NODE = {"name": "node", "expression": (
+    f"has(request.userInfo.extra) && {cel_string(admission.NODE_NAME_EXTRA)} in request.userInfo.extra"
+    f" ? request.userInfo.extra[{cel_string(admission.NODE_NAME_EXTRA)}][0] : ''")}
+# Pod creation, and the one update that adds a container. Not other pod updates: what the policies
+# check is immutable after creation or (annotations) read by the runtime only when the pod's sandbox
+# is created, and denying updates would also deny removing a finalizer from a pod admitted before the
+# policy existed, leaving it terminating forever.
+_POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+              {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]}]
+
+
+def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
+    """The spec of the validator-pods policy."""
+    privileged = "has(c.securityContext) && has(c.securityContext.privileged) && c.securityContext.privileged"
+    upstream = (
+        f"has(c.command) && c.command == {cel_list(admission.PRIVILEGED_COMMAND)}"
+        f" && has(c.args) && c.args in {cel_list(admission.PRIVILEGED_ARGS)}"
+        f" && !has(c.envFrom) && (!has(c.env) || c.env.all(e, e.name in {cel_list(admission.PRIVILEGED_ENV)}))")
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": _POD_RULES},
+        "matchConditions": _is_account(service_account(namespace, account)),
+        "variables": [_CONTAINERS, _NODE],
+        "validations": [
+            {"expression": f"variables.containers.all(c, c.image in {cel_list(sorted(images))})",
+             "message": f"the validator's pods run only the validator image ({', '.join(sorted(images))})"},
+            {"expression": "variables.node != '' && has(object.spec.nodeName) && object.spec.nodeName == variables.node",
+             "message": "the validator creates pods only on the node its own pod runs on (spec.nodeName = the token's node)"},
+            {"expression": ("!(has(object.spec.hostNetwork) && object.spec.hostNetwork)"
+                            " && !(has(object.spec.hostPID) && object.spec.hostPID)"
+                            " && !(has(object.spec.hostIPC) && object.spec.hostIPC)"),
+             "message": "the validator's pods use no host network, PID or IPC namespace"},
+            {"expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))",
+             "message": "the validator's pods mount no hostPath volume"},
+            {"expression": ("variables.containers.all(c, !has(c.securityContext) || !has(c.securityContext.capabilities)"
+                            " || !has(c.securityContext.capabilities.add) || size(c.securityContext.capabilities.add) == 0)"),
+             "message": "the validator's pods add no capability"},
+            {"expression": f"variables.containers.all(c, !({privileged}) || ({upstream}))",
+             "message": "a privileged container of the validator runs only upstream's CUDA check (sh -c vectorAdd, or its echo)"},
+        ],
+    }
+
+
+def _changed_only(variable: str, pattern: str | None, reserved: str | None = None) -> str:
+    """Keys of `variables.<variable>` (old and new) change only where they match `pattern` and not
+    `reserved`."""
+    new, old = f"variables.new{variable}", f"variables.old{variable}"
+    if pattern is None:
+        return f"{new} == {old}"
+    free = f"k.matches({cel_string(pattern)})"
+    if reserved is not None:
+        free = f"({free} && !k.matches({cel_string(reserved)}))"
+    return (f"{new}.all(k, (k in {old} && {old}[k] == {new}[k]) || {free})"
+            f" && {old}.all(k, k in {new} || {free})")
+
+
+def _map_variables(name: str, path: str) -> list[dict]:
+    *parents, leaf = path.split(".")
+    def guarded(root: str) -> str:
+        steps, checks = root, []
+        for part in [*parents, leaf]:
+            steps = f"{steps}.{part}"
+            checks.append(f"has({steps})")
+        return f"{' && '.join(checks)} ? {steps} : {{}}"
+    return [{"name": f"new{name}", "expression": guarded("object")}, {"name": f"old{name}", "expression": guarded("oldObject")}]
+
+
+def node_writer(namespace: str, account: str, writer: NodeWriter) -> dict:
+    """The spec of a node-writer policy."""
+    def pattern(namespaces):
+        return admission.key_pattern(namespaces) if namespaces else None
+    validations = [
+        {"expression": _changed_only("Labels", pattern(writer.label_namespaces), admission.reserved_pattern(writer.reserved_labels)),
+         "message": f"{writer.operand} changes only node labels in {admission.shown(writer.label_namespaces)}"
+                    + (f", none of {', '.join(writer.reserved_labels)}" if writer.reserved_labels else "")},
+        {"expression": _changed_only("Annotations", pattern(writer.annotation_namespaces)),
+         "message": (f"{writer.operand} changes only node annotations in {admission.shown(writer.annotation_namespaces)}"
+                     if writer.annotation_namespaces else f"{writer.operand} changes no node annotation")},
+        {"expression": "variables.newSpec == variables.oldSpec",
+         "message": f"{writer.operand} changes no node spec (taints, unschedulable, ...)"},
+        {"expression": _changed_only("Capacity", pattern(writer.resource_namespaces))
+         + " && " + _changed_only("Allocatable", pattern(writer.resource_namespaces)),
+         "message": (f"{writer.operand} changes only extended resources in {admission.shown(writer.resource_namespaces)}"
+                     if writer.resource_namespaces else f"{writer.operand} changes no node capacity")},
+    ]
+    variables = [*_map_variables("Labels", "metadata.labels"), *_map_variables("Annotations", "metadata.annotations"),
+                 *_map_variables("Spec", "spec"), *_map_variables("Capacity", "status.capacity"),
+                 *_map_variables("Allocatable", "status.allocatable")]
+    if writer.own_node:
+        variables.append(_NODE)
+        validations.insert(0, {"expression": "variables.node != '' && object.metadata.name == variables.node",
+                               "message": f"{writer.operand} changes only the node its own pod runs on"})
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                                                "resources": ["nodes", "nodes/status"]}]},
+        "matchConditions": _is_account(service_account(namespace, account)),
+        "variables": variables,
+        "validations": validations,
+    }
+
+
+def gpu_access(operator_namespace: str) -> dict:
+    """The spec of the GPU-access policy (pods outside the operator namespace)."""
+    exempt = " || ".join(
+        f"(request.namespace == {cel_string(ns)} && has(object.metadata.labels) && {cel_string(key)} in object.metadata.labels"
+        f" && object.metadata.labels[{cel_string(key)}] == {cel_string(value)})"
+        for ns, key, value in admission.EXEMPT_PODS)
+    gpu = (f"r == {cel_string(admission.GPU_RESOURCE)} || r.startsWith({cel_string(admission.MIG_RESOURCE_PREFIX)})")
+    asks_gpu = ("variables.containers.exists(c, has(c.resources) && ("
+                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu}))"
+                f" || (has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))")
+    cdi = admission.key_pattern((f"*.{admission.CDI_ANNOTATION_DOMAIN}",))
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": _POD_RULES,
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [operator_namespace]}]},
+        },
+        "matchConditions": [{"name": "not-exempt", "expression": f"!({exempt})"}] if exempt else [],
+        "variables": [_CONTAINERS],
+        "validations": [
+            {"expression": f"variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in {cel_list(admission.DEVICE_ENV)})))",
+             "message": f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)}: GPUs come from the device plugin"},
+            {"expression": f"!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.matches({cel_string(cdi)}))",
+             "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
+            {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",
+             "message": f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"},
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class AdmissionArgs:
+    namespace: str  # the operator namespace (its service accounts' usernames)
+    kubernetes_version: str
+    provider: k8s.Provider
+    validator_account: str | None  # None: no validator
+    validator_images: tuple[str, ...]
+    node_writers: tuple[tuple[NodeWriter, str], ...]  # each active writer with its service account
+    depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+
+
+class AdmissionPolicies(pulumi.ComponentResource):
+    """`gpu-platform:kubernetes:AdmissionPolicies`."""
+
+    def __init__(self, name: str, args: AdmissionArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-platform:kubernetes:AdmissionPolicies", name, None, opts)
+        self.policies: list[k8s.admissionregistration.v1.ValidatingAdmissionPolicy] = []
+        if not admission.supported(args.kubernetes_version):
+            pulumi.log.warn(
+                f"gpu-platform:cluster.kubernetesVersion {args.kubernetes_version!r}: ValidatingAdmissionPolicy v1 needs "
+                "Kubernetes 1.30 or later; the operands run without the platform's admission policies (the validator may "
+                "create pods on any node, the MIG manager and NFD may patch any node key): upgrade the cluster")
+            self.register_outputs({})
+            return
+        specs = {admission.GPU_ACCESS: gpu_access(args.namespace)}
+        if args.validator_account:
+            specs[admission.VALIDATOR_PODS] = validator_pods(args.namespace, args.validator_account, args.validator_images)
+        for writer, account in args.node_writers:
+            specs[writer.policy] = node_writer(args.namespace, account, writer)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on))
+        for policy_name, spec in sorted(specs.items()):
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-{policy_name}", metadata={"name": policy_name, "labels": LABELS}, spec=spec, opts=child)
+            # The binding waits for its policy: a binding to a policy not there yet is ignored until it is.
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-{policy_name}-binding", metadata={"name": policy_name, "labels": LABELS},
+                spec={"policyName": policy_name, "validationActions": ["Deny"]},
+                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])))
+            self.policies.append(policy)
+        self.register_outputs({"policies": [p.metadata["name"] for p in self.policies]})

@@ -1,0 +1,137 @@
+"""What the platform's admission policies allow, as data with its sources: read by the component that
+builds the ValidatingAdmissionPolicies (components/kubernetes/admission.py), by the policy pack that
+requires them (policy/admission.py) and by the tests that evaluate their CEL.
+
+ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1 from Kubernetes 1.30 (GA,
+KEP-3488); before that only as v1beta1, off by default, so an older cluster gets none (the program
+warns, README "Admission policies").
+
+Own-node checks read the node a service-account token was issued for: the API server puts it in the
+request's `userInfo.extra["authentication.kubernetes.io/node-name"]` for tokens bound to a pod
+(kubernetes/apiserver v0.30.0 pkg/authentication/serviceaccount/util.go:54-59 NodeNameKey, :161-169
+set when the token's claims name a node), which it does under the ServiceAccountTokenPodNodeInfo
+feature gate: alpha (off) in 1.29, beta and on by default in 1.30-1.31, GA and locked on from 1.32
+(kubernetes/website content/en/docs/reference/command-line-tools-reference/feature-gates/
+ServiceAccountTokenPodNodeInfo.md at 02e08b9e; KEP-4193). So every cluster that serves the v1 policy
+also fills the key (EKS exposes no feature-gate switch); a request without it is denied, not waved through.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpu_platform import contract
+
+# The first Kubernetes minor that serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy.
+MIN_KUBERNETES = (1, 30)
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+
+# Policy names, one per rule; the pack requires each whose operand runs (None: always).
+VALIDATOR_PODS = "gpu-platform-validator-pods"
+MIG_MANAGER_NODES = "gpu-platform-mig-manager-nodes"
+NFD_MASTER_NODES = "gpu-platform-nfd-master-nodes"
+GPU_ACCESS = "gpu-platform-gpu-access"
+REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", NFD_MASTER_NODES: "node-feature-discovery",
+                GPU_ACCESS: None}
+
+# The validator's CUDA workload pod is privileged by upstream design (an init container running
+# `vectorAdd` and a container echoing success, both `privileged: true`): NVIDIA/gpu-operator v23.9.0
+# and v25.3.4 validator/cuda-workload-validation.yaml:16-34, v26.7.0
+# validator/manifests/cuda-workload-validation.yaml:18-36. Denying privilege outright would fail the
+# cuda check on every node; the policy admits a privileged container only with exactly these
+# commands and no other environment than NVIDIA_VISIBLE_DEVICES (line 22-24 / 24-26 there).
+PRIVILEGED_COMMAND = ("sh", "-c")
+PRIVILEGED_ARGS = (("vectorAdd",), ("echo cuda workload validation is successful",))
+PRIVILEGED_ENV = ("NVIDIA_VISIBLE_DEVICES",)
+
+
+@dataclass(frozen=True)
+class NodeWriter:
+    """An operand that patches Node objects, and which keys of them it may change."""
+
+    operand: str
+    part: str | None  # the Deployment suffix (NFD's master) or None for the operand's DaemonSet
+    own_node: bool  # only the node its pod runs on
+    label_namespaces: tuple[str, ...]  # a namespace with a leading "*." also admits its sub-namespaces
+    annotation_namespaces: tuple[str, ...]
+    resource_namespaces: tuple[str, ...]  # extended resources in status.capacity/allocatable
+    policy: str
+    reserved_labels: tuple[str, ...] = ()  # keys (a trailing "*": prefixes) it may not change in those namespaces
+
+
+NODE_WRITERS = (
+    # mig-parted writes only nvidia.com/ labels on its own node (NODE_NAME): nvidia.com/mig.config.state
+    # and the nvidia.com/gpu.deploy.* pauses (gpu_platform/operand_contracts/mig-manager.yaml
+    # mm-node-label-writes, mm-mig-config-state-label, mm-pauses-operand-gates: NVIDIA/mig-parted v0.13.1
+    # pkg/mig/reconfigure/reconfigure.go:246-268, 577-589), never taints or annotations.
+    NodeWriter("mig-manager", None, True, ("nvidia.com",), (), (), MIG_MANAGER_NODES),
+    # nfd-master labels every node (a Deployment, not on the node it labels): feature labels in
+    # feature.node.kubernetes.io and profile.node.kubernetes.io and their sub-namespaces, and the labels
+    # the workers publish for GFD in nvidia.com (kubernetes-sigs/node-feature-discovery v0.18.2
+    # api/nfd/v1alpha1/annotations_labels.go:21,27; pkg/apis/nfd/validate/validate.go:95-113); its own
+    # annotations in nfd.node.kubernetes.io and feature annotations in feature.node.kubernetes.io
+    # (annotations_labels.go:39-73; v0.14.2 pkg/apis/nfd/v1alpha1/annotations_labels.go:39-60);
+    # extended resources in feature.node.kubernetes.io (annotations_labels.go:42). Taints only with
+    # -enable-taints (TaintNs, annotations_labels.go:33), which the master does not get here.
+    NodeWriter("node-feature-discovery", "master", False,
+               ("*.feature.node.kubernetes.io", "*.profile.node.kubernetes.io", "nvidia.com"),
+               ("nfd.node.kubernetes.io", "*.feature.node.kubernetes.io"),
+               ("*.feature.node.kubernetes.io",), NFD_MASTER_NODES,
+               # What places operands and their settings on a node is the pools' (kubelet labels) and the
+               # MIG manager's, never a discovered feature: GFD publishes no such key (`git grep` of
+               # NVIDIA/k8s-device-plugin v0.18.1 internal/lm finds none of them), so NFD may not put a
+               # gating label on a system node.
+               reserved_labels=(f"{contract.GATE_PREFIX}*", contract.GPU_PRESENT_LABEL, contract.MIG_CONFIG_LABEL,
+                                contract.DEVICE_PLUGIN_CONFIG_LABEL)),
+)
+
+# The variables nvidia-container-toolkit reads to choose devices for a container
+# (NVIDIA/nvidia-container-toolkit v1.18.1 internal/config/image/envvars.go:23-28, the same at v1.17.0,
+# v1.19.1, v1.20.0; used by internal/config/image/cuda_image.go:250, 442-452 and
+# cmd/nvidia-container-runtime-hook/container_config.go:136-140).
+DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS")
+# CDI device requests by annotation: the runtime reads `cdi.k8s.io/` (internal/config/config.go:127,
+# the CDI library's AnnotationPrefix) and the prefixes configured in modes.cdi.annotation-prefixes
+# (the GPU Operator adds nvidia.cdi.k8s.io/): any key in cdi.k8s.io or a sub-domain of it.
+CDI_ANNOTATION_DOMAIN = "cdi.k8s.io"
+# The resources a pod that runs under the nvidia RuntimeClass must ask for: the device plugin's
+# nvidia.com/gpu, and nvidia.com/mig-<profile> of pools with the mixed MIG strategy
+# (components/kubernetes/operands/sharing.py).
+GPU_RESOURCE = "nvidia.com/gpu"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+# Pods outside the operator namespace that select devices by environment by design, admitted by
+# name: the EKS node monitoring agent add-on's DCGM server (aws/eks-node-monitoring-agent v1.7.0
+# charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml:1-8 DaemonSet dcgm-server labelled
+# k8s-app: dcgm-server, :57-63 NVIDIA_VISIBLE_DEVICES=all), in the add-on's namespace
+# (components/aws/node_health.py NAMESPACE).
+EXEMPT_PODS = (("kube-system", "k8s-app", "dcgm-server"),)
+
+
+def supported(kubernetes_version: str) -> bool:
+    major, minor = (int(n) for n in kubernetes_version.split(".")[:2])
+    return (major, minor) >= MIN_KUBERNETES
+
+
+def key_pattern(namespaces: tuple[str, ...]) -> str:
+    """An RE2 pattern for keys (`<namespace>/<name>`) in one of the namespaces."""
+    alternatives = []
+    for namespace in namespaces:
+        if namespace.startswith("*."):
+            alternatives.append(r"([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*" + re.escape(namespace[2:]))
+        else:
+            alternatives.append(re.escape(namespace))
+    return "^(" + "|".join(alternatives) + ")/"
+
+
+def reserved_pattern(keys: tuple[str, ...]) -> str | None:
+    """An RE2 pattern for the keys (a trailing "*": any key with that prefix), or None for none."""
+    if not keys:
+        return None
+    return "^(" + "|".join(re.escape(k[:-1]) if k.endswith("*") else re.escape(k) + "$" for k in keys) + ")"
+
+
+def shown(namespaces: tuple[str, ...]) -> str:
+    """The namespaces as a reader says them ("*.x" is x and its sub-domains)."""
+    return ", ".join(f"{n[2:]} (and sub-domains)" if n.startswith("*.") else n for n in namespaces)

@@ -1,0 +1,306 @@
+"""The admission policies, evaluated as CEL against admission requests shaped as the API server
+sends them: each operand's real writes (from its contract, gpu_platform/operand_contracts/) are
+admitted, and what a compromised operand could try is denied. The policies are the ones the prod
+stack records, so what is tested is what is deployed."""
+
+from __future__ import annotations
+
+import copy
+
+import kubernetes_validate
+import pytest
+
+from tests.components.kubernetes.admission_cel import evaluate
+
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+NS = "gpu-operator"
+VALIDATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v25.10.1"  # the prod stack's release (stacks/Pulumi.prod.yaml)
+NODE = "ip-10-0-1-17.us-west-2.compute.internal"
+OTHER_NODE = "ip-10-0-2-9.us-west-2.compute.internal"
+
+
+def _user(account: str, node: str | None = NODE) -> dict:
+    user = {"username": f"system:serviceaccount:{NS}:{account}", "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}"],
+            "extra": {"authentication.kubernetes.io/pod-name": [f"{account}-x1"], "authentication.kubernetes.io/pod-uid": ["3d1c"]}}
+    if node:
+        user["extra"]["authentication.kubernetes.io/node-name"] = [node]
+    return user
+
+
+@pytest.fixture(scope="module")
+def policies(prod) -> dict[str, dict]:
+    return {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in prod.of_type(POLICY)}
+
+
+def test_each_policy_has_a_deny_binding_and_is_valid_kubernetes_1_30(prod):
+    policies = {p.inputs["metadata"]["name"]: p.inputs for p in prod.of_type(POLICY)}
+    bindings = {b.inputs["spec"]["policyName"]: b.inputs for b in prod.of_type(BINDING)}
+    assert set(policies) == {"gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes",
+                             "gpu-platform-gpu-access"}
+    assert set(bindings) == set(policies)
+    for name, binding in bindings.items():
+        assert binding["spec"]["validationActions"] == ["Deny"], name
+    for obj in [*policies.values(), *bindings.values()]:
+        doc = {k: v for k, v in obj.items() if k != "metadata"} | {"metadata": {"name": obj["metadata"]["name"]}}
+        # 1.30: the first minor that serves the v1 API (strict: no field the schema does not know).
+        kubernetes_validate.validate(doc, "1.30.0", strict=True)
+        kubernetes_validate.validate(doc, "1.33.0", strict=True)
+
+
+# ---------------------------------------------------------------- validator
+def _cuda_pod(node: str = NODE) -> dict:
+    """The CUDA workload pod as the validator creates it: NVIDIA/gpu-operator v26.7.0
+    validator/manifests/cuda-workload-validation.yaml, with what cmd/nvidia-validator/main.go:1564-1604
+    fills in (namespace, image, runtime class, node name)."""
+    return {"metadata": {"generateName": "nvidia-cuda-validator-", "namespace": NS, "labels": {"app": "nvidia-cuda-validator"},
+                         "annotations": {"nvidia.cdi.k8s.io/container.cuda-validation": "management.nvidia.com/gpu=all"}},
+            "spec": {"nodeName": node, "runtimeClassName": "nvidia", "restartPolicy": "OnFailure",
+                     "serviceAccountName": "nvidia-operator-validator",
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                     "initContainers": [{"name": "cuda-validation", "image": VALIDATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
+                                         "command": ["sh", "-c"], "args": ["vectorAdd"],
+                                         "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                                         "securityContext": {"privileged": True}}],
+                     "containers": [{"name": "nvidia-cuda-validator", "image": VALIDATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
+                                     "command": ["sh", "-c"], "args": ["echo cuda workload validation is successful"],
+                                     "securityContext": {"privileged": True, "readOnlyRootFilesystem": True}}]}}
+
+
+def _plugin_pod(node: str = NODE) -> dict:
+    """The device-plugin workload pod (validator/manifests/plugin-workload-validation.yaml at v26.7.0)
+    with a GPU request (main.go:1342-1352)."""
+    gpu = {"nvidia.com/gpu": "1"}
+    return {"metadata": {"generateName": "nvidia-device-plugin-validator-", "namespace": NS},
+            "spec": {"nodeName": node, "runtimeClassName": "nvidia", "serviceAccountName": "nvidia-operator-validator",
+                     "initContainers": [{"name": "plugin-validation", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
+                                         "args": ["vectorAdd"], "resources": {"limits": gpu, "requests": gpu},
+                                         "securityContext": {"allowPrivilegeEscalation": False}}],
+                     "containers": [{"name": "nvidia-device-plugin-validator", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
+                                     "args": ["echo device-plugin workload validation is successful"]}]}}
+
+
+def _create(pod: dict, user: dict) -> dict:
+    return {"operation": "CREATE", "resource": "pods", "namespace": NS, "object": pod, "oldObject": None, "userInfo": user}
+
+
+def test_the_validators_own_workload_pods_are_admitted(policies):
+    for pod in (_cuda_pod(), _plugin_pod()):
+        assert evaluate(policies["gpu-platform-validator-pods"], _create(pod, _user("nvidia-operator-validator"))) == []
+
+
+def _edited(change) -> dict:
+    pod = _cuda_pod()
+    change(pod["spec"])
+    return pod
+
+
+@pytest.mark.parametrize("why, pod, user", [
+    ("on another node", _cuda_pod(OTHER_NODE), _user("nvidia-operator-validator")),
+    ("token without a node", _cuda_pod(), _user("nvidia-operator-validator", node=None)),
+    ("another image", _edited(lambda s: s["containers"][0].update(image="docker.io/library/busybox:1.36")), None),
+    ("hostPath", _edited(lambda s: s.update(volumes=[{"name": "root", "hostPath": {"path": "/"}}])), None),
+    ("hostPID", _edited(lambda s: s.update(hostPID=True)), None),
+    ("hostNetwork", _edited(lambda s: s.update(hostNetwork=True)), None),
+    ("capability", _edited(lambda s: s["containers"][0]["securityContext"].update(capabilities={"add": ["SYS_ADMIN"]})), None),
+    ("privileged shell", _edited(lambda s: s["containers"][0].update(args=["nsenter -t 1 -m sh"])), None),
+    ("privileged with env", _edited(lambda s: s["containers"][0].update(env=[{"name": "LD_PRELOAD", "value": "/x.so"}])), None),
+])
+def test_a_validator_pod_beyond_its_own_is_denied(policies, why, pod, user):
+    failed = evaluate(policies["gpu-platform-validator-pods"], _create(pod, user or _user("nvidia-operator-validator")))
+    assert failed, why
+
+
+def test_an_ephemeral_container_added_by_the_validator_is_denied(policies):
+    pod = _edited(lambda s: s.update(ephemeralContainers=[{"name": "debug", "image": "docker.io/library/alpine:3"}]))
+    request = {**_create(pod, _user("nvidia-operator-validator")), "operation": "UPDATE", "subResource": "ephemeralcontainers",
+               "oldObject": _cuda_pod()}
+    assert evaluate(policies["gpu-platform-validator-pods"], request)
+
+
+def test_other_pod_updates_are_left_alone(policies):
+    # a finalizer removed from a pod admitted before the policy existed (a plain pods UPDATE)
+    old = _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
+    old["metadata"]["finalizers"] = ["example.com/cleanup"]
+    new = copy.deepcopy(old)
+    del new["metadata"]["finalizers"]
+    request = {**_pod_request(new), "operation": "UPDATE", "oldObject": old}
+    assert evaluate(policies["gpu-platform-gpu-access"], request) is None
+
+
+def test_the_validator_policy_leaves_other_users_alone(policies):
+    pod = _edited(lambda s: s.update(hostPID=True))
+    assert evaluate(policies["gpu-platform-validator-pods"], _create(pod, _user("someone-else"))) is None
+
+
+# ---------------------------------------------------------------- node writers
+def _node(name: str = NODE, labels: dict | None = None, annotations: dict | None = None, taints=None, capacity=None) -> dict:
+    base = {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": "p5.48xlarge", "nvidia.com/gpu.present": "true",
+            "nvidia.com/mig.config": "all-1g.10gb", "nvidia.com/gpu.deploy.device-plugin": "true",
+            "feature.node.kubernetes.io/pci-10de.present": "true"}
+    return {"metadata": {"name": name, "labels": {**base, **(labels or {})}, "annotations": {"node.alpha.kubernetes.io/ttl": "0", **(annotations or {})}},
+            "spec": {"providerID": f"aws:///us-west-2a/i-0{abs(hash(name)) % 10**8}", "taints": [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}] if taints is None else taints},
+            "status": {"capacity": {"cpu": "192", "nvidia.com/gpu": "8", **(capacity or {})}, "allocatable": {"cpu": "191"}}}
+
+
+def _update(old: dict, new: dict, user: dict, sub: str = "") -> dict:
+    return {"operation": "UPDATE", "resource": "nodes", "subResource": sub, "name": old["metadata"]["name"], "namespace": "",
+            "object": new, "oldObject": old, "userInfo": user}
+
+
+def _drop_label(node: dict, key: str) -> dict:
+    node = copy.deepcopy(node)
+    del node["metadata"]["labels"][key]
+    return node
+
+
+MIG = "nvidia-mig-manager"
+NFD = "nvidia-node-feature-discovery-master"
+
+
+@pytest.mark.parametrize("new", [
+    # mm-mig-config-state-label: pending, then success (mig-parted v0.13.1 reconfigure.go:154-190)
+    _node(labels={"nvidia.com/mig.config.state": "pending"}),
+    # mm-pauses-operand-gates: gates paused for the change (reconfigure.go:363-376)
+    _node(labels={"nvidia.com/gpu.deploy.device-plugin": "paused-for-mig-change"}),
+])
+def test_the_mig_managers_label_writes_on_its_node_are_admitted(policies, new):
+    assert evaluate(policies["gpu-platform-mig-manager-nodes"], _update(_node(), new, _user(MIG))) == []
+
+
+@pytest.mark.parametrize("why, old, new", [
+    ("another node", _node(OTHER_NODE), _node(OTHER_NODE, labels={"nvidia.com/mig.config.state": "pending"})),
+    ("a foreign label", _node(), _node(labels={"node-role.kubernetes.io/system": ""})),
+    ("a removed foreign label", _node(), _drop_label(_node(), "kubernetes.io/hostname")),
+    ("a taint removed", _node(), _node(taints=[{"key": "example.com/x", "effect": "NoSchedule"}])),
+    ("an annotation", _node(), _node(annotations={"nvidia.com/x": "y"})),
+])
+def test_mig_manager_writes_beyond_its_labels_are_denied(policies, why, old, new):
+    assert evaluate(policies["gpu-platform-mig-manager-nodes"], _update(old, new, _user(MIG))), why
+
+
+@pytest.mark.parametrize("sub, old, new", [
+    # nfd-master-node-updates: feature labels and their tracking annotation on any node (the master is a Deployment)
+    ("", _node(OTHER_NODE), _node(OTHER_NODE, labels={"feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true",
+                                                      "cpu.feature.node.kubernetes.io/x": "1",
+                                                      "profile.node.kubernetes.io/gpu": "true"},
+                                   annotations={"nfd.node.kubernetes.io/feature-labels": "cpu-cpuid.AVX512F"})),
+    # GFD's labels reach the node through NFD (nfd-master-label-namespaces)
+    ("", _node(), _node(labels={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8"})),
+    # stale labels removed, the master.version annotation removed (v0.16+)
+    ("", _node(annotations={"nfd.node.kubernetes.io/master.version": "v0.15.4"}), _drop_label(_node(), "feature.node.kubernetes.io/pci-10de.present")),
+    # extended resources through nodes/status
+    ("status", _node(), _node(capacity={"feature.node.kubernetes.io/vf": "4"})),
+])
+def test_nfd_masters_writes_are_admitted_on_every_node(policies, sub, old, new):
+    assert evaluate(policies["gpu-platform-nfd-master-nodes"], _update(old, new, _user(NFD, node=OTHER_NODE), sub)) == []
+
+
+@pytest.mark.parametrize("why, sub, new", [
+    ("a gating label on a system node", "", _node(labels={"nvidia.com/gpu.deploy.container-toolkit": "true"})),
+    ("gpu.present", "", _drop_label(_node(), "nvidia.com/gpu.present")),
+    ("mig.config", "", _node(labels={"nvidia.com/mig.config": "all-disabled"})),
+    ("a kubernetes.io label", "", _node(labels={"node-role.kubernetes.io/gpu": ""})),
+    ("a taint", "", _node(taints=[])),
+    ("a foreign annotation", "", _node(annotations={"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})),
+    ("fake GPUs", "status", _node(capacity={"nvidia.com/gpu": "64"})),
+])
+def test_nfd_master_writes_beyond_its_keys_are_denied(policies, why, sub, new):
+    assert evaluate(policies["gpu-platform-nfd-master-nodes"], _update(_node(), new, _user(NFD), sub)), why
+
+
+# ---------------------------------------------------------------- GPU access outside the operator namespace
+def _workload(namespace: str = "ml", **spec) -> dict:
+    pod = {"metadata": {"name": "train-0", "namespace": namespace, "labels": {"app": "train"}},
+           "spec": {"containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3"}]}}
+    for key, value in spec.items():
+        if key in ("env", "resources"):
+            pod["spec"]["containers"][0][key] = value
+        elif key == "annotations":
+            pod["metadata"]["annotations"] = value
+        elif key == "labels":
+            pod["metadata"]["labels"] = value
+        else:
+            pod["spec"][key] = value
+    return pod
+
+
+def _pod_request(pod: dict) -> dict:
+    return {"operation": "CREATE", "resource": "pods", "namespace": pod["metadata"]["namespace"], "object": pod, "oldObject": None,
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"}}
+
+
+GPU = {"limits": {"nvidia.com/gpu": "1"}}
+
+
+@pytest.mark.parametrize("pod", [
+    _workload(runtimeClassName="nvidia", resources=GPU),
+    _workload(runtimeClassName="nvidia", resources={"limits": {"nvidia.com/mig-1g.10gb": "1"}, "requests": {"nvidia.com/mig-1g.10gb": "1"}}),
+    _workload(resources=GPU),
+    _workload(),
+    _workload(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}], resources=GPU),
+    # the EKS node monitoring agent's DCGM server (aws/eks-node-monitoring-agent v1.7.0 templates/dcgm-daemonset.yaml:57-63)
+    _workload("kube-system", labels={"k8s-app": "dcgm-server", "version": "v1"}, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+])
+def test_gpu_requests_through_the_device_plugin_are_admitted(policies, pod):
+    # [] (every validation holds) or None (the exempt DCGM server: the policy does not apply)
+    assert not evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
+
+
+@pytest.mark.parametrize("why, pod", [
+    ("visible devices", _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])),
+    ("MIG config devices", _workload(env=[{"name": "NVIDIA_MIG_CONFIG_DEVICES", "value": "all"}])),
+    ("IMEX channels", _workload(env=[{"name": "NVIDIA_IMEX_CHANNELS", "value": "0"}])),
+    ("a CDI annotation", _workload(annotations={"cdi.k8s.io/gpu": "nvidia.com/gpu=all"})),
+    ("the operator's CDI annotation prefix", _workload(annotations={"nvidia.cdi.k8s.io/container.train": "nvidia.com/gpu=all"})),
+    ("nvidia runtime without a GPU", _workload(runtimeClassName="nvidia")),
+    ("the DCGM server's label in another namespace", _workload(labels={"k8s-app": "dcgm-server"}, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])),
+])
+def test_gpu_access_around_the_device_plugin_is_denied(policies, why, pod):
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)), why
+
+
+def test_the_operator_namespace_is_outside_the_gpu_access_policy(policies):
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(_cuda_pod())) is None
+
+
+def _granted(rec, resource: str, verbs: set[str]) -> set[str]:
+    """The service accounts (namespace:name) bound to a role that grants any of the verbs on the resource."""
+    roles = {(r.type.rsplit(":", 1)[-1], r.inputs["metadata"].get("namespace"), r.inputs["metadata"]["name"]): r.inputs
+             for r in rec.resources if r.type.endswith(("rbac.authorization.k8s.io/v1:ClusterRole", "rbac.authorization.k8s.io/v1:Role"))}
+    found = set()
+    for binding in rec.resources:
+        if not binding.type.endswith(("v1:ClusterRoleBinding", "v1:RoleBinding")):
+            continue
+        ref = binding.inputs["roleRef"]
+        role = roles.get((ref["kind"], None if ref["kind"] == "ClusterRole" else binding.inputs["metadata"].get("namespace"), ref["name"]))
+        if role and any(resource in rule.get("resources", []) and verbs & set(rule.get("verbs", [])) for rule in role.get("rules", [])):
+            found |= {f"{s['namespace']}:{s['name']}" for s in binding.inputs["subjects"] if s["kind"] == "ServiceAccount"}
+    return found
+
+
+def _named(policies: dict, name: str) -> set[str]:
+    return {c["expression"].split("system:serviceaccount:")[1].rstrip("'") for c in policies[name].get("matchConditions", [])
+            if "system:serviceaccount:" in c["expression"]}
+
+
+def test_every_operand_account_that_creates_pods_or_writes_nodes_is_the_one_a_policy_narrows(prod, policies):
+    # If a service account were renamed, a policy keyed on the old name would silently match nobody.
+    assert _granted(prod, "pods", {"create"}) == _named(policies, "gpu-platform-validator-pods") == {f"{NS}:nvidia-operator-validator"}
+    writers = _named(policies, "gpu-platform-mig-manager-nodes") | _named(policies, "gpu-platform-nfd-master-nodes")
+    assert _granted(prod, "nodes", {"patch", "update"}) | _granted(prod, "nodes/status", {"patch", "update"}) == writers
+    assert writers == {f"{NS}:nvidia-mig-manager", f"{NS}:nvidia-node-feature-discovery-master"}
+
+
+def test_nfd_master_runs_without_taints(prod):
+    # The NFD policy forbids spec changes: -enable-taints (api/nfd/v1alpha1 TaintNs) would need them.
+    master = next(d for d in prod.of_type("kubernetes:apps/v1:Deployment") if d.inputs["metadata"]["name"].endswith("-master"))
+    args = [a for c in master.inputs["spec"]["template"]["spec"]["containers"] for a in c.get("args", [])]
+    assert not any(a.startswith("-enable-taints") for a in args), args
+
+
+def test_a_cluster_before_1_30_gets_no_policies_and_a_warning_naming_the_key(variant):
+    # 1.29 does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
+    rec = variant(lambda c: c["gpu-platform:cluster"].update(kubernetesVersion="1.29"))
+    assert rec.of_type(POLICY) == [] and rec.of_type(BINDING) == []
+    assert any("gpu-platform:cluster.kubernetesVersion '1.29'" in w and "1.30" in w for w in rec.warnings), rec.warnings
