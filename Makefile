@@ -40,14 +40,18 @@ lock: $(LOCK_VENV)/.installed
 	$(PIP_COMPILE) -o security/requirements-checkov.lock.txt security/requirements-checkov.txt
 	$(PIP_COMPILE) -o requirements-lock.lock.txt requirements-lock.txt
 
+# The shipped stacks are previewed as the PR gate judges them: policy/gate-config.json raises the
+# missing approved privilege ledger to mandatory (README "Approving privileges").
+GATE_CONFIG := policy/gate-config.json
+
 preview: venv
-	$(PY) -m preview --stack $(STACK)
+	$(PY) -m preview --stack $(STACK) --policy-config $(GATE_CONFIG)
 
 # Every stack with all its reports under out/<stack>/; runs them all, then fails if any failed.
 # Every shipped stack in one process (python -m preview --all): one verdict line each, reports under
 # out/<stack>/; exits with the worst verdict (a mandatory violation in any stack fails it).
 preview-all: venv
-	$(PY) -m preview --all --out out
+	$(PY) -m preview --all --out out --policy-config $(GATE_CONFIG)
 
 test: venv
 	$(PY) -m pytest

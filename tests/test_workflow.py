@@ -109,6 +109,8 @@ def test_the_offline_preview_covers_every_stack_file_in_stacks(workflow, tmp_pat
         assert call[:3] == ["-m", "preview", "--stack"]
         for flag in REPORT_FLAGS:
             assert call[call.index(flag) + 1].startswith(f"out/{stack}/"), (flag, call)
+        # Judged with the gate's levels (a stack without an approved privilege ledger fails).
+        assert call[call.index("--policy-config") + 1] == "policy/gate-config.json"
 
 
 @pytest.mark.skipif(BASH is None, reason="needs bash")
@@ -177,6 +179,8 @@ def test_the_real_preview_runs_the_default_branchs_policy_pack_with_its_own_lock
     assert gate["with"]["persist-credentials"] is False
     [pulumi] = [s for s in steps(real) if action(s) == "pulumi/actions"]
     assert pulumi["with"]["policyPacks"] == "gate/policy"
+    # Its levels from the default branch too, one config for the one pack.
+    assert pulumi["with"]["policyPackConfigs"] == "gate/policy/gate-config.json"
     [venv] = [s for s in steps(real) if "gate/.venv" in s.get("run", "")]
     assert "--require-hashes -r gate/policy/requirements.lock.txt" in venv["run"]
     # policy/PulumiPolicy.yaml names the virtualenv the CLI runs the pack from: gate/.venv for gate/policy.

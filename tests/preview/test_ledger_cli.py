@@ -46,3 +46,25 @@ def test_the_hash_is_in_the_audit_report_and_the_json_report(tmp_path):
     audit = (tmp_path / "a.md").read_text()
     assert f"Hash: `{current}`" in audit
     assert re.search(rf"^- Privilege ledger: {current}, the approved hash", audit, re.M)
+
+
+GATE = ROOT / "policy" / "gate-config.json"
+
+
+def test_the_gate_fails_a_shipped_stack_whose_approved_ledger_was_deleted(tmp_path, capsys):
+    # Without the gate's levels a stack that records no hash is only told the one to record; with
+    # policy/gate-config.json (make preview, make preview-all, the PR gate) it fails.
+    current = _recorded(PROD)
+    text = PROD.read_text()
+    unrecorded = tmp_path / "Pulumi.prod.yaml"
+    unrecorded.write_text("".join(line for line in text.splitlines(keepends=True) if current not in line))
+    assert main(["--config", str(unrecorded)]) == 0
+    assert "[advisory] privilege-ledger-recorded" in capsys.readouterr().out
+    assert main(["--config", str(unrecorded), "--policy-config", str(GATE)]) == 1
+    out = capsys.readouterr().out
+    assert "[mandatory] privilege-ledger-recorded" in out and current in out and "Verdict: FAIL" in out
+
+
+def test_the_gate_passes_the_shipped_stacks_as_they_are():
+    for stack in ("dev", "prod"):
+        assert main(["--stack", stack, "--policy-config", str(GATE)]) == 0, stack
