@@ -340,7 +340,7 @@ def _ledger(path: Path):
     (exit 2): a diff against nothing would read as "everything is new"."""
     from preview.reports import ledger
 
-    rows = ledger.parse(read_text("--audit-against", path))
+    rows = ledger.checked(read_text("--audit-against", path), f"--audit-against {path}")
     if rows is None:
         raise ValueError(f"--audit-against {path}: has no privilege ledger (the lines between {ledger.BEGIN} and "
                          f"{ledger.END}); give a report written by --audit")

@@ -3,12 +3,14 @@ network-interface permissions (AmazonEKS_CNI_Policy: create, attach, delete and 
 interfaces and assign addresses, on any resource) belong to the `aws-node` pods that use them, not to
 the node role, which every process on a node can reach through the instance profile. AWS recommends
 a separate role (EKS User Guide 4d52b4d0, latest/ug/networking/eks-networking-add-ons.adoc line 385,
-"Configure Amazon VPC CNI plugin to use IRSA"); Pod Identity gives it without an OIDC provider, with
+under "Configure Amazon VPC CNI plugin to use IRSA" at line 371); Pod Identity gives it without an OIDC provider, with
 credentials scoped to one service account (manage-access/aws-access/service-accounts.adoc lines
 150-153).
 
 Two add-ons: `eks-pod-identity-agent`, the DaemonSet that hands pods their Pod Identity credentials
-on each node (service-accounts.adoc lines 194-196: required, hostNetwork, 169.254.170.23), and
+on each node (service-accounts.adoc lines 194-196: required, hostNetwork, 169.254.170.23; it asks
+the EKS Auth API with the node role's eks-auth:AssumeRoleForPodIdentity, so nodes without a route to
+the internet need the eks-auth VPC endpoint, service-accounts.adoc line 377), and
 `vpc-cni` with its Pod Identity association for kube-system/aws-node and network-policy enforcement
 on (the add-on's `enableNetworkPolicy`, a string: aws/amazon-vpc-cni-k8s v1.23.0
 charts/aws-vpc-cni/values.yaml line 126, rendered into the aws-node ConfigMap and the node agent's

@@ -67,6 +67,31 @@ def parse(text: str) -> Optional[set[Row]]:
     return found
 
 
+# The hash line the audit report writes above its ledger table (preview/reports/audit.py).
+_STATED = re.compile(r"^Hash: `(sha256:[0-9a-f]{64})`", re.M)
+
+
+def stated_hash(text: str) -> Optional[str]:
+    """The ledger hash a report states (None for a report written before reports carried one)."""
+    found = _STATED.search(text)
+    return found.group(1) if found else None
+
+
+def checked(text: str, where: str) -> Optional[set[Row]]:
+    """parse(), and the rows must hash to the hash the report states: an approver reads a diff
+    against this report, so a report edited after it was written (a row deleted, its hash swapped
+    for the approved one) would show a change as "no privilege added". ValueError (exit 2) if not."""
+    rows = parse(text)
+    stated = stated_hash(text)
+    if rows is not None and stated is not None:
+        actual = canonical.digest(rows)
+        if actual != stated:
+            raise ValueError(f"{where}: its ledger rows hash to {actual}, not to the {stated} it states above them: "
+                             "the report was edited after it was written; compare against the report as "
+                             "the approval received it")
+    return rows
+
+
 def diff(old: set[Row], new: set[Row]) -> tuple[list[Row], list[Row]]:
     """(added, removed), each sorted."""
     return sorted(new - old), sorted(old - new)

@@ -139,6 +139,32 @@ def test_a_previous_report_without_a_ledger_is_refused_before_the_run(tmp_path, 
     assert "Traceback" not in err and not report.exists()
 
 
+@pytest.mark.parametrize("edit", ["a row deleted", "the hash swapped"])
+def test_a_previous_report_edited_after_it_was_written_is_refused(tmp_path, capsys, edit):
+    # An approver reads the diff against the approved report: a report whose rows no longer hash to
+    # the hash it states (a row taken out, or another report's hash pasted in) would hide a change.
+    old = tmp_path / "old.md"
+    assert main(["--stack", "dev", "--audit", str(old)]) == 0
+    text = old.read_text()
+    if edit == "a row deleted":
+        text = text.replace("| DaemonSet gpu-operator/nvidia-operator-validator | driver-validation | privileged |\n", "")
+    else:
+        text = text.replace(ledger.stated_hash(text), "sha256:" + "e" * 64)
+    assert text != old.read_text()
+    old.write_text(text)
+    report = tmp_path / "new.md"
+    assert main(["--stack", "dev", "--audit", str(report), "--audit-against", str(old)]) == 2
+    err = capsys.readouterr().err
+    assert f"--audit-against {old}: its ledger rows hash to sha256:" in err and "edited after it was written" in err
+    assert not report.exists()
+
+
+def test_an_unedited_previous_report_is_accepted(tmp_path):
+    old = tmp_path / "old.md"
+    assert main(["--stack", "prod", "--audit", str(old)]) == 0
+    assert main(["--stack", "prod", "--audit", str(tmp_path / "new.md"), "--audit-against", str(old)]) == 0
+
+
 def test_the_report_is_byte_identical_across_two_runs():
     path = engine.stack_file("prod")
     assert audit.report(engine.run(path)) == audit.report(engine.run(path))
