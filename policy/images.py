@@ -184,7 +184,8 @@ def privileged_images_pinned_by_digest(args, report_violation) -> None:
     def entry(image: str) -> str:
         tag = split(image)[1] or "<tag>"
         how = (f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>" if keys[image]
-               else "where the program sets it")
+               else "not an operator operand: where the program sets its image, e.g. the EFA device plugin's "
+                    "efa_device_plugin.tag in gpu_platform/aws_limits.yaml")
         who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
         return f"{image} ({who}; pin: {how})"
 

@@ -200,7 +200,8 @@ def test_an_image_outside_the_operands_is_named_with_where_to_pin_it():
     found = violations(privileged_images_pinned_by_digest, [
         workload(operand=None, release=None, image=efa, wait_image=None, main_container={"securityContext": {"privileged": True}})])
     assert len(found) == 1
-    assert f"{efa} (DaemonSet gpu-device-plugin-ds; pin: where the program sets it)" in found[0][0]
+    assert (f"{efa} (DaemonSet gpu-device-plugin-ds; pin: not an operator operand: where the program sets its image, "
+            "e.g. the EFA device plugin's efa_device_plugin.tag in gpu_platform/aws_limits.yaml)") in found[0][0]
 
 
 # -- through the offline preview -----------------------------------------------------------------------
