@@ -45,7 +45,7 @@ PRIVILEGED_COMMAND = ("sh", "-c")
 PRIVILEGED_ARGS = (("vectorAdd",), ("echo cuda workload validation is successful",))
 PRIVILEGED_ENV = ("NVIDIA_VISIBLE_DEVICES",)
 # Every container of both workload pods (cuda-workload-validation.yaml and
-# plugin-workload-validation.yaml, same tags and lines as above; v26.7.0 plugin one :16-35) runs
+# plugin-workload-validation.yaml at v23.9.0, v25.3.4 and v25.10.1 :14-32, v26.7.0 :14-35) runs
 # `sh -c` with one of these arguments and sets nothing else that runs code or mounts files: no
 # lifecycle hooks, probes, workingDir, envFrom or volumes of its own. cmd/nvidia-validator/main.go
 # (v25.10.1 :1155-1200, v26.7.0 :1300-1328, 1564-1592) fills in only namespace, image, pull policy
