@@ -44,6 +44,24 @@ REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", N
 PRIVILEGED_COMMAND = ("sh", "-c")
 PRIVILEGED_ARGS = (("vectorAdd",), ("echo cuda workload validation is successful",))
 PRIVILEGED_ENV = ("NVIDIA_VISIBLE_DEVICES",)
+# Every container of both workload pods (cuda-workload-validation.yaml and
+# plugin-workload-validation.yaml at v23.9.0, v25.3.4 and v25.10.1 :14-32, v26.7.0 :14-35) runs
+# `sh -c` with one of these arguments and sets nothing else that runs code or mounts files: no
+# lifecycle hooks, probes, workingDir, envFrom or volumes of its own. cmd/nvidia-validator/main.go
+# (v25.10.1 :1155-1200, v26.7.0 :1300-1328, 1564-1592) fills in only namespace, image, pull policy
+# and secrets, runtimeClassName, owner references, tolerations, nodeName and the GPU limit.
+WORKLOAD_ARGS = (*PRIVILEGED_ARGS, ("echo device-plugin workload validation is successful",))
+# Both pods set serviceAccountName: nvidia-operator-validator (cuda-workload-validation.yaml:16 at
+# v26.7.0, :14 at v25.10.1 and v23.9.0; plugin-workload-validation.yaml:14), which main.go keeps
+# (operand contract validator-workload-pod-service-account): the created pod runs with the
+# validator's own token, never another account's (NFD master's token may label any node).
+# The one volume such a pod has is the token the API server's ServiceAccount admission plugin adds
+# before validating admission runs (kubernetes/kubernetes plugin/pkg/admission/serviceaccount/
+# admission.go: DefaultAPITokenMountPath, mounted read-only in every container, and TokenVolumeSource,
+# a projected volume of a serviceAccountToken, the kube-root-ca.crt ConfigMap and the namespace by
+# downwardAPI).
+TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
+TOKEN_CA_CONFIGMAP = "kube-root-ca.crt"
 
 
 @dataclass(frozen=True)
@@ -91,6 +109,17 @@ NODE_WRITERS = (
 # v1.19.1, v1.20.0; used by internal/config/image/cuda_image.go:250, 442-452 and
 # cmd/nvidia-container-runtime-hook/container_config.go:136-140).
 DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS")
+# NVIDIA_VISIBLE_DEVICES set to exactly one of these selects no GPU: cuda_image.go:173-176 turns
+# "void" (and an empty value) into no device, and internal/config/image/devices.go:36-47
+# NewVisibleDevices maps "none" to none{} (no device; the driver's utilities only) and "void" to
+# void{} (v1.18.1). A list ("none,0") is not admitted: its elements are read one by one.
+NO_DEVICE_VALUES = ("void", "none")
+# With accept-nvidia-visible-devices-as-volume-mounts on, a mount of /dev/null under this root is a
+# device request (cuda_image.go:34 DeviceListAsVolumeMountsRoot, :265-270 read before the
+# environment, :359-372 requestsFromMounts; v1.18.1). Any mount path naming it is refused: the
+# toolkit cleans the path (filepath.Clean) so `//` or `/./` spellings reach it too.
+DEVICE_MOUNT_ROOT = "/var/run/nvidia-container-devices"
+DEVICE_MOUNT_NAME = "nvidia-container-devices"
 # CDI device requests by annotation: the runtime reads `cdi.k8s.io/` (internal/config/config.go:127,
 # the CDI library's AnnotationPrefix) and the prefixes configured in modes.cdi.annotation-prefixes
 # (the GPU Operator adds nvidia.cdi.k8s.io/): any key in cdi.k8s.io or a sub-domain of it.

@@ -3,18 +3,19 @@ and their bindings, each with `validationActions: [Deny]`, that narrow what the 
 accounts may do beyond what RBAC can say, and what pods outside the operator namespace may ask the
 NVIDIA runtime for. What each rule allows, with sources, is data in gpu_platform/admission.py; this
 module only writes it as CEL. The expressions use standard CEL only (has, all, exists, in, size,
-matches, startsWith), compiled by the API server with `object`, `oldObject` and `request` untyped;
+matches, startsWith, contains), compiled by the API server with `object`, `oldObject` and `request` untyped;
 tests/components/kubernetes/test_admission.py evaluates each against admission requests shaped as
 the API server sends them.
 
-1. validator pods: pods the validator's service account creates run only the validator image, on the
-   node the requesting validator pod runs on, without host namespaces, hostPath volumes or added
+1. validator pods: pods the validator's service account creates run as that service account, only the
+   validator image with upstream's workload commands, on the node the requesting validator pod runs
+   on, without host namespaces, volumes (but the service account token), hooks, probes or added
    capabilities; privileged only for upstream's own CUDA workload containers.
 2. node writers: the MIG manager and NFD's master change only the node label (and annotation, and
    extended-resource) keys of their namespaces, no taints or other spec, the MIG manager only on its
    own node. Node status writes are checked too (`nodes/status`: NFD patches its extended resources there).
 3. GPU access: outside the operator namespace no pod selects devices through the runtime's environment
-   variables or CDI annotations, and `runtimeClassName: nvidia` comes only with a GPU request.
+   variables (but "no device"), CDI annotations or device volume mounts, and `runtimeClassName: nvidia` comes only with a GPU request.
 """
 
 from __future__ import annotations
@@ -70,12 +71,23 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
         f"has(c.command) && c.command == {cel_list(admission.PRIVILEGED_COMMAND)}"
         f" && has(c.args) && c.args in {cel_list(admission.PRIVILEGED_ARGS)}"
         f" && !has(c.envFrom) && (!has(c.env) || c.env.all(e, e.name in {cel_list(admission.PRIVILEGED_ENV)}))")
+    # What else could run code, or put a file where `sh -c vectorAdd` looks for it, in a container
+    # that (in the CUDA pod) is privileged: none of upstream's containers sets any of it.
+    runs_code = " || ".join(f"has(c.{f})" for f in ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe",
+                                                    "workingDir", "envFrom", "volumeDevices"))
+    token_mount = f"m.mountPath == {cel_string(admission.TOKEN_MOUNT_PATH)} && has(m.readOnly) && m.readOnly && !has(m.subPath) && !has(m.subPathExpr)"
+    token_volume = ("has(v.projected) && has(v.projected.sources) && v.projected.sources.all(s, has(s.serviceAccountToken)"
+                    f" || has(s.downwardAPI) || (has(s.configMap) && s.configMap.name == {cel_string(admission.TOKEN_CA_CONFIGMAP)}))")
+    sa = cel_string(account)
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {"resourceRules": _POD_RULES},
         "matchConditions": _is_account(service_account(namespace, account)),
         "variables": [_CONTAINERS, _NODE],
         "validations": [
+            {"expression": (f"has(object.spec.serviceAccountName) && object.spec.serviceAccountName == {sa}"
+                            f" && (!has(object.spec.serviceAccount) || object.spec.serviceAccount == {sa})"),
+             "message": f"the validator's pods run as its own service account ({account}), never with another account's token"},
             {"expression": f"variables.containers.all(c, c.image in {cel_list(sorted(images))})",
              "message": f"the validator's pods run only the validator image ({', '.join(sorted(images))})"},
             {"expression": "variables.node != '' && has(object.spec.nodeName) && object.spec.nodeName == variables.node",
@@ -91,6 +103,19 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
              "message": "the validator's pods add no capability"},
             {"expression": f"variables.containers.all(c, !({privileged}) || ({upstream}))",
              "message": "a privileged container of the validator runs only upstream's CUDA check (sh -c vectorAdd, or its echo)"},
+            {"expression": (f"variables.containers.all(c, has(c.command) && c.command == {cel_list(admission.PRIVILEGED_COMMAND)}"
+                            f" && has(c.args) && c.args in {cel_list(admission.WORKLOAD_ARGS)})"),
+             "message": "every container of the validator's pods runs upstream's workload check (sh -c vectorAdd, or an echo)"},
+            {"expression": (f"variables.containers.all(c, !({runs_code})"
+                            f" && (!has(c.env) || c.env.all(e, e.name in {cel_list(admission.PRIVILEGED_ENV)} && !has(e.valueFrom)))"
+                            f" && (!has(c.volumeMounts) || c.volumeMounts.all(m, {token_mount})))"),
+             "message": ("the validator's containers have no lifecycle hooks, probes, workingDir, envFrom, volume devices or "
+                         f"environment beyond {', '.join(admission.PRIVILEGED_ENV)}, and mount only the read-only service account "
+                         f"token ({admission.TOKEN_MOUNT_PATH})")},
+            {"expression": (f"(!has(object.spec.volumes) || object.spec.volumes.all(v, {token_volume}))"
+                            " && !(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace)"),
+             "message": ("the validator's pods have no volume but the service account token's projected volume, "
+                         "and do not share a process namespace")},
         ],
     }
 
@@ -175,8 +200,15 @@ def gpu_access(operator_namespace: str) -> dict:
         "matchConditions": [{"name": "not-exempt", "expression": f"!({exempt})"}] if exempt else [],
         "variables": [_CONTAINERS],
         "validations": [
-            {"expression": f"variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in {cel_list(admission.DEVICE_ENV)})))",
-             "message": f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)}: GPUs come from the device plugin"},
+            {"expression": ("variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in "
+                            f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
+                            f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
+             "message": (f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)} "
+                         f"(but NVIDIA_VISIBLE_DEVICES={' or '.join(admission.NO_DEVICE_VALUES)}): GPUs come from the device plugin")},
+            {"expression": ("variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, "
+                            f"!m.mountPath.contains({cel_string(admission.DEVICE_MOUNT_NAME)})))"),
+             "message": (f"outside {operator_namespace}, no container mounts anything under {admission.DEVICE_MOUNT_ROOT} "
+                         "(the toolkit's device requests by volume mount)")},
             {"expression": f"!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.matches({cel_string(cdi)}))",
              "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
             {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",

