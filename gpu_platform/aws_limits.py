@@ -62,6 +62,12 @@ def node_groups_per_cluster() -> tuple[int, str]:
     return int(row["default"]), row["code"]
 
 
+def public_access_cidrs_per_cluster() -> tuple[int, str]:
+    """The quota of public endpoint CIDR blocks per cluster (not adjustable), and its code."""
+    row = _quota("Public endpoint access CIDR ranges per cluster")
+    return row["default"], row["code"]
+
+
 def tag_value_problem(value: str) -> Optional[str]:
     """Why IAM (the strictest service the stack tags) would refuse `value` as a tag value, or None:
     at most 256 characters of letters, spaces, digits and _ . : / = + - @, not starting with aws:."""

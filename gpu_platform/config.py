@@ -155,7 +155,11 @@ class Cluster(_Model):
     subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=2)
     endpoint_public_access: StrictBool = Field(default=False, alias="endpointPublicAccess")
     # Who may reach a public endpoint (EKS API VpcConfigRequest.publicAccessCidrs: EKS's default is
-    # 0.0.0.0/0). Judged by the policy pack (cluster-endpoint-not-open), only its form is checked here.
+    # 0.0.0.0/0). Judged by the policy pack (cluster-endpoint-not-open); checked here: the form, the
+    # quota of blocks, and IPv4 only (the stack creates IPv4 clusters: no kubernetesNetworkConfig.ipFamily,
+    # whose default is ipv4; botocore 1.44.8 data/eks/2017-11-01/service-2.json.gz
+    # shapes.VpcConfigRequest.members.publicAccessCidrs.documentation: "You can't add IPv6 CIDR blocks
+    # to IPv4 clusters").
     public_access_cidrs: tuple[str, ...] = Field(default=(), alias="publicAccessCidrs")
     # The IAM roles or users with cluster-admin access entries (components/aws/cluster_access.py):
     # required for a cluster the stack creates, whose only way in they are; the identity that runs
@@ -204,6 +208,14 @@ class Cluster(_Model):
                 raise ValueError(_at(f"[{i}]", f"{_shown(cidr)} is not a CIDR block{hint}"))
         if len(set(value)) != len(value):
             raise ValueError("CIDR blocks repeat; list each once")
+        for i, cidr in enumerate(value):
+            if ipaddress.ip_network(cidr).version == 6:
+                raise ValueError(_at(f"[{i}]", f"{_shown(cidr)} is an IPv6 block: the stack creates IPv4 clusters, whose "
+                                               "endpoint EKS opens to IPv4 blocks only; list IPv4 blocks (e.g. 203.0.113.0/24)"))
+        quota, code = aws_limits.public_access_cidrs_per_cluster()
+        if len(value) > quota:
+            raise ValueError(f"{len(value)} CIDR blocks; EKS takes at most {quota} per cluster (quota {code}, not "
+                             f"adjustable): list at most {quota}, merging neighbouring blocks")
         return value
 
     @field_validator("admins")
@@ -230,6 +242,9 @@ class Cluster(_Model):
         if self.public_access_cidrs and not self.create:
             raise ValueError(_at(".publicAccessCidrs", "set with create: false: the stack does not manage an adopted "
                                                       "cluster's endpoint; remove the key (or change the endpoint with `aws eks update-cluster-config`)"))
+        if self.endpoint_public_access and not self.create:
+            raise ValueError(_at(".endpointPublicAccess", "set with create: false: the stack does not manage an adopted "
+                                                         "cluster's endpoint; remove the key (or change the endpoint with `aws eks update-cluster-config`)"))
         if self.public_access_cidrs and not self.endpoint_public_access:
             raise ValueError(_at(".publicAccessCidrs", "set with endpointPublicAccess: false, where it limits nothing; remove "
                                                       "it, or set endpointPublicAccess: true to open the endpoint to these blocks"))
@@ -592,6 +607,11 @@ _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
+# Namespace names are DNS-1123 labels (Kubernetes docs, "Object Names and IDs").
+_NAMESPACE_FORM = ("a DNS-1123 label: 63 characters at most: lower-case letters, digits and '-', starting and ending "
+                   "with a letter or digit; e.g. monitoring")
+
+
 class Monitoring(_Model):
     # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it,
     # so a cluster this stack is about to create gets it on the first `pulumi up` after it exists.
@@ -615,8 +635,17 @@ class Monitoring(_Model):
     @classmethod
     def _namespace(cls, value: str) -> str:
         if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", value):
-            raise ValueError(f"{_shown(value)} is not a Kubernetes namespace name (63 characters at most: lower-case "
-                             "letters, digits and '-', starting and ending with a letter or digit; e.g. monitoring)")
+            raise ValueError(f"{_shown(value)} is not a Kubernetes namespace name ({_NAMESPACE_FORM})")
+        return value
+
+    @field_validator("prometheus_pod_labels")
+    @classmethod
+    def _some_pods(cls, value: Mapping[str, str]) -> Mapping[str, str]:
+        # An empty matchLabels selects every pod of the namespace: the metrics ports would be open to
+        # all of them, not to Prometheus.
+        if not value:
+            raise ValueError("is empty, which selects every pod of prometheusNamespace; name the labels of the Prometheus "
+                             "pods (e.g. {app.kubernetes.io/name: prometheus}, the default), or remove the key for it")
         return value
 
     @field_validator("service_monitor_labels", "prometheus_pod_labels")
@@ -860,6 +889,7 @@ _GIVE = {
     "toolkitBaked": "true or false",
     "baseImageRelease": "an EKS AMI release (e.g. v20260714)",
     "capacityReservationId": "a capacity reservation id (cr- and 17 hex digits)",
+    "prometheusNamespace": "the namespace of the Prometheus pods (" + _NAMESPACE_FORM + ")",
 }
 
 

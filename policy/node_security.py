@@ -1,8 +1,8 @@
 """Node security of the GPU nodes (which run privileged software): instance metadata only through
 IMDSv2 and out of pods' reach, encrypted root volumes, no public addresses. The API endpoint: open to
-the whole internet (a public endpoint with no CIDR list, EKS's default 0.0.0.0/0, or a list holding
-0.0.0.0/0 or ::/0) is refused; public but limited to named blocks may be intended, and is reported
-for review."""
+the internet (a public endpoint with no CIDR list, EKS's default 0.0.0.0/0, blocks that together cover
+every IPv4 or IPv6 address, or IPv4 blocks wider than a /8 together) is refused; public but limited to
+named blocks may be intended, and is reported for review."""
 
 from __future__ import annotations
 
@@ -69,17 +69,54 @@ def _endpoint(props: Mapping[str, Any]) -> tuple[bool, list[str]]:
     return public is None or facts.truthy(public), [text(c) for c in sequence(vpc.get("publicAccessCidrs"))]
 
 
-def _whole_internet(cidr: str) -> bool:
+# The widest block a named network needs: a /8 is the largest IPv4 block IANA ever gave one holder in
+# one piece (IANA IPv4 Address Space Registry, kept in /8 rows), so blocks that together cover more
+# addresses are a large part of the internet, not somebody's network. IPv4 only: this stack's
+# clusters are IPv4, where EKS takes no IPv6 blocks (the config refuses them); an IPv6 list is judged
+# only for covering every address.
+WIDEST_NAMED_IPV4 = ipaddress.ip_network("0.0.0.0/8").num_addresses
+
+
+def _networks(cidrs: list[str]) -> dict[int, list]:
+    """The blocks by IP version, each version's collapsed into its union (unparsable ones left out:
+    the config refuses them, and EKS would)."""
+    found: dict[int, list] = {4: [], 6: []}
+    for cidr in cidrs:
+        if _version(cidr):
+            found[_version(cidr)].append(ipaddress.ip_network(cidr, strict=False))
+    return {version: list(ipaddress.collapse_addresses(nets)) for version, nets in found.items()}
+
+
+def _version(cidr: str) -> int:
     try:
-        return ipaddress.ip_network(cidr, strict=False).prefixlen == 0
+        return ipaddress.ip_network(cidr, strict=False).version
     except ValueError:
-        return False
+        return 0
+
+
+def _open_to(cidrs: list[str]) -> str:
+    """Why these blocks open the endpoint to the internet, or '' when they name networks: together
+    they cover every IPv4 (or IPv6) address, however they are split (0.0.0.0/1 and 128.0.0.0/1 are
+    0.0.0.0/0), or more IPv4 addresses than the widest named network."""
+    union = _networks(cidrs)
+    for version, whole in ((4, "0.0.0.0/0"), (6, "::/0")):
+        if union[version] == [ipaddress.ip_network(whole)]:
+            listed = [c for c in cidrs if _version(c) == version]
+            together = "" if whole in listed else f", which together are {whole}"
+            return f"{', '.join(listed)}{together}, the whole internet"
+    covered = sum(n.num_addresses for n in union[4])
+    if covered > WIDEST_NAMED_IPV4:
+        return (f"{', '.join(c for c in cidrs if _version(c) == 4)}, together {covered} IPv4 addresses: more than a /8 "
+                f"({WIDEST_NAMED_IPV4}), the largest block IANA ever gave one holder, so a large part of the internet")
+    return ""
 
 
 @resource_policy(
     "cluster-endpoint-not-open", EnforcementLevel.MANDATORY,
-    "A public EKS API endpoint is limited to named CIDR blocks: none (EKS's default 0.0.0.0/0), 0.0.0.0/0 or ::/0 "
-    "opens the API server to the whole internet.",
+    "A public EKS API endpoint is limited to named CIDR blocks: none (EKS's default 0.0.0.0/0), blocks that together "
+    "cover every IPv4 or IPv6 address (0.0.0.0/0, ::/0, or halves such as 0.0.0.0/1 and 128.0.0.0/1), or IPv4 blocks "
+    "covering more than a /8 open the API server to the internet. Mandatory for wide blocks too: IANA never gave "
+    "one holder more than a /8 in one piece, so a wider list admits strangers as surely as 0.0.0.0/0 does.",
     types(facts.EKS_CLUSTER),
     fix="gpu-platform:cluster.publicAccessCidrs (or cluster.endpointPublicAccess: false)",
 )
@@ -91,9 +128,8 @@ def cluster_endpoint_not_open(args, report_violation) -> None:
         report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint with no publicAccessCidrs, so "
                          f"EKS opens it to 0.0.0.0/0; list the networks that need it in cluster.publicAccessCidrs, or "
                          f"set cluster.endpointPublicAccess: false")
-    elif any(_whole_internet(c) for c in cidrs):
-        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint open to "
-                         f"{', '.join(c for c in cidrs if _whole_internet(c))}, the whole internet; list only the "
+    elif why := _open_to(cidrs):
+        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint open to {why}; list only the "
                          f"networks that need it in cluster.publicAccessCidrs")
 
 
@@ -106,7 +142,7 @@ def cluster_endpoint_not_open(args, report_violation) -> None:
 )
 def cluster_endpoint_private(args, report_violation) -> None:
     public, cidrs = _endpoint(args.props)
-    if public and cidrs and not any(_whole_internet(c) for c in cidrs):
+    if public and cidrs and not _open_to(cidrs):
         report_violation(
             f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint reachable from {', '.join(cidrs)}; "
             f"if nothing outside the VPC needs the API, set cluster.endpointPublicAccess: false and reach it through "

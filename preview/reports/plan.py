@@ -27,7 +27,9 @@ def _minutes(duration: str) -> str:
 
 def _header(config: StackConfig, recording: Recording) -> list[str]:
     cluster, image = config.cluster, config.node_image
-    endpoint = "public endpoint" if cluster.endpoint_public_access else "private endpoint"
+    # An adopted cluster's endpoint is whatever its owner set (the config refuses endpoint keys for it).
+    endpoint = ("endpoint not managed by this stack" if not cluster.create else
+                "public endpoint" if cluster.endpoint_public_access else "private endpoint")
     made = "new (this stack creates it)" if cluster.create else "adopted (exists already)"
     overrides = ", ".join(f"{k}={v}" for k, v in config.operator.overrides.items()) or "none"
     if image.source == "bake":

@@ -185,3 +185,18 @@ def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fra
 def test_prometheus_selectors_default_to_kube_prometheus_stack():
     monitoring = config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).monitoring
     assert (monitoring.prometheus_namespace, dict(monitoring.prometheus_pod_labels)) == ("monitoring", {"app.kubernetes.io/name": "prometheus"})
+
+
+def test_the_quota_of_public_access_cidrs_is_accepted_whole():
+    # 40 blocks is EKS's quota L-93A74D60 (one more is bad_stacks/public-access-cidrs-above-quota.yaml).
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    blocks = [f"203.0.{i}.0/24" for i in range(40)]
+    raw["gpu-platform:cluster"] = {**raw["gpu-platform:cluster"], "endpointPublicAccess": True, "publicAccessCidrs": blocks}
+    assert len(config_model.parse(raw).cluster.public_access_cidrs) == 40
+
+
+def test_an_adopted_cluster_takes_no_endpoint_keys_but_a_private_endpoint_is_no_claim():
+    # endpointPublicAccess: false is the default the stack would not act on either way: not refused.
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:cluster"] = {**raw["gpu-platform:cluster"], "create": False, "endpointPublicAccess": False}
+    assert config_model.parse(raw).cluster.endpoint_public_access is False

@@ -46,6 +46,17 @@ ENDPOINTS = [
     ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "::/0"]}, 1, 0),
     ({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]}, 0, 1),
     ({"endpointPublicAccess": "true", "publicAccessCidrs": ["10.0.0.0/8", "2001:db8::/32"]}, 0, 1),
+    # The internet split in halves is still the internet, in either family.
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/1"]}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["::/1", "8000::/1"]}, 1, 0),
+    # One half leaves the other out, but is far wider than a /8: refused as well.
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/1"]}, 1, 0),
+    # Two /8s are twice the widest block one holder has; one /8 (and a /9 beside it) is reviewed only.
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "11.0.0.0/8"]}, 1, 0),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/9", "10.128.0.0/9"]}, 0, 1),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/9", "11.0.0.0/9"]}, 0, 1),
+    ({"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "11.0.0.0/32"]}, 1, 0),
 ]
 
 
@@ -60,3 +71,15 @@ def test_the_open_endpoint_rule_is_mandatory_and_names_the_open_block():
     assert cluster_endpoint_private.enforcement_level.value == "advisory"
     ((message, _),) = violations(cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})])
     assert "0.0.0.0/0" in message and "publicAccessCidrs" in message
+
+
+def test_halves_of_the_internet_are_named_as_the_whole_of_it():
+    vpc = {"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/1", "128.0.0.0/1"]}
+    ((message, _),) = violations(cluster_endpoint_not_open, [_cluster(vpc)])
+    assert "0.0.0.0/1, 128.0.0.0/1, which together are 0.0.0.0/0, the whole internet" in message
+
+
+def test_blocks_wider_than_a_slash_8_are_named_with_the_addresses_they_cover():
+    vpc = {"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "11.0.0.0/8"]}
+    ((message, _),) = violations(cluster_endpoint_not_open, [_cluster(vpc)])
+    assert "10.0.0.0/8, 11.0.0.0/8, together 33554432 IPv4 addresses" in message and "large part of the internet" in message

@@ -183,7 +183,7 @@ def test_a_worker_killed_midway_costs_its_stacks_an_error_line_not_a_hang(tmp_pa
     rest, _ = run.communicate(timeout=300)
     lines = [first.rstrip("\n"), *rest.splitlines()]
     assert run.returncode == 3
-    assert lines[-1].startswith("14 stacks: ") and "error" in lines[-1]
+    assert lines[-1].startswith("15 stacks: ") and "error" in lines[-1]
     lost = [line for line in lines if line.startswith("ERROR")]
     assert lost and all("the worker previewing it ended (killed by signal 9)" in line for line in lost)
-    assert len(lines) == 14 + 1
+    assert len(lines) == 15 + 1

@@ -27,7 +27,8 @@ BOTH_SIDES = {
     "release-too-old-for-kubernetes.yaml": ("v24.3.0", "1.33"),
     "eks-version-past-extended-support.yaml": ("1.28", "2025-11-26"),
     "public-endpoint-open-by-default.yaml": ("no publicAccessCidrs", "0.0.0.0/0"),
-    "public-endpoint-open-to-everyone.yaml": ("::/0", "whole internet"),
+    "public-endpoint-open-to-everyone.yaml": ("0.0.0.0/0", "whole internet"),
+    "public-endpoint-open-in-halves.yaml": ("0.0.0.0/1, 128.0.0.0/1", "together are 0.0.0.0/0"),
 }
 
 
@@ -90,11 +91,11 @@ def test_policy_config_can_disable_a_policy(tmp_path):
 
 def test_a_public_cluster_endpoint_limited_to_named_networks_is_advisory(tmp_path):
     config = stack_config("dev")
-    config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "2001:db8::/32"]})
+    config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]})
     code, report = run(tmp_path, write_stack(tmp_path, config))
     assert code == 0
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("cluster-endpoint-private", "advisory")]
-    assert "203.0.113.0/24, 2001:db8::/32" in report["violations"][0]["message"]
+    assert "203.0.113.0/24, 198.51.100.0/24" in report["violations"][0]["message"]
 
 
 def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):

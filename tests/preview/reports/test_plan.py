@@ -124,3 +124,14 @@ def test_an_eks_nvidia_pool_s_modules_are_chosen_by_aws_s_ami():
     lines = _plan(record(FIXTURES / "passing" / "eks-nvidia.yaml"))
     pool = next(line.split()[0] for line in lines if " -> " in line)
     assert "kernel modules chosen per node at boot by AWS's AMI" in _pool_facts(lines, pool)
+
+
+def test_an_adopted_cluster_s_endpoint_is_not_claimed_public_or_private(tmp_path):
+    from tests.conftest import stack_config, write_stack
+
+    # The stack does not manage an adopted cluster's endpoint, so the plan must not describe it.
+    config = stack_config("dev")
+    config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
+    lines = _plan(record(write_stack(tmp_path, config)))
+    assert lines[0] == ("  Cluster     gpu-shared in us-west-2: adopted (exists already), Kubernetes 1.32, "
+                        "endpoint not managed by this stack")
