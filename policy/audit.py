@@ -190,7 +190,7 @@ def privilege_ledger_recorded(args, report_violation) -> None:
     if count == 0:
         return
     report_violation(
-        f"the stack grants {count} privileges (ledger hash {current}) but records no approved ledger hash, so its "
+        f"the stack grants privileges (its privilege ledger has {count} rows, hash {current}) but records no approved ledger hash, so its "
         f"approval (gpu-platform:audit.approval) is not bound to them and any privilege added later inherits it; "
         f"once the audit report with this hash is approved, record gpu-platform:audit.approvedLedger: {current}"
     )
