@@ -6,9 +6,16 @@ the Pulumi engine hands them to a policy: the pack sees no stack config and no p
 A row is (subject, part, privilege), the three columns of the audit report's ledger table:
 
 - a Kubernetes workload that keeps a privilege (`DaemonSet gpu-operator/nvidia-mig-manager`): one
-  row per host namespace (part `(pod)`: `hostPID`, `hostNetwork`, `hostIPC`), and per container
-  `privileged`, `capability NAME`, `hostPath PATH rw|ro`;
-- the DaemonSets an EKS add-on of the stack runs (gpu_platform/addon_privileges.py);
+  row per host namespace and weakening of the pod (part `(pod)`: `hostPID`, `hostNetwork`, `hostIPC`,
+  `shareProcessNamespace`, `seccompProfile Unconfined`, `appArmorProfile Unconfined`,
+  `sysctl NAME=VALUE`), per container `privileged`, `capability NAME`, `hostPath PATH rw|ro`,
+  `allowPrivilegeEscalation`, `seccompProfile Unconfined`, `appArmorProfile Unconfined`,
+  `procMount Unmasked`, `hostPort PORT/PROTOCOL`, and `image REF` (as rendered, digest included) for
+  every container with a row of its own, or every container when the pod has one;
+- every EKS add-on of the stack (part `(add-on)`): its version as the stack sets it (or the EKS
+  default for the cluster's Kubernetes version), the SHA-256 of its configuration values and of its
+  Pod Identity associations, and the privileged DaemonSets it runs where
+  gpu_platform/addon_privileges.py writes them down (a row says when it does not);
 - the node image bake (gpu_platform/bake_document.py): what runs as root on the build host, its
   inputs, and what it downloads with the pins that check the downloads.
 
@@ -25,6 +32,7 @@ cell. A change of this form is a new version line, and every recorded hash then 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any, Iterable, Mapping
 
@@ -38,6 +46,8 @@ HASH = re.compile(r"sha256:[0-9a-f]{64}")
 POD = "(pod)"
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
 ADDON_TYPE = "aws:eks/addon:Addon"
+# The part column of what belongs to an EKS add-on as a whole.
+ADDON_PART = "(add-on)"
 
 
 def workload_key(kind: str, namespace: str, name: str) -> str:
@@ -45,51 +55,147 @@ def workload_key(kind: str, namespace: str, name: str) -> str:
     return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
 
 
+def _unconfined(security: Mapping[str, Any]) -> list[str]:
+    """The confinement profiles a securityContext turns off (Kubernetes API, SeccompProfile.type and
+    AppArmorProfile.type: `Unconfined` runs without a profile)."""
+    return [f"{key} Unconfined" for key in ("seccompProfile", "appArmorProfile")
+            if text(dig(security, key).get("type")) == "Unconfined"]
+
+
+def _number(value: Any) -> str:
+    # Numbers arrive as floats from the engine (see /work/shared/reference/pulumi-notes.md).
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else text(value)
+
+
+def _pod_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
+    """What the pod as a whole keeps: host namespaces, and the isolation it weakens for every container
+    (a shared process namespace, unconfined profiles, sysctls set on the node's kernel namespaces)."""
+    security = mapping(spec.get("securityContext"))
+    found = [(key, POD, ns) for ns in HOST_NAMESPACES if spec.get(ns) is True]
+    if spec.get("shareProcessNamespace") is True:
+        found.append((key, POD, "shareProcessNamespace"))
+    found += [(key, POD, item) for item in _unconfined(security)]
+    found += [(key, POD, f"sysctl {text(s.get('name'))}={text(s.get('value'))}")
+              for s in map(mapping, sequence(security.get("sysctls")))]
+    return found
+
+
+def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[str, str]) -> list[Row]:
+    security = mapping(c.get("securityContext"))
+    found = []
+    if security.get("privileged") is True:
+        found.append((key, name, "privileged"))
+    caps = {text(cap) for cap in sequence(dig(security, "capabilities").get("add"))}
+    found += [(key, name, f"capability {cap}") for cap in sorted(caps)]
+    modes: dict[str, str] = {}
+    for mount in map(mapping, sequence(c.get("volumeMounts"))):
+        path = volumes.get(text(mount.get("name")))
+        if path is not None and modes.get(path) != "rw":
+            modes[path] = "ro" if mount.get("readOnly") is True else "rw"
+    found += [(key, name, f"hostPath {path} {mode}") for path, mode in sorted(modes.items())]
+    # Weakened isolation (Kubernetes API, SecurityContext and ContainerPort).
+    if security.get("allowPrivilegeEscalation") is True:
+        found.append((key, name, "allowPrivilegeEscalation"))
+    found += [(key, name, item) for item in _unconfined(security)]
+    if text(security.get("procMount")) == "Unmasked":
+        found.append((key, name, "procMount Unmasked"))
+    found += [(key, name, f"hostPort {_number(p.get('hostPort'))}/{text(p.get('protocol')) or 'TCP'}")
+              for p in map(mapping, sequence(c.get("ports"))) if p.get("hostPort") not in (None, 0, 0.0)]
+    return found
+
+
 def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
-    """The rows of one Kubernetes workload; none when it keeps no privilege."""
+    """The rows of one Kubernetes workload; none when it keeps no privilege. Each container (init or
+    main) with a row of its own, or every container when the pod has one, also gets a row with its
+    image reference as rendered (tag and digest): the approval covers the software that holds the
+    privilege, so swapping an image changes the hash."""
     kind = workloads.kind(resource_type)
     if kind is None:
         return []
     spec = workloads.pod_spec(resource_type, props)
-    if not workloads.privileges(spec):
-        return []
     meta = dig(props, "metadata")
     key = workload_key(kind, text(meta.get("namespace")), text(meta.get("name")) or resource_name)
-    found = [(key, POD, ns) for ns in HOST_NAMESPACES if spec.get(ns) is True]
+    found = _pod_rows(key, spec)
     volumes = {text(v.get("name")): text(dig(v, "hostPath").get("path"))
                for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v}
+    whole_pod = bool(found)
     for c in workloads.containers(spec):
         name = text(c.get("name")) or "?"
-        security = mapping(c.get("securityContext"))
-        if security.get("privileged") is True:
-            found.append((key, name, "privileged"))
-        caps = {text(cap) for cap in sequence(dig(security, "capabilities").get("add"))}
-        found += [(key, name, f"capability {cap}") for cap in sorted(caps)]
-        modes: dict[str, str] = {}
-        for mount in map(mapping, sequence(c.get("volumeMounts"))):
-            path = volumes.get(text(mount.get("name")))
-            if path is not None and modes.get(path) != "rw":
-                modes[path] = "ro" if mount.get("readOnly") is True else "rw"
-        found += [(key, name, f"hostPath {path} {mode}") for path, mode in sorted(modes.items())]
+        own = _container_rows(key, name, c, volumes)
+        found += own
+        if own or whole_pod:
+            found.append((key, name, f"image {text(c.get('image')) or '(none)'}"))
     return found
 
 
-def addon_rows(props: Mapping[str, Any]) -> list[Row]:
-    """The privileged DaemonSets an EKS add-on runs, at its version; an add-on whose DaemonSets are not
-    written down gets one row that says so (its version is in it, so a change still changes the hash)."""
+CLUSTER_TYPE = "aws:eks/cluster:Cluster"
+# Pulumi's autonaming appends a dash and 7 random hex characters to a resource's logical name (the
+# offline mocks imitate it, preview/offline/outputs.py _autonamed; NOT VERIFIED here against
+# pulumi-terraform-bridge's AutoName source): stripped, so that an approval recorded offline matches the
+# real preview's role ARN, whose account and suffix differ.
+_AUTONAME_SUFFIX = re.compile(r"-[0-9a-f]{7}$")
+
+
+def kubernetes_minor(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """The Kubernetes version the stack's EKS cluster is created at, "" when it creates none (adopted)."""
+    versions = sorted({text(props.get("version")) for type_, _, props in resources if type_ == CLUSTER_TYPE})
+    return ", ".join(v for v in versions if v)
+
+
+def _sha256(value: str) -> str:
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+
+
+def _configuration(raw: Any) -> str:
+    """configurationValues as canonical JSON (sorted keys, no spaces), so reformatting it changes nothing
+    and any value that changes changes the hash; text that is not JSON is hashed as it is."""
+    raw = text(raw)
+    if not raw:
+        return "{}"
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return raw
+
+
+def _role(arn: str) -> str:
+    """A Pod Identity association's role by its name without the ARN's partition and account and without
+    Pulumi's autonaming suffix: the same role offline (mocked ARNs) and in the real preview."""
+    return _AUTONAME_SUFFIX.sub("", arn.rsplit("/", 1)[-1])
+
+
+def _associations(raw: Any) -> str:
+    found = sorted({(text(a.get("serviceAccount")), _role(text(a.get("roleArn"))))
+                    for a in map(mapping, sequence(raw))})
+    return json.dumps([{"role": r, "serviceAccount": sa} for sa, r in found], sort_keys=True, separators=(",", ":"))
+
+
+def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
+    """Every EKS add-on of the stack: its version as the stack sets it, the SHA-256 of its configuration
+    values and of its Pod Identity associations (so a change of either changes the ledger's hash), and
+    the privileged DaemonSets it runs, where gpu_platform/addon_privileges.py writes them down at that
+    version; where it does not, a row says so: EKS creates those DaemonSets and no stack resource shows
+    them, so the ledger cannot list their privileges."""
     name, version = text(props.get("addonName")), text(props.get("addonVersion"))
+    subject = f"EKS add-on {name}"
+    shown = version or (f"EKS default for Kubernetes {kubernetes}" if kubernetes else "EKS default version")
+    found: list[Row] = [
+        (subject, ADDON_PART, f"version {shown}"),
+        (subject, ADDON_PART, f"configurationValues {_sha256(_configuration(props.get('configurationValues')))} "
+                              "(SHA-256 of the canonical JSON)"),
+        (subject, ADDON_PART, f"podIdentityAssociations {_sha256(_associations(props.get('podIdentityAssociations')))} "
+                              "(SHA-256 of the canonical JSON of service account and role name)"),
+    ]
     known = addon_privileges.workloads(name, version)
     if known is not None:
-        return list(known)
-    if name == addon_privileges.ADDON:
-        return [(f"EKS add-on {name} {version or '(EKS default version)'}", POD,
-                 "privileges not written down in gpu_platform/addon_privileges.py")]
-    return []
+        return found + list(known)
+    return found + [(subject, ADDON_PART, "privileges of its DaemonSets not written down in "
+                                          "gpu_platform/addon_privileges.py for this version")]
 
 
-def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
     if resource_type == ADDON_TYPE:
-        return addon_rows(props)
+        return addon_rows(props, kubernetes)
     if resource_type == bake_document.COMPONENT_TYPE:
         return bake_document.rows(resource_name, props)
     return workload_rows(resource_type, resource_name, props)
@@ -97,7 +203,9 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
 
 def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[Row]:
     """Every row of the stack, from (type, Pulumi name, properties) of each resource; sorted, distinct."""
-    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props)})
+    resources = list(resources)
+    minor = kubernetes_minor(resources)
+    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props, minor)})
 
 
 def _cell(value: str) -> str:

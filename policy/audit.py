@@ -145,8 +145,9 @@ def _current(resources) -> tuple[str, int]:
 # fails before anything is deployed; under `pulumi up --skip-preview` it fails only afterwards.
 @stack_policy(
     "privilege-ledger-approved", EnforcementLevel.MANDATORY,
-    "The privilege ledger (every privilege of every workload, the EKS add-ons' DaemonSets, and what the node image "
-    "bake runs as root and downloads) hashes to the value the approval recorded.",
+    "The privilege ledger (every privilege and isolation weakening of every workload with the images that hold them, "
+    "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
+    "and what the node image bake runs as root and downloads) hashes to the value the approval recorded.",
     fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
         "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",
 )
@@ -190,7 +191,7 @@ def privilege_ledger_recorded(args, report_violation) -> None:
     if count == 0:
         return
     report_violation(
-        f"the stack grants {count} privileges (ledger hash {current}) but records no approved ledger hash, so its "
+        f"the stack grants privileges (its privilege ledger has {count} rows, hash {current}) but records no approved ledger hash, so its "
         f"approval (gpu-platform:audit.approval) is not bound to them and any privilege added later inherits it; "
         f"once the audit report with this hash is approved, record gpu-platform:audit.approvedLedger: {current}"
     )

@@ -72,6 +72,17 @@ def pod_identity_condition(cluster_arn: str) -> dict:
     }}
 
 
+def role_arn(partition: str, cluster_arn: str, role_name: pulumi.Input[str]) -> pulumi.Output[str]:
+    """The CNI role's ARN built from its name, which pulumi-aws knows in a preview (it autonames the
+    role), where the role's `arn` output is unknown until the role exists: the privilege ledger hashes
+    the association (gpu_platform/ledger.py), and an unknown there would leave privilege-ledger-approved
+    undecided in a stack's first preview. IAM role ARN format arn:PARTITION:iam::ACCOUNT:role/NAME
+    (IAM User Guide, reference_identifiers.html "IAM ARNs"; the role's path is the default /), the
+    account being the cluster's (its ARN's fifth field)."""
+    account = cluster_arn.split(":")[4]
+    return pulumi.Output.concat(f"arn:{partition}:iam::{account}:role/", role_name)
+
+
 class VpcCni(pulumi.ComponentResource):
     # What a node group waits for: the CNI's role with its policy, and the add-on that associates it
     # with aws-node (see `ready`).
@@ -98,7 +109,8 @@ class VpcCni(pulumi.ComponentResource):
             cluster_name=cluster_name,
             addon_name=VPC_CNI,
             configuration_values=configuration(),
-            pod_identity_associations=[{"role_arn": role.role.arn, "service_account": SERVICE_ACCOUNT}],
+            pod_identity_associations=[{"role_arn": role_arn(partition, cluster_arn, role.role.name),
+                                        "service_account": SERVICE_ACCOUNT}],
             # EKS installs the CNI itself on a new cluster (self-managed): the add-on takes it over,
             # the stack's settings winning over what was there.
             resolve_conflicts_on_create="OVERWRITE",

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from gpu_platform import addon_privileges, contract, ledger as canonical
+from gpu_platform import contract, ledger as canonical
 from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
@@ -46,8 +46,8 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
     """The report; `against` is the ledger of an older report (`ledger.parse`)."""
     found = privileges.read(recording)
     privileged = [w for w in found if w.privileges]
-    addon_rows = _addon_rows(recording)
     rows = ledger.of(recording)
+    addon_rows = _addon_rows(rows)
     lines = [
         *_header(recording, privileged),
         f"- {ledger.status(recording)}",
@@ -78,15 +78,15 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
 
 
 def _addons(recording: Recording) -> list[dict]:
-    return [props for r in recording.of_type(aws_exposure.ADDON)
-            if (props := clean(r.inputs)).get("addonName") == addon_privileges.ADDON]
+    return [clean(r.inputs) for r in recording.of_type(aws_exposure.ADDON)]
 
 
-def _addon_rows(recording: Recording) -> list[ledger.Row]:
-    """The privileges of the DaemonSets an EKS add-on of the stack runs on every node: EKS creates them,
-    so no stack resource shows them; what they are is written down with the add-on's pinned version
-    (gpu_platform/addon_privileges.py)."""
-    return [row for props in _addons(recording) for row in canonical.addon_rows(props)]
+def _addon_rows(rows: list[ledger.Row]) -> list[ledger.Row]:
+    """The ledger's rows of the EKS add-ons: each add-on's version, configuration and Pod Identity
+    hashes, and the privileges of the DaemonSets it runs on every node where they are written down
+    with the add-on's pinned version (gpu_platform/addon_privileges.py): EKS creates those DaemonSets,
+    so no stack resource shows them."""
+    return [row for row in rows if row[0].startswith("EKS add-on ") or "(EKS add-on " in row[0]]
 
 
 def _bake_section(rows: list[ledger.Row]) -> list[str]:
@@ -102,11 +102,11 @@ def _bake_section(rows: list[ledger.Row]) -> list[str]:
 def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:
     if not rows:
         return []
-    lines = ["## Privileged DaemonSets of EKS add-ons", ""]
+    lines = ["## EKS add-ons and their privileged DaemonSets", ""]
     for props in _addons(recording):
         tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
         lines += [f"Add-on `{props.get('addonName')}` version `{props.get('addonVersion') or 'EKS default'}` "
-                  f"(created by EKS, not by this stack; the chart of that version, read at its source):",
+                  f"(its DaemonSets are created by EKS, not by this stack):",
                   "",
                   f"- owner: {tags.get(contract.AUDIT_TAG_OWNER, '(not stated)')}",
                   f"- approval: {tags.get(contract.AUDIT_TAG_APPROVAL, '(not stated)')}",

@@ -17,7 +17,9 @@ TINY = (b"gpu-platform privilege ledger v1\n"
         b"DaemonSet gpu-operator/plugin\t(pod)\thostPID\n"
         b"DaemonSet gpu-operator/plugin\tmain\tcapability SYS_ADMIN\n"
         b"DaemonSet gpu-operator/plugin\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
-        b"DaemonSet gpu-operator/plugin\twait\thostPath /run/nvidia/validations ro\n")
+        b"DaemonSet gpu-operator/plugin\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
+        b"DaemonSet gpu-operator/plugin\twait\thostPath /run/nvidia/validations ro\n"
+        b"DaemonSet gpu-operator/plugin\twait\timage nvcr.io/nvidia/gpu-operator:v25.10.1\n")
 TINY_HASH = "sha256:" + hashlib.sha256(TINY).hexdigest()
 
 
@@ -31,8 +33,8 @@ def _daemonset(reverse: bool = False) -> dict:
                {"name": "validations", "hostPath": ordered({"path": "/run/nvidia/validations", "type": "DirectoryOrCreate"})}]
     spec = ordered({
         "hostPID": True,
-        "initContainers": [ordered({"name": "wait", "volumeMounts": [{"name": "validations", "mountPath": "/v", "readOnly": True}]})],
-        "containers": [ordered({"name": "main", "image": "x",
+        "initContainers": [ordered({"name": "wait", "image": "nvcr.io/nvidia/gpu-operator:v25.10.1", "volumeMounts": [{"name": "validations", "mountPath": "/v", "readOnly": True}]})],
+        "containers": [ordered({"name": "main", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.1",
                                 "securityContext": ordered({"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}}),
                                 "volumeMounts": [{"name": "plugins", "mountPath": "/p"}]})],
         "volumes": volumes[::-1] if reverse else volumes,
@@ -48,7 +50,9 @@ def _rows(props: dict) -> list:
 def test_a_tiny_ledger_hashes_to_the_sha256_of_its_canonical_form_written_by_hand():
     rows = [(WORKLOAD, "wait", "hostPath /run/nvidia/validations ro"), (WORKLOAD, "main", "capability SYS_ADMIN"),
             (WORKLOAD, "(pod)", "hostPID"), (WORKLOAD, "main", "hostPath /var/lib/kubelet/device-plugins rw"),
-            (WORKLOAD, "(pod)", "hostPID")]  # a duplicate counts once
+            (WORKLOAD, "(pod)", "hostPID"),  # a duplicate counts once
+            (WORKLOAD, "wait", "image nvcr.io/nvidia/gpu-operator:v25.10.1"),
+            (WORKLOAD, "main", "image nvcr.io/nvidia/k8s-device-plugin:v0.18.1")]
     assert ledger.canonical(rows) == TINY
     assert ledger.digest(rows) == TINY_HASH
 
@@ -88,3 +92,123 @@ def test_any_added_privilege_changes_the_hash(path, value):
 def test_an_unprivileged_workload_adds_no_row():
     plain = {"kind": "Deployment", "metadata": {"name": "app"}, "spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}}
     assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", plain)]) == []
+
+
+# EKS add-ons: every one the stack installs contributes rows, not only the one whose DaemonSets are
+# written down (gpu_platform/addon_privileges.py).
+ADDON = "aws:eks/addon:Addon"
+CLUSTER = ("aws:eks/cluster:Cluster", "cluster", {"version": "1.33"})
+ROLE_ARN = "arn:aws:iam::123456789012:role/gpu-cluster-vpc-cni-role-0a1b2c3"
+# SHA-256 of the canonical JSON written by hand: sorted keys, no spaces.
+CONFIG_HASH = "sha256:" + hashlib.sha256(b'{"enableNetworkPolicy":"true"}').hexdigest()
+EMPTY_CONFIG_HASH = "sha256:" + hashlib.sha256(b"{}").hexdigest()
+ASSOCIATIONS_HASH = "sha256:" + hashlib.sha256(b'[{"role":"gpu-cluster-vpc-cni-role","serviceAccount":"aws-node"}]').hexdigest()
+NO_ASSOCIATIONS_HASH = "sha256:" + hashlib.sha256(b"[]").hexdigest()
+
+
+def _vpc_cni(**changes) -> dict:
+    props = {"addonName": "vpc-cni", "clusterName": "gpu",
+             "configurationValues": '{"enableNetworkPolicy": "true"}',
+             "podIdentityAssociations": [{"roleArn": ROLE_ARN, "serviceAccount": "aws-node"}]}
+    return {**props, **changes}
+
+
+def _addon_ledger(props: dict) -> list:
+    return ledger.rows([CLUSTER, (ADDON, "cni", props)])
+
+
+def test_an_unpinned_add_on_names_its_version_configuration_and_pod_identity_and_says_its_privileges_are_not_written_down():
+    subject = "EKS add-on vpc-cni"
+    assert _addon_ledger(_vpc_cni()) == sorted([
+        (subject, "(add-on)", f"configurationValues {CONFIG_HASH} (SHA-256 of the canonical JSON)"),
+        (subject, "(add-on)", f"podIdentityAssociations {ASSOCIATIONS_HASH} (SHA-256 of the canonical JSON of service "
+                              "account and role name)"),
+        (subject, "(add-on)", "privileges of its DaemonSets not written down in gpu_platform/addon_privileges.py for this version"),
+        (subject, "(add-on)", "version EKS default for Kubernetes 1.33"),
+    ])
+
+
+def test_the_pod_identity_agent_without_configuration_or_associations_still_has_rows():
+    rows = _addon_ledger({"addonName": "eks-pod-identity-agent", "clusterName": "gpu"})
+    assert ("EKS add-on eks-pod-identity-agent", "(add-on)",
+            f"configurationValues {EMPTY_CONFIG_HASH} (SHA-256 of the canonical JSON)") in rows
+    assert ("EKS add-on eks-pod-identity-agent", "(add-on)",
+            f"podIdentityAssociations {NO_ASSOCIATIONS_HASH} (SHA-256 of the canonical JSON of service account and role name)") in rows
+    assert ("EKS add-on eks-pod-identity-agent", "(add-on)", "version EKS default for Kubernetes 1.33") in rows
+
+
+def test_a_pinned_version_is_named_as_the_stack_sets_it():
+    assert ("EKS add-on vpc-cni", "(add-on)", "version v1.20.4-eksbuild.1") in _addon_ledger(_vpc_cni(addonVersion="v1.20.4-eksbuild.1"))
+
+
+@pytest.mark.parametrize("changes", [
+    {"configurationValues": "{}"},  # enableNetworkPolicy dropped
+    {"configurationValues": '{"enableNetworkPolicy": "false"}'},
+    {"podIdentityAssociations": []},
+    {"podIdentityAssociations": [{"roleArn": "arn:aws:iam::123456789012:role/admin", "serviceAccount": "aws-node"}]},
+    {"podIdentityAssociations": [{"roleArn": ROLE_ARN, "serviceAccount": "default"}]},
+    {"addonVersion": "v1.19.0-eksbuild.1"},
+], ids=["network-policy-dropped", "network-policy-false", "association-dropped", "other-role", "other-service-account", "pinned"])
+def test_a_change_of_an_add_on_changes_the_hash(changes):
+    assert ledger.digest(_addon_ledger(_vpc_cni(**changes))) != ledger.digest(_addon_ledger(_vpc_cni()))
+
+
+def test_the_same_add_on_hashes_the_same_offline_and_for_real():
+    """Reformatted JSON, another account and another autonaming suffix (the mocks' ARN against the real
+    one) are the same approval."""
+    real = _vpc_cni(configurationValues='{ "enableNetworkPolicy" : "true" }',
+                    podIdentityAssociations=[{"roleArn": "arn:aws:iam::999999999999:role/gpu-cluster-vpc-cni-role-ffee001",
+                                              "serviceAccount": "aws-node"}])
+    assert ledger.digest(_addon_ledger(real)) == ledger.digest(_addon_ledger(_vpc_cni()))
+
+
+# Images and weakened isolation of workloads.
+def test_each_privileged_container_is_bound_to_its_image_as_rendered():
+    props = _set(_daemonset(), ("containers", 0, "image"), "nvcr.io/nvidia/gpu-operator:v25.10.1@sha256:" + "a" * 64)
+    props = _set(props, ("initContainers", 0, "image"), "nvcr.io/nvidia/gpu-operator:v25.10.1")
+    rows = _rows(props)
+    assert (WORKLOAD, "main", "image nvcr.io/nvidia/gpu-operator:v25.10.1@sha256:" + "a" * 64) in rows
+    assert (WORKLOAD, "wait", "image nvcr.io/nvidia/gpu-operator:v25.10.1") in rows
+
+
+def test_an_override_digest_changes_the_hash():
+    one = _set(_daemonset(), ("containers", 0, "image"), "nvcr.io/nvidia/gpu-operator:v25.10.1@sha256:" + "a" * 64)
+    other = _set(_daemonset(), ("containers", 0, "image"), "nvcr.io/nvidia/gpu-operator:v25.10.1@sha256:" + "b" * 64)
+    assert ledger.digest(_rows(one)) != ledger.digest(_rows(other))
+
+
+def _plain() -> dict:
+    return {"kind": "Deployment", "metadata": {"name": "app", "namespace": "apps"},
+            "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "app:1"}, {"name": "side", "image": "side:2"}]}}}}
+
+
+APP = "Deployment apps/app"
+
+
+@pytest.mark.parametrize("path, value, expected", [
+    (("containers", 0, "securityContext"), {"allowPrivilegeEscalation": True},
+     {(APP, "app", "allowPrivilegeEscalation"), (APP, "app", "image app:1")}),
+    (("containers", 0, "securityContext"), {"seccompProfile": {"type": "Unconfined"}},
+     {(APP, "app", "seccompProfile Unconfined"), (APP, "app", "image app:1")}),
+    (("containers", 0, "securityContext"), {"appArmorProfile": {"type": "Unconfined"}},
+     {(APP, "app", "appArmorProfile Unconfined"), (APP, "app", "image app:1")}),
+    (("containers", 0, "securityContext"), {"procMount": "Unmasked"},
+     {(APP, "app", "procMount Unmasked"), (APP, "app", "image app:1")}),
+    (("containers", 0, "ports"), [{"containerPort": 80.0, "hostPort": 8080.0}],
+     {(APP, "app", "hostPort 8080/TCP"), (APP, "app", "image app:1")}),
+    # What the pod weakens reaches every container, so each is bound to its image.
+    (("securityContext",), {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]},
+     {(APP, "(pod)", "sysctl net.core.somaxconn=1024"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
+    (("securityContext",), {"seccompProfile": {"type": "Unconfined"}},
+     {(APP, "(pod)", "seccompProfile Unconfined"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
+    (("shareProcessNamespace",), True,
+     {(APP, "(pod)", "shareProcessNamespace"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
+], ids=["allowPrivilegeEscalation", "seccomp", "apparmor", "procMount", "hostPort", "sysctl", "pod-seccomp", "shareProcessNamespace"])
+def test_a_weakened_isolation_gets_its_rows(path, value, expected):
+    assert set(ledger.rows([("kubernetes:apps/v1:Deployment", "app", _set(_plain(), path, value))])) == expected
+
+
+def test_a_default_profile_or_escalation_turned_off_adds_no_row():
+    props = _set(_plain(), ("containers", 0, "securityContext"),
+                 {"allowPrivilegeEscalation": False, "seccompProfile": {"type": "RuntimeDefault"}, "procMount": "Default"})
+    assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", props)]) == []

@@ -241,9 +241,9 @@ def test_the_dev_stack_passes_with_one_advisory_naming_each_privileged_image_wit
 
 
 def test_the_dev_stack_with_every_operand_pinned_by_digest_renders_the_digests_and_has_no_such_advisory(tmp_path):
-    from tests.conftest import stack_config
+    from tests.conftest import stack_config, unapproved
 
-    config = stack_config("dev")
+    config = unapproved(stack_config("dev"))  # the digests are in the privilege ledger
     digests = {operand: "sha256:" + f"{n:x}" * 64 for n, operand in enumerate(sorted(DEV_IMAGES), 1)}
     config["gpu-platform:operator"]["overrides"] = {op: DEV_IMAGES[op].rsplit(":", 1)[1] + "@" + digests[op] for op in DEV_IMAGES}
     code, found, images = _preview(tmp_path, config)

@@ -17,7 +17,9 @@ APPROVED = "sha256:" + hashlib.sha256(
     b"gpu-platform privilege ledger v1\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\tcapability SYS_ADMIN\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
+    b"DaemonSet gpu-device-plugin-ds\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
     b"DaemonSet gpu-device-plugin-ds\twait-for-toolkit-ready\thostPath /run/nvidia/validations ro\n"
+    b"DaemonSet gpu-device-plugin-ds\twait-for-toolkit-ready\timage nvcr.io/nvidia/gpu-operator:v25.10.1\n"
 ).hexdigest()
 STALE = "sha256:" + "0" * 64
 
@@ -50,6 +52,25 @@ def test_a_privilege_added_after_the_approval_fails():
     assert len(found) == 1 and f"approval covers {APPROVED}" in found[0][0]
 
 
+def test_another_image_of_a_privileged_container_fails():
+    # An operator.overrides digest swap: the approval covered the software holding the privilege.
+    swapped = workload(image="nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:" + "c" * 64)
+    found = violations(privilege_ledger_approved, [_namespace(APPROVED), swapped])
+    assert len(found) == 1 and f"approval covers {APPROVED}" in found[0][0]
+
+
+def test_a_vpc_cni_without_network_policy_fails():
+    cni = {"addonName": "vpc-cni", "clusterName": "gpu", "configurationValues": '{"enableNetworkPolicy": "true"}',
+           "podIdentityAssociations": [{"roleArn": "arn:aws:iam::123456789012:role/cni-0a1b2c3", "serviceAccount": "aws-node"}]}
+    # The approved hash of the stack with the add-on as configured, read from the first verdict's message.
+    (message, _), = violations(privilege_ledger_approved, [_namespace(STALE), workload(), resource("aws:eks/addon:Addon", "cni", cni)])
+    approved = message.split("hashes to ", 1)[1].split(",", 1)[0]
+    assert violations(privilege_ledger_approved, [_namespace(approved), workload(), resource("aws:eks/addon:Addon", "cni", cni)]) == []
+    dropped = {**cni, "configurationValues": "{}"}
+    found = violations(privilege_ledger_approved, [_namespace(approved), workload(), resource("aws:eks/addon:Addon", "cni", dropped)])
+    assert len(found) == 1 and f"approval covers {approved}" in found[0][0]
+
+
 def test_a_privilege_removed_after_the_approval_fails_too():
     # Dropping a privilege is a change the approval must see: the record would otherwise be untrue.
     found = violations(privilege_ledger_approved, [_namespace(APPROVED), workload(wait_image=None)])
@@ -65,7 +86,7 @@ def test_a_stack_without_a_recorded_hash_is_told_the_hash_to_record():
     assert violations(privilege_ledger_approved, [_namespace(None), workload()]) == []
     found = violations(privilege_ledger_recorded, [_namespace(None), workload()])
     assert len(found) == 1
-    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "3 privileges" in found[0][0]
+    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "ledger has 5 rows" in found[0][0]  # 3 privileges, 2 images
 
 
 def test_a_stack_without_privileges_needs_no_recorded_hash():

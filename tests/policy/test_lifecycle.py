@@ -11,7 +11,7 @@ import pytest
 
 from policy.lifecycle import eks_version_in_support, eks_version_support_window
 from preview.__main__ import main
-from tests.conftest import FIXTURES, stack_config, write_stack
+from tests.conftest import FIXTURES, stack_config, unapproved, write_stack
 from tests.policy.resources import cluster, namespace
 from tests.policy.verdict import violations
 
@@ -89,7 +89,8 @@ def test_a_malformed_source_date_epoch_in_the_packs_environment_is_a_mandatory_v
 
 
 def _stack(tmp_path, minor: str, **cluster_keys):
-    config = stack_config("dev")
+    # Another minor changes the ledger (the add-ons' versions are the EKS default for it): unapproved.
+    config = unapproved(stack_config("dev"))
     config["gpu-platform:cluster"].update({"kubernetesVersion": minor, **cluster_keys})
     return write_stack(tmp_path, config, name=f"k{minor.replace('.', '')}")
 

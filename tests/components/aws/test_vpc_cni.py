@@ -38,6 +38,15 @@ def test_aws_node_gets_its_own_role_through_pod_identity(shipped):
     assert role.urn in shipped.waits_for(cni.urn)
 
 
+def test_the_association_names_the_cni_role_by_an_arn_known_in_a_preview(shipped):
+    # Built from the role's name (known in a preview, unlike its arn output), so the privilege ledger
+    # can hash the association in a stack's first preview; it must still be the role's real ARN.
+    (association,) = _addon(shipped, "vpc-cni").inputs["podIdentityAssociations"]
+    role = shipped.one(ROLE, "gpu-cluster-vpc-cni-role")
+    assert association["roleArn"] == role.state["arn"]
+    assert association["roleArn"].startswith("arn:aws:iam::123456789012:role/gpu-cluster-vpc-cni-role-")
+
+
 def test_the_cni_role_is_trusted_by_pod_identity_for_aws_node_of_this_cluster_only(shipped):
     role = shipped.one(ROLE, "gpu-cluster-vpc-cni-role")
     (statement,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]

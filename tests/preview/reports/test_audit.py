@@ -18,7 +18,8 @@ from tests.golden import assert_golden
 
 def _section(report: str, heading: str) -> str:
     start = report.index(f"\n### {heading}\n")
-    end = report.find("\n### ", start + 1)
+    # Up to the next heading of either level (the add-on section that follows the workloads is a ##).
+    end = min(i for i in (report.find("\n### ", start + 1), report.find("\n## ", start + 1), len(report)) if i >= 0)
     return report[start:end]
 
 
