@@ -62,6 +62,10 @@ WORKLOAD_ARGS = (*PRIVILEGED_ARGS, ("echo device-plugin workload validation is s
 # downwardAPI).
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_CA_CONFIGMAP = "kube-root-ca.crt"
+# The runtime class the validator gives its workload pods: the one the stack creates
+# (cmd/nvidia-validator/main.go:1564-1604 at v26.7.0 sets the pod's runtimeClassName from its config,
+# components/kubernetes/namespace.py creates `nvidia`).
+VALIDATOR_RUNTIME_CLASS = "nvidia"
 
 
 @dataclass(frozen=True)

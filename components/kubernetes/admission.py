@@ -112,6 +112,22 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
              "message": ("the validator's containers have no lifecycle hooks, probes, workingDir, envFrom, volume devices or "
                          f"environment beyond {', '.join(admission.PRIVILEGED_ENV)}, and mount only the read-only service account "
                          f"token ({admission.TOKEN_MOUNT_PATH})")},
+            # Weakenings of isolation none of upstream's pods asks for (the ledger counts each as a
+            # privilege, gpu_platform/ledger.py): a host port, an Unmasked /proc, an Unconfined profile,
+            # sysctls, another runtime class, a priority that preempts system pods, resource claims.
+            {"expression": ("variables.containers.all(c, (!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
+                            " && (!has(c.securityContext) || ("
+                            "(!has(c.securityContext.procMount) || c.securityContext.procMount != 'Unmasked')"
+                            " && (!has(c.securityContext.seccompProfile) || c.securityContext.seccompProfile.type != 'Unconfined')"
+                            " && (!has(c.securityContext.appArmorProfile) || c.securityContext.appArmorProfile.type != 'Unconfined'))))"
+                            " && (!has(object.spec.securityContext) || ("
+                            "!has(object.spec.securityContext.sysctls)"
+                            " && (!has(object.spec.securityContext.seccompProfile) || object.spec.securityContext.seccompProfile.type != 'Unconfined')"
+                            " && (!has(object.spec.securityContext.appArmorProfile) || object.spec.securityContext.appArmorProfile.type != 'Unconfined')))"
+                            f" && (!has(object.spec.runtimeClassName) || object.spec.runtimeClassName == {cel_string(admission.VALIDATOR_RUNTIME_CLASS)})"
+                            " && !has(object.spec.priorityClassName) && !has(object.spec.resourceClaims)"),
+             "message": ("the validator's pods use no host port, Unmasked /proc, Unconfined seccomp or AppArmor profile, sysctl, "
+                         f"priority class or resource claim, and no runtime class but {admission.VALIDATOR_RUNTIME_CLASS}")},
             {"expression": (f"(!has(object.spec.volumes) || object.spec.volumes.all(v, {token_volume}))"
                             " && !(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace)"),
              "message": ("the validator's pods have no volume but the service account token's projected volume, "

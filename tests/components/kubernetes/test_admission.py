@@ -126,6 +126,17 @@ def _edited(change) -> dict:
     ("another service account", _edited(lambda s: s.update(serviceAccountName="nvidia-node-feature-discovery-master",
                                                            serviceAccount="nvidia-node-feature-discovery-master")), None),
     ("the namespace's default account", _edited(lambda s: s.update(serviceAccountName="default")), None),
+    # Weakenings of isolation upstream's pods never ask for.
+    ("host port", _edited(lambda s: s["containers"][0].update(ports=[{"containerPort": 22, "hostPort": 22}])), None),
+    ("Unmasked /proc", _edited(lambda s: s["containers"][0]["securityContext"].update(procMount="Unmasked")), None),
+    ("Unconfined seccomp on a container", _edited(lambda s: s["containers"][0]["securityContext"].update(
+        seccompProfile={"type": "Unconfined"})), None),
+    ("Unconfined seccomp on the pod", _edited(lambda s: s.update(securityContext={"seccompProfile": {"type": "Unconfined"}})), None),
+    ("Unconfined AppArmor on the pod", _edited(lambda s: s.update(securityContext={"appArmorProfile": {"type": "Unconfined"}})), None),
+    ("a sysctl", _edited(lambda s: s.update(securityContext={"sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"}]})), None),
+    ("another runtime class", _edited(lambda s: s.update(runtimeClassName="runc")), None),
+    ("a system priority", _edited(lambda s: s.update(priorityClassName="system-node-critical")), None),
+    ("a resource claim", _edited(lambda s: s.update(resourceClaims=[{"name": "gpu", "resourceClaimName": "all-gpus"}])), None),
     ("postStart hook", _edited(lambda s: s["initContainers"][0].update(
         lifecycle={"postStart": {"exec": {"command": ["nsenter", "-t", "1", "-m", "-u", "-n", "-i", "sh", "-c", "id"]}}})), None),
     ("preStop hook", _edited(lambda s: s["containers"][0].update(
