@@ -82,6 +82,11 @@ def checked(text: str, where: str) -> Optional[set[Row]]:
     """parse(), and the rows must hash to the hash the report states: an approver reads a diff
     against this report, so a report edited after it was written (a row deleted, its hash swapped
     for the approved one) would show a change as "no privilege added". ValueError (exit 2) if not."""
+    lines = text.splitlines()
+    if lines.count(BEGIN) > 1 or len(_STATED.findall(text)) > 1:
+        # parse() reads the first block and stated_hash() the first hash line: a second one
+        # prepended or appended would let a report show one ledger and be read as another.
+        raise ValueError(f"{where}: holds more than one privilege ledger or ledger hash; give a report as --audit wrote it")
     rows = parse(text)
     stated = stated_hash(text)
     if rows is not None and stated is not None:

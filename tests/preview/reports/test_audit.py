@@ -160,6 +160,19 @@ def test_a_previous_report_edited_after_it_was_written_is_refused(tmp_path, caps
     assert not report.exists()
 
 
+@pytest.mark.parametrize("where", ["prepended", "appended"])
+def test_a_previous_report_holding_two_ledgers_is_refused(tmp_path, capsys, where):
+    # Another report's ledger block and hash line added to an approved one: the reader would take
+    # the first, the eye the other.
+    old, other = tmp_path / "old.md", tmp_path / "other.md"
+    assert main(["--stack", "dev", "--audit", str(old)]) == 0
+    assert main(["--stack", "prod", "--audit", str(other)]) == 0
+    extra = other.read_text().split("## Privilege ledger", 1)[1]
+    old.write_text(extra + old.read_text() if where == "prepended" else old.read_text() + extra)
+    assert main(["--stack", "dev", "--audit", str(tmp_path / "new.md"), "--audit-against", str(old)]) == 2
+    assert "holds more than one privilege ledger or ledger hash" in capsys.readouterr().err
+
+
 def test_an_unedited_previous_report_is_accepted(tmp_path):
     old = tmp_path / "old.md"
     assert main(["--stack", "prod", "--audit", str(old)]) == 0
