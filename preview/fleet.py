@@ -153,8 +153,9 @@ def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
     Forked before any stack has run, never after: a run leaves the SDK's threads (its event loop's
     executor, gRPC) behind, and a fork copies their locks held; a worker forked after one run hung at
     its first stack (tried 2026-11-30). Each worker therefore pays the first run's imports of the
-    providers' submodules (about a second, docs/benchmarks.md); importing the classes the program
-    uses before the fork is the way to share that."""
+    providers' submodules (about a second, docs/benchmarks.md). Importing them in the parent
+    before the fork would not shorten the run where workers are one per core: the workers import
+    in parallel what the parent would import alone (measured 2026-11-30, two cores)."""
     parent, count = os.getpid(), len(names)
     workers: dict[int, tuple[int, list[int]]] = {}  # read end -> (pid, the indices it owes)
 
