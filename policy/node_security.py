@@ -82,8 +82,11 @@ def _networks(cidrs: list[str]) -> dict[int, list]:
     the config refuses them, and EKS would)."""
     found: dict[int, list] = {4: [], 6: []}
     for cidr in cidrs:
-        if _version(cidr):
-            found[_version(cidr)].append(ipaddress.ip_network(cidr, strict=False))
+        try:
+            network = ipaddress.ip_network(cidr, strict=False)
+        except ValueError:
+            continue
+        found[network.version].append(network)
     return {version: list(ipaddress.collapse_addresses(nets)) for version, nets in found.items()}
 
 
