@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpu_platform import contract
+from gpu_platform import addon_privileges, contract, versions
 
 # The first Kubernetes minor that serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy.
 MIN_KUBERNETES = (1, 30)
@@ -138,13 +138,12 @@ MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 # name: the EKS node monitoring agent add-on's DCGM server (aws/eks-node-monitoring-agent v1.7.0
 # charts/eks-node-monitoring-agent/templates/dcgm-daemonset.yaml:1-8 DaemonSet dcgm-server labelled
 # k8s-app: dcgm-server, :57-63 NVIDIA_VISIBLE_DEVICES=all), in the add-on's namespace
-# (components/aws/node_health.py NAMESPACE).
-EXEMPT_PODS = (("kube-system", "k8s-app", "dcgm-server"),)
+# (gpu_platform/addon_privileges.py NAMESPACE).
+EXEMPT_PODS = ((addon_privileges.NAMESPACE, "k8s-app", "dcgm-server"),)
 
 
 def supported(kubernetes_version: str) -> bool:
-    major, minor = (int(n) for n in kubernetes_version.split(".")[:2])
-    return (major, minor) >= MIN_KUBERNETES
+    return versions.major_minor(kubernetes_version) >= MIN_KUBERNETES
 
 
 def key_pattern(namespaces: tuple[str, ...]) -> str:

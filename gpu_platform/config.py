@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import aws_limits, image_refs, matrix, versions
+from gpu_platform import aws_limits, image_refs, ledger, matrix, versions
 
 PROJECT = "gpu-platform"
 
@@ -567,7 +567,6 @@ class NodePool(_Model):
 
 
 # The privilege ledger's hash (gpu_platform/ledger.py HASH): what `python -m preview` prints.
-_LEDGER_HASH = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 class Audit(_Model):
@@ -580,7 +579,7 @@ class Audit(_Model):
     @field_validator("approved_ledger", mode="before")
     @classmethod
     def _ledger_hash(cls, value: Any) -> Any:
-        if not isinstance(value, str) or not _LEDGER_HASH.fullmatch(value):
+        if not isinstance(value, str) or not ledger.HASH.fullmatch(value):
             raise ValueError(f"{_shown(value)} is not a privilege ledger hash: give 'sha256:' and 64 lowercase hex "
                              "digits, as `python -m preview --stack NAME` prints it (\"Privilege ledger: sha256:...\")")
         return value

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gpu_platform import contract, workloads
+from gpu_platform import contract, ledger, workloads
 from preview.recording import Recording
 from preview.reports.report import clean, operand_order
 
@@ -60,8 +60,8 @@ class Workload:
 
     @property
     def key(self) -> str:
-        """How the ledger names the workload: stable across stacks, free of Pulumi URNs."""
-        return f"{self.kind} {self.namespace}/{self.name}" if self.namespace else f"{self.kind} {self.name}"
+        """How the ledger names the workload (gpu_platform/ledger.py, which the pack uses too)."""
+        return ledger.workload_key(self.kind, self.namespace, self.name)
 
     def declared_host_paths(self) -> Optional[dict[str, str]]:
         text = self.annotations.get(contract.AUDIT_HOST_PATHS)
