@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from mutation.fresh_copies import RUN_FILE
+
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
 EXPLAINED = ROOT / "mutation" / "explained.yaml"
@@ -90,7 +92,7 @@ def _cell(text: str) -> str:
 def run_commit(mutants: Path = MUTANTS) -> str | None:
     """The commit the latest `make mutation` ran at (mutation/fresh_copies.py records it), else the
     baseline of mutmut's last full coverage pass (mutants/mutmut-stats.json), or None."""
-    for name, key in (("gpu-platform-run.json", "commit"), ("mutmut-stats.json", "git_commit")):
+    for name, key in ((RUN_FILE, "commit"), ("mutmut-stats.json", "git_commit")):
         try:
             found = json.loads((mutants / name).read_text()).get(key)
         except (OSError, ValueError):

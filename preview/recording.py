@@ -100,7 +100,10 @@ class Recording:
         return found
 
     def replaced(self, type_: str, name: str, change) -> "Recording":
-        """A copy in which `change(inputs)` edited one resource's inputs (a deep copy of them)."""
+        """A copy in which `change(inputs)` edited one resource's inputs (a deep copy of them). A
+        type and name that match nothing is a KeyError: a variant that changed nothing tests nothing."""
+        if not any(r.type == type_ and r.name == name for r in self.resources):
+            raise KeyError(f"no {type_} named {name!r} in the recording")
         resources = [
             r.with_inputs(_edited(r.inputs, change)) if r.type == type_ and r.name == name else r
             for r in self.resources

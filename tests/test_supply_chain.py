@@ -139,6 +139,7 @@ PROTECTED = (
     "components/aws/scripts/nvswitch-fabric.sh",
     "components/aws/image_component.py",
     "components/aws/node_image.py",
+    "components/aws/image_build_role.py",  # the build instance's IAM rights
     "tests/golden/audit/prod.md",
     "tests/golden/audit/dev.md",
     "tests/golden.py",

@@ -48,7 +48,7 @@ def cluster_arn(partition: str, region: str, account: str, name: str) -> str:
     return f"arn:{partition}:eks:{region}:{account}:cluster/{name}"
 
 
-def control_plane_trust(partition: str, account: str, arn: str) -> str:
+def control_plane_trust(account: str, arn: str) -> str:
     """The cluster role is assumed by EKS for this cluster only: aws:SourceAccount and aws:SourceArn,
     as AWS recommends for the EKS cluster role ("Cross-service confused deputy prevention in Amazon
     EKS", EKS User Guide page added 2025-08-19, awsdocs/amazon-eks-user-guide commit 9fedf66: EKS
@@ -160,7 +160,7 @@ class EksCluster(pulumi.ComponentResource):
         cfg = args.config
         arn = cluster_arn(args.partition, args.region, args.account, cfg.name)
         control_plane = managed_role(
-            f"{name}-control-plane", control_plane_trust(args.partition, args.account, arn),
+            f"{name}-control-plane", control_plane_trust(args.account, arn),
             ("AmazonEKSClusterPolicy",), args.partition, args.tags, self,
         )
         key = aws.kms.Key(

@@ -69,7 +69,7 @@ def parse(text: str) -> Optional[set[Row]]:
 
 
 # The hash line the audit report writes above its ledger table (preview/reports/audit.py).
-_STATED = re.compile(r"^Hash: `(sha256:[0-9a-f]{64})`", re.M)
+_STATED = re.compile(rf"^Hash: `({canonical.HASH.pattern})`", re.M)
 
 
 def stated_hash(text: str) -> Optional[str]:

@@ -21,7 +21,6 @@ def test_every_shipped_gpu_pool_repairs_its_nodes(shipped):
 
 def test_the_node_monitoring_agent_runs_on_the_tainted_gpu_nodes(shipped):
     (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
-    assert addon.inputs["addonName"] == "eks-node-monitoring-agent"
     assert shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").urn in addon.dependencies
     tolerations = json.loads(addon.inputs["configurationValues"])["dcgmAgent"]["tolerations"]
     assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in tolerations

@@ -310,12 +310,18 @@ GPU = {"limits": {"nvidia.com/gpu": "1"}}
     _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}]),
     _workload(volumes=[{"name": "data", "emptyDir": {}}], containers=[{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
                                                                      "volumeMounts": [{"name": "data", "mountPath": "/var/run/data"}]}]),
-    # the EKS node monitoring agent's DCGM server (aws/eks-node-monitoring-agent v1.7.0 templates/dcgm-daemonset.yaml:57-63)
-    _workload("kube-system", labels={"k8s-app": "dcgm-server", "version": "v1"}, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
 ])
 def test_gpu_requests_through_the_device_plugin_are_admitted(policies, pod):
-    # [] (every validation holds) or None (the exempt DCGM server: the policy does not apply)
-    assert not evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
+    # [], not None: the policy applies to these pods and every validation holds.
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) == []
+
+
+def test_the_node_monitoring_agents_dcgm_server_is_exempt(policies):
+    # aws/eks-node-monitoring-agent v1.7.0 templates/dcgm-daemonset.yaml:57-63 sets NVIDIA_VISIBLE_DEVICES=all:
+    # None, the policy does not apply to it at all.
+    pod = _workload("kube-system", labels={"k8s-app": "dcgm-server", "version": "v1"},
+                    env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) is None
 
 
 @pytest.mark.parametrize("why, pod", [
