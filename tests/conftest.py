@@ -125,8 +125,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     """Every test that compares a snapshot is marked `golden`, by what it calls, so that no one has
-    to remember the marker and `-m "not golden"` means what it says. Every test that talks to the
-    pack started as the CLI starts it is marked `subprocess`.
+    to remember the marker and `-m "not golden"` means what it says. Every test that talks to a
+    pack started as the CLI starts it (the real_pack fixture, or a PackProcess of its own) is marked `subprocess`.
 
     `make mutation` leaves both out (setup.cfg): a snapshot catch is not the behaviour test the run
     measures, and mutmut credits a test only with the code it runs in its own process, so a test
@@ -136,5 +136,5 @@ def pytest_collection_modifyitems(items):
         function = getattr(item, "function", None)
         if function is not None and "assert_golden" in function.__code__.co_names:
             item.add_marker(pytest.mark.golden)
-        if "real_pack" in getattr(item, "fixturenames", ()):
+        if "real_pack" in getattr(item, "fixturenames", ()) or (function is not None and "PackProcess" in function.__code__.co_names):
             item.add_marker(pytest.mark.subprocess)
