@@ -10,7 +10,8 @@ Sections, in order:
 2. summary: one row per operand (DaemonSets and Deployments labelled `gpu-platform.io/operand`,
    in rollout order): containers, privileged containers, added capabilities, host paths written and
    read, host namespaces;
-3. with `--audit-against OLD`: the privileges added and removed since OLD;
+3. with `--audit-against OLD`: whether OLD's ledger is the approved one, and the privileges added
+   and removed since OLD;
 4. one section per Kubernetes workload that keeps a privilege: the stated reason, owner, approval,
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
@@ -53,7 +54,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         f"- {ledger.status(recording)}",
         "",
         *_summary(found),
-        *(_changes(against, rows) if against is not None else []),
+        *(_changes(against, rows, ledger.approved(recording)) if against is not None else []),
         "## Kubernetes workloads with a privilege",
         "",
     ]
@@ -183,8 +184,8 @@ def _summary(found: list[Workload]) -> list[str]:
     return lines + [""]
 
 
-def _changes(old: set[ledger.Row], rows: list[ledger.Row]) -> list[str]:
-    lines = ["## Changes since the previous report", ""]
+def _changes(old: set[ledger.Row], rows: list[ledger.Row], approved: list[str]) -> list[str]:
+    lines = ["## Changes since the previous report", "", _baseline(canonical.digest(old), approved), ""]
     added, removed = ledger.diff(old, set(rows))
     if not added and not removed:
         return lines + [f"No privilege added or removed ({len(old)} in both).", ""]
@@ -192,6 +193,22 @@ def _changes(old: set[ledger.Row], rows: list[ledger.Row]) -> list[str]:
         lines += [f"### {title} ({len(changed)})", ""]
         lines += [*ledger.table(changed), ""] if changed else ["None.", ""]
     return lines
+
+
+def _baseline(previous: str, approved: list[str]) -> str:
+    """Whether the report compared against is the one the approval covered. --audit-against checks
+    that a report's rows hash to the hash it states, but rows edited and their hash recomputed (or the
+    hash line removed) pass that check: only the hash the stack records as approved, which changes
+    under review with the stack file, tells such a report from the approved one."""
+    said = f"The previous report's ledger hashes to `{previous}`"
+    if not approved:
+        return (f"{said}; the stack records no approved hash (gpu-platform:audit.approvedLedger), so nothing "
+                "says whether that report is the one an approval covered.")
+    if previous in approved:
+        return f"{said}, the approved hash (gpu-platform:audit.approvedLedger): below is what changed since the approval."
+    return (f"{said}: **NOT the approved {', '.join(f'`{h}`' for h in approved)}** (gpu-platform:audit.approvedLedger). "
+            "Below is what changed since that report, not since the approval: compare against the report the "
+            "approval covered.")
 
 
 def _agreement(w: Workload) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 import re
 
 import pytest
+import yaml
 
 from gpu_platform import contract
 from preview.offline import engine
@@ -177,6 +178,58 @@ def test_an_unedited_previous_report_is_accepted(tmp_path):
     old = tmp_path / "old.md"
     assert main(["--stack", "prod", "--audit", str(old)]) == 0
     assert main(["--stack", "prod", "--audit", str(tmp_path / "new.md"), "--audit-against", str(old)]) == 0
+
+
+def _approved_in_stack_file(stack: str) -> str:
+    return yaml.safe_load(engine.stack_file(stack).read_text())["config"]["gpu-platform:audit"]["approvedLedger"]
+
+
+def test_the_approved_report_as_baseline_is_named_as_such(tmp_path):
+    old, new = tmp_path / "old.md", tmp_path / "new.md"
+    assert main(["--stack", "dev", "--audit", str(old)]) == 0
+    assert main(["--stack", "dev", "--audit", str(new), "--audit-against", str(old)]) == 0
+    changes = _changes(new.read_text())
+    assert f"ledger hashes to `{_approved_in_stack_file('dev')}`, the approved hash" in changes
+    assert "NOT the approved" not in changes
+
+
+@pytest.mark.parametrize("hash_line", ["recomputed", "removed"])
+def test_a_baseline_forged_consistently_is_named_not_the_approved_one(tmp_path, hash_line):
+    # A row taken out of the approved report and its hash recomputed (or its hash line dropped)
+    # passes the check that rows hash to what the report states; the diff would then call the
+    # removed privilege "added since the approval". The stack's own approved hash tells them apart.
+    old = tmp_path / "old.md"
+    assert main(["--stack", "dev", "--audit", str(old)]) == 0
+    text = old.read_text()
+    row = "| DaemonSet gpu-operator/nvidia-operator-validator | driver-validation | privileged |\n"
+    assert row in text
+    forged = text.replace(row, "")
+    rows = ledger.parse(forged)
+    stated = ledger.stated_hash(text)
+    if hash_line == "recomputed":
+        import hashlib
+
+        body = "".join(f"{a}\t{b}\t{c}\n" for a, b, c in sorted(rows, key=lambda r: "\t".join(r).encode()))
+        recomputed = "sha256:" + hashlib.sha256(("gpu-platform privilege ledger v1\n" + body).encode()).hexdigest()
+        forged = forged.replace(stated, recomputed)
+    else:
+        recomputed = None
+        forged = "\n".join(line for line in forged.splitlines() if not line.startswith("Hash: `")) + "\n"
+    old.write_text(forged)
+    new = tmp_path / "new.md"
+    assert main(["--stack", "dev", "--audit", str(new), "--audit-against", str(old)]) == 0
+    changes = _changes(new.read_text())
+    assert f"**NOT the approved `{_approved_in_stack_file('dev')}`**" in changes
+    if recomputed:
+        assert f"ledger hashes to `{recomputed}`" in changes
+    assert row.strip() in changes[changes.index("### Added"):changes.index("### Removed")]
+
+
+def test_a_stack_without_an_approved_hash_says_nothing_vouches_for_the_baseline(tmp_path, variant):
+    unapproved = variant(lambda cfg: cfg["gpu-platform:audit"].pop("approvedLedger"))
+    dev = engine.run(engine.stack_file("dev"))
+    report = audit.report(unapproved, against=ledger.parse(audit.report(dev)))
+    assert "the stack records no approved hash" in _changes(report)
 
 
 def test_the_report_is_byte_identical_across_two_runs():
