@@ -123,6 +123,6 @@ def multi_node_pools_use_efa(args, report_violation) -> None:
             report_violation(
                 f"node group {args.name!r} ({args.urn}) runs {instance_type} on up to {int(most)} nodes without EFA "
                 f"(its launch template declares {contract.EFA_INTERFACES_TAG}=0): NCCL between its nodes falls back to TCP "
-                f"sockets; remove `efa: false` from the pool (EFA is on by default for this family), or keep each job "
-                f"on one node")
+                f"sockets; remove `efa: false` from the gpu-platform:nodePools entry named {facts.of(args).pool!r} (EFA is "
+                f"on by default for this family), or keep each job on one node")
             return

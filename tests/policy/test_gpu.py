@@ -77,6 +77,8 @@ def test_a_multi_node_p5_pool_without_efa_gets_an_advisory_naming_the_fix():
     assert len(found) == 1
     message, urn = found[0]
     assert "runs p5.48xlarge on up to 8 nodes without EFA" in message and "TCP" in message and "efa: false" in message
+    # The pack sees no config: it names the pool by the name the stack gives it, which the user finds in nodePools.
+    assert "the gpu-platform:nodePools entry named 'h100'" in message
     assert urn == _pool("p5.48xlarge", 8, "0").urn
 
 
