@@ -148,6 +148,15 @@ def _iam_principal(value: Any) -> Any:
 IamPrincipal = Annotated[str, BeforeValidator(_iam_principal)]
 
 
+def _subnet_ids(value: tuple[str, ...], why_distinct: str) -> tuple[str, ...]:
+    for i, subnet in enumerate(value):
+        if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
+            raise ValueError(_at(f"[{i}]", f"{_shown(subnet)} is not a subnet id (subnet- and 8 to 17 hex digits)"))
+    if len(set(value)) != len(value):
+        raise ValueError(f"subnet ids repeat; {why_distinct}")
+    return value
+
+
 class Cluster(_Model):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
     kubernetes_version: str = Field(alias="kubernetesVersion")
@@ -178,12 +187,7 @@ class Cluster(_Model):
     @field_validator("subnet_ids")
     @classmethod
     def _subnets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for i, subnet in enumerate(value):
-            if not re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet):
-                raise ValueError(_at(f"[{i}]", f"{_shown(subnet)} is not a subnet id (subnet- and 8 to 17 hex digits)"))
-        if len(set(value)) != len(value):
-            raise ValueError("subnet ids repeat; EKS needs subnets in at least two zones")
-        return value
+        return _subnet_ids(value, "EKS needs subnets in at least two zones")
 
     @field_validator("public_access_cidrs", mode="before")
     @classmethod
@@ -457,6 +461,15 @@ class NodePool(_Model):
     # group and the EFA security group, for NCCL across nodes (components/aws/efa.py). Unset: on for
     # the multi-node training families (gpu_platform/aws_limits.yaml efa), off elsewhere.
     efa: Optional[StrictBool] = None
+    # The subnets the pool's nodes launch in (default cluster.subnetIds): the zone an EFA pool's
+    # placement group lives in, or a capacity block's zone, is the pool's choice, not always the
+    # cluster's first subnet. They must be in the cluster's VPC (EKS refuses a node group otherwise).
+    subnet_ids: Optional[tuple[str, ...]] = Field(default=None, alias="subnetIds", min_length=1)
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnets(cls, value: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+        return None if value is None else _subnet_ids(value, "give each subnet once")
 
     @field_validator("rollout", "node_repair", "efa", mode="before")
     @classmethod

@@ -145,6 +145,20 @@ def _efa_in_base(config: StackConfig, release: str, efa: dict[str, bool]) -> Non
     )
 
 
+def _one_zone(index: int, pool) -> None:
+    """An EFA pool outside a capacity block gets a cluster placement group, which lives in one
+    Availability Zone (EC2 User Guide, "Placement groups": a cluster placement group is in a single
+    Availability Zone): subnets it names are its choice of zone, so more than one is refused rather
+    than all but the first dropped unsaid."""
+    if pool.subnet_ids is not None and len(pool.subnet_ids) > 1 and pool.capacity_type != "CAPACITY_BLOCK":
+        raise ConfigError(
+            f"gpu-platform:nodePools[{index}].subnetIds: {len(pool.subnet_ids)} subnets, but the pool has EFA and its "
+            f"nodes launch in one cluster placement group, which lives in one Availability Zone; give the one subnet "
+            f"of the zone to use{' (EFA is on by default for ' + pool.instance_type + ')' if pool.efa is None else ''}, "
+            f"or set efa: false"
+        )
+
+
 def _pool_efa(index: int, pool, gpu: PoolGpu) -> bool:
     """Whether the pool's nodes get EFA: as the stack says, else on for the multi-node training
     families that have it (gpu_platform/aws_limits.yaml efa)."""
@@ -288,6 +302,9 @@ def discover(config: StackConfig) -> Discovered:
     exists = not config.cluster.create or config.cluster.name in (aws.eks.get_clusters().names or [])
     gpus = {pool.name: _pool_gpu(i, pool.instance_type) for i, pool in enumerate(config.node_pools)}
     efa = {pool.name: _pool_efa(i, pool, gpus[pool.name]) for i, pool in enumerate(config.node_pools)}
+    for i, pool in enumerate(config.node_pools):
+        if efa[pool.name]:
+            _one_zone(i, pool)
     if any(efa.values()) and aws_limits.eks_addon_registry(config.region) is None:
         first = next(i for i, pool in enumerate(config.node_pools) if efa[pool.name])
         raise ConfigError(

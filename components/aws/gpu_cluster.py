@@ -129,7 +129,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 ami_id=image.ami_id,
                 cluster=endpoint,
                 node_role=node_role,
-                subnet_ids=config.cluster.subnet_ids,
+                subnet_ids=pool.subnet_ids or config.cluster.subnet_ids,
                 labels=contract.pool_labels(pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None),
                 tags={**privileged_tags, **image.declares},
                 generation=image.generation,

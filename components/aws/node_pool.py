@@ -195,7 +195,8 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster_name=cluster.name,
             node_group_name_prefix=f"gpu-{pool.name}-",
             node_role_arn=args.node_role.arn,
-            # A cluster placement group lives in one zone: an EFA pool launches in the first subnet.
+            # A cluster placement group lives in one zone: an EFA pool launches in the first subnet
+            # (its own subnetIds must name one; discovery refuses more).
             subnet_ids=list(args.subnet_ids[:1] if placement else args.subnet_ids),
             instance_types=[pool.instance_type],
             capacity_type=pool.capacity_type,

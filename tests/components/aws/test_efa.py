@@ -109,6 +109,19 @@ def test_the_l40s_pool_keeps_one_plain_interface_and_all_subnets(prod):
     assert group.inputs["tags"][EFA_TAG] == "0"
 
 
+def test_a_pool_launches_in_the_subnets_it_names(tmp_path):
+    # The EFA pool picks its zone (the second cluster subnet here, not the first), and a pool
+    # without EFA may name subnets outside cluster.subnetIds; the others keep the cluster's.
+    config = stack_config("prod")
+    cluster_subnets = config["gpu-platform:cluster"]["subnetIds"]
+    config["gpu-platform:nodePools"][0]["subnetIds"] = [cluster_subnets[1]]
+    config["gpu-platform:nodePools"][1]["subnetIds"] = ["subnet-0feedface0000001", "subnet-0feedface0000002"]
+    rec = engine.run(write_stack(tmp_path, config, name="prod"))
+    groups = {r.name: r.inputs["subnetIds"] for r in rec.of_type(NODE_GROUP) if r.name.startswith("gpu-pool-")}
+    assert groups["gpu-pool-h100-mig-ng"] == [cluster_subnets[1]]
+    assert groups["gpu-pool-l40s-ng"] == ["subnet-0feedface0000001", "subnet-0feedface0000002"]
+
+
 def test_efa_false_turns_it_off_and_a_dev_stack_has_none(dev, tmp_path):
     config = stack_config("prod")
     config["gpu-platform:nodePools"][0]["efa"] = False
