@@ -89,6 +89,9 @@ def _ssm_parameter(args: dict, config: dict) -> dict:
 
 def _cluster(args: dict, config: dict) -> dict:
     name = args.get("name")
+    if name in _fixtures().get("missingClusters", []):
+        # DescribeCluster's error for a name the account does not have in the region.
+        raise InvokeError(f"ResourceNotFoundException: No cluster found for name: {name}.")
     known = _fixtures()["clusters"].get(name)
     if known is None:
         configured = config.get("gpu-platform:cluster") or {}

@@ -56,6 +56,8 @@ def test_the_command_writes_the_data_file_and_refuses_bad_input(tmp_path, capsys
     assert written["source"] == {"repository": "github.com/awslabs/amazon-eks-ami", "file": "CHANGELOG.md",
                                  "commit": "81fec2e8", "newest": "v20260714"}
     assert written["published"]["1.35"]["standard"] == ["v20260714", "v20260618"]
+    # The abandoned release is written down under its key (the data file's readers and its header say `abandoned`).
+    assert written["abandoned"] == ["v20260625"]
     assert eks_amis.main([str(tmp_path / "missing.md"), "--commit", "81fec2e8", "--out", str(out)]) == 2
     assert "missing.md" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_:

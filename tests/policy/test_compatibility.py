@@ -4,6 +4,8 @@ template that boots a pinned AMI."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from policy.compatibility import (
@@ -110,6 +112,19 @@ def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor
     assert "CUDA 13.0" in message or "CUDA 12.0" in message
     assert f">= {floor}" in message and driver in message and urn == node_image().urn
     assert message.endswith(f", or build the workloads with CUDA {served} or older")
+
+
+def test_the_cuda_to_build_with_is_the_newest_by_number_not_by_text(monkeypatch):
+    # A two-digit minor (13.10, as 12.x went past 12.9 in the driver branches' naming) is newer than 13.9:
+    # compared as text it would sort first, and the fix would offer an older toolkit than the driver serves.
+    from gpu_platform import matrix
+
+    loaded = matrix.load()
+    toolkits = {"13.9": "580.65.06", "13.10": "580.65.06"}
+    changed = dataclasses.replace(loaded, cuda=dataclasses.replace(loaded.cuda, toolkits={**loaded.cuda.toolkits, **toolkits}))
+    monkeypatch.setattr(matrix, "load", lambda *a, **k: changed)
+    found = violations(driver_serves_cuda_toolkit, [node_image(driver="580.65.06", cuda="13.1")])
+    assert len(found) == 1 and found[0][0].endswith("or build the workloads with CUDA 13.10"), found
 
 
 def test_a_driver_older_than_every_toolkit_offers_no_cuda_to_build_with():

@@ -47,6 +47,10 @@ def test_mig_configuration_of_another_gpu_fails_naming_both(gpu, config):
 def test_mig_on_a_gpu_without_mig_fails(gpu):
     found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config="all-balanced")])
     assert len(found) == 1 and "not MIG-capable" in found[0][0] and gpu in found[0][0]
+    # A pool that names no instance type is judged by its declared model, and the message says no
+    # instance type (not "instance type (declared)").
+    message, urn = found[0]
+    assert message.startswith(f"GPU pool 'm' ({urn}) asks for MIG configuration 'all-balanced'"), message
 
 
 def test_the_gpu_comes_from_the_instance_type_not_from_the_declared_model():
