@@ -1,8 +1,10 @@
-"""Every rendered Kubernetes object of both stacks is strictly valid for the stack's Kubernetes
-version, and the prod stack's manifests are pinned by golden files (`make golden` refreshes them)."""
+"""Every rendered Kubernetes object of both stacks (and of the parts only variants render) is strictly
+valid for the stack's Kubernetes version, every resource quantity parses as the API server parses it,
+and the prod stack's manifests are pinned by golden files (`make golden` refreshes them)."""
 
 from __future__ import annotations
 
+import re
 
 import kubernetes_validate
 import pytest
@@ -15,16 +17,63 @@ from tests.golden import GOLDEN, assert_golden, updating
 CUSTOM_KINDS = {"ServiceMonitor"}
 
 
-def test_every_manifest_is_strictly_valid(stack):
-    version = stack.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
-    for filename, text in manifests.files(stack).items():
+# What the API server parses as a resource quantity: the grammar of k8s.io/apimachinery v0.34.0
+# pkg/api/resource/quantity.go lines 40-58, with the decimal suffixes n and u that suffix.go (lines
+# 123-132) accepts besides it. The schemas type a quantity as int-or-string only, so "16mi" passes them.
+QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?(\d+(\.\d*)?|\.\d+)|[KMGTPE]i|[numkMGTPE])?")
+
+
+def _quantities(doc) -> list[tuple[str, object]]:
+    """(where, value) of every container resource request and limit in an object, at any depth."""
+    found = []
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "resources" and isinstance(value, dict) and {"requests", "limits"} >= set(value):
+                    found.extend((f"{path}.resources.{kind}.{name}", q)
+                                 for kind in ("requests", "limits") for name, q in (value.get(kind) or {}).items())
+                else:
+                    walk(value, f"{path}.{key}")
+        elif isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, f"{path}[{i}]")
+
+    walk(doc, "")
+    return found
+
+
+def _problems(recording) -> list[str]:
+    version = recording.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
+    problems = []
+    for filename, text in manifests.files(recording).items():
         doc = yaml.safe_load(text)
+        problems += [f"{filename}: {where} = {value!r} is not a Kubernetes quantity"
+                     for where, value in _quantities(doc) if not (isinstance(value, int) or QUANTITY.fullmatch(str(value)))]
         if doc["kind"] in CUSTOM_KINDS:
             continue
         try:
             kubernetes_validate.validate(doc, version, strict=True)
         except kubernetes_validate.ValidationError as error:
-            pytest.fail(f"{filename}: {error.message}")
+            problems.append(f"{filename}: {error.message}")
+    return problems
+
+
+def test_every_manifest_is_strictly_valid(stack):
+    assert _problems(stack) == []
+
+
+def test_a_blue_green_pools_readiness_gate_is_strictly_valid_too(variant):
+    # No shipped stack rolls blue-green, so the gate's DaemonSet is rendered only in this variant.
+    rec = variant(lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1))
+    assert any(r.name.endswith("-gate-ds") for r in rec.of_type("kubernetes:apps/v1:DaemonSet"))
+    assert _problems(rec) == []
+
+
+@pytest.mark.parametrize("value, valid", [("16Mi", True), ("10m", True), ("1.5", True), ("1e3", True), (".5Gi", True),
+                                          ("100u", True), ("16mi", False), ("16MB", False), ("1 Gi", False), ("Gi", False)])
+def test_the_quantity_grammar_is_the_api_servers(value, valid):
+    assert bool(QUANTITY.fullmatch(value)) is valid
 
 
 def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_image_bakes(prod):
