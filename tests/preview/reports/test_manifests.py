@@ -63,10 +63,18 @@ def test_every_manifest_is_strictly_valid(stack):
     assert _problems(stack) == []
 
 
-def test_a_blue_green_pools_readiness_gate_is_strictly_valid_too(variant):
-    # No shipped stack rolls blue-green, so the gate's DaemonSet is rendered only in this variant.
-    rec = variant(lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1))
-    assert any(r.name.endswith("-gate-ds") for r in rec.of_type("kubernetes:apps/v1:DaemonSet"))
+def _optional_parts(cfg):
+    # What no shipped stack renders: a blue-green pool's readiness gate, the toolkit DaemonSet (both
+    # stacks bake the toolkit) and the Grafana dashboard.
+    cfg["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)
+    cfg["gpu-platform:nodeImage"]["toolkitBaked"] = False
+    cfg["gpu-platform:monitoring"] = {"dashboard": True}
+
+
+def test_the_parts_no_shipped_stack_renders_are_strictly_valid_too(variant):
+    rec = variant(_optional_parts)
+    names = [r.name for r in rec.of_type("kubernetes:apps/v1:DaemonSet")]
+    assert any(n.endswith("-gate-ds") for n in names) and any("toolkit" in n for n in names), names
     assert _problems(rec) == []
 
 
