@@ -12,6 +12,13 @@ compliance calls that a build instance does not make. What Image Builder uses SS
 (it sends the build and test documents to the instance's SSM agent): the agent registering itself
 and taking and answering commands, the statements below, each from that policy's v2.
 
+Not verified on a real account here: ssm:GetDocument and ssm:DescribeDocument (in that policy) are
+left out on the reading that Run Command hands the agent the document's content with the command
+(the agent fetches documents itself for State Manager associations and the aws:runDocument plugin,
+which a build does not use). If that reading is wrong, the symptom is a build that stalls before its
+first step with Image Builder reporting the SSM agent unavailable or the command failing at once;
+the fix is those two actions on the AWS-owned documents only (arn:<partition>:ssm:<region>::document/*).
+
 The bake reads no SSM parameter on the instance (components/aws/scripts/install-nvidia-driver.sh:
 the base AMI is looked up by the program, not on the host), so no parameter is granted at all; one
 it needed would be granted by its own ARN here.
