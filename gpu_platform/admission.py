@@ -112,6 +112,12 @@ NODE_WRITERS = (
 # (NVIDIA/nvidia-container-toolkit v1.18.1 internal/config/image/envvars.go:23-28, the same at v1.17.0,
 # v1.19.1, v1.20.0; used by internal/config/image/cuda_image.go:250, 442-452 and
 # cmd/nvidia-container-runtime-hook/container_config.go:136-140).
+# Admission sees only the pod: a variable set through envFrom (a ConfigMap's keys) or by the image itself
+# (CUDA base images set NVIDIA_VISIBLE_DEVICES=all) passes it. The boundary for those is the node: the
+# toolkit there takes the variable from privileged containers only (accept-nvidia-visible-devices-
+# envvar-when-unprivileged = false, components/aws/image_component.py and the toolkit DaemonSet), and a
+# privileged container outside the operator namespace is Pod Security's to refuse. The policy refuses
+# the requests a pod spells out, early and with a message, not every way to make one.
 DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS")
 # NVIDIA_VISIBLE_DEVICES set to exactly one of these selects no GPU: cuda_image.go:173-176 turns
 # "void" (and an empty value) into no device, and internal/config/image/devices.go:36-47
