@@ -111,7 +111,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-namespace",
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
                           config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
-                          approved_ledger=config.audit.approved_ledger),
+                          approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

@@ -65,6 +65,10 @@ OPERAND_KEY = "gpu-platform.io/operand"
 # because recording a new approval must restart nothing: on a pod template it would roll every
 # privileged DaemonSet, on the node image's tags it would touch the AMI's.
 APPROVED_LEDGER_KEY = "gpu-platform.io/approved-ledger"
+# On the same namespace: every `cluster.admins` ARN (gpu_platform/cluster_admins.py annotation), for
+# the privilege ledger, which must name the admins whose existing access entry the stack leaves alone
+# (no resource of the stack shows them). The namespace for the same reasons as above.
+CLUSTER_ADMINS_KEY = "gpu-platform.io/cluster-admins"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

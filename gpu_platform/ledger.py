@@ -17,7 +17,9 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   Pod Identity associations, and the privileged DaemonSets it runs where
   gpu_platform/addon_privileges.py writes them down (a row says when it does not);
 - the node image bake (gpu_platform/bake_document.py): what runs as root on the build host, its
-  inputs, and what it downloads with the pins that check the downloads.
+  inputs, and what it downloads with the pins that check the downloads;
+- who may administer the cluster (gpu_platform/cluster_admins.py): every `cluster.admins` principal,
+  every access policy association with its policy and scope, and the cluster's own access settings.
 
 The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONICAL_VERSION):
 
@@ -36,7 +38,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import addon_privileges, bake_document, workloads
+from gpu_platform import addon_privileges, bake_document, cluster_admins, workloads
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -198,6 +200,8 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
         return addon_rows(props, kubernetes)
     if resource_type == bake_document.COMPONENT_TYPE:
         return bake_document.rows(resource_name, props)
+    if resource_type in cluster_admins.TYPES:
+        return cluster_admins.rows(resource_type, props)
     return workload_rows(resource_type, resource_name, props)
 
 

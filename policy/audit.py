@@ -10,7 +10,8 @@ from pulumi_policy import EnforcementLevel
 
 import re
 
-from gpu_platform import contract, ledger, matrix, versions
+from gpu_platform import cluster_admins, contract, ledger, matrix, versions
+from gpu_platform.props import mapping, text
 from policy import facts, workloads
 from policy.declare import resource_policy, stack_policy, types
 
@@ -147,7 +148,8 @@ def _current(resources) -> tuple[str, int]:
     "privilege-ledger-approved", EnforcementLevel.MANDATORY,
     "The privilege ledger (every privilege and isolation weakening of every workload with the images that hold them, "
     "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
-    "and what the node image bake runs as root and downloads) hashes to the value the approval recorded.",
+    "what the node image bake runs as root and downloads, and who may administer the cluster) hashes to the value the "
+    "approval recorded.",
     fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
         "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",
 )
@@ -195,3 +197,35 @@ def privilege_ledger_recorded(args, report_violation) -> None:
         f"approval (gpu-platform:audit.approval) is not bound to them and any privilege added later inherits it; "
         f"once the audit report with this hash is approved, record gpu-platform:audit.approvedLedger: {current}"
     )
+
+
+# A stack policy: the admin list is on the namespace, the associations are other resources. The
+# ledger's admin rows come from the annotation (it must name the admins whose entry the stack leaves
+# alone), so an association for anyone else would be an admin the approval may not have seen as one.
+@stack_policy(
+    "cluster-access-declared", EnforcementLevel.MANDATORY,
+    "Every EKS access policy association of the stack is for a principal the operands' namespace names as a cluster "
+    "admin (gpu-platform.io/cluster-admins, from gpu-platform:cluster.admins), so the privilege ledger names everyone "
+    "the stack gives cluster access.",
+    fix="gpu-platform:cluster.admins: list the principal there (the program makes associations only for those); an "
+        "association built another way is a bug to report",
+)
+def cluster_access_declared(args, report_violation) -> None:
+    named: dict[str, list[str]] = {}
+    for r in args.resources:
+        if r.resource_type == facts.NAMESPACE:
+            for arn in cluster_admins.declared(r.props) or ():
+                named.setdefault(cluster_admins.principal(arn), []).append(arn)
+    listed = " ".join(sorted({arn for arns in named.values() for arn in arns})) or "(none)"
+    for r in args.resources:
+        if r.resource_type != cluster_admins.ASSOCIATION_TYPE:
+            continue
+        arn = text(r.props.get("principalArn"))
+        if cluster_admins.principal(arn) in named:
+            continue
+        scope = cluster_admins.grant(text(r.props.get("policyArn")), mapping(r.props.get("accessScope")))
+        report_violation(
+            f"EKS access policy association {r.name!r} ({r.urn}) gives {arn or '(no principal)'} {scope}, but "
+            f"{contract.CLUSTER_ADMINS_KEY} on the namespace names only {listed}: the privilege ledger would not show "
+            f"this principal as the stack's cluster admin; add it to gpu-platform:cluster.admins"
+        )

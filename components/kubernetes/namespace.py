@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import contract
+from gpu_platform import cluster_admins, contract
 
 NAMESPACE = "gpu-operator"
 RUNTIME_CLASS = "nvidia"
@@ -31,6 +31,7 @@ class NamespaceArgs:
     prometheus_namespace: str = "monitoring"
     prometheus_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "prometheus"),)
     approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
+    admins: tuple[str, ...] = ()  # gpu-platform:cluster.admins, all of them
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -59,6 +60,7 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.CUDA_VERSIONS_KEY: contract.join_values(args.cuda_versions),
                     contract.OVERRIDES_KEY: contract.format_overrides(args.overrides),
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
+                    contract.CLUSTER_ADMINS_KEY: cluster_admins.annotation(args.admins),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                 },
             },

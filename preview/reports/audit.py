@@ -16,9 +16,10 @@ Sections, in order:
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
 5. the node image bake: what runs as root on the build instance, its inputs, downloads and pins;
-6. the Kubernetes guards: admission policies and network policies (`preview/reports/kubernetes_guards.py`);
-7. the AWS side (`preview/reports/aws_exposure.py`);
-8. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
+6. cluster access: the ledger's rows of who may administer the cluster (gpu_platform/cluster_admins.py);
+7. the Kubernetes guards: admission policies and network policies (`preview/reports/kubernetes_guards.py`);
+8. the AWS side (`preview/reports/aws_exposure.py`);
+9. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
    markers, and its hash (gpu_platform/ledger.py), which `gpu-platform:audit.approvedLedger` records
    and the policy pack checks; the table is what `--audit-against` reads back from the previous report.
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from gpu_platform import contract, ledger as canonical
+from gpu_platform import cluster_admins, contract, ledger as canonical
 from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
@@ -64,6 +65,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         lines += ["None.", ""]
     lines += _addon_section(recording, addon_rows)
     lines += _bake_section(rows)
+    lines += _access_section(rows)
     lines += kubernetes_guards.section(recording)
     lines += aws_exposure.section(recording)
     lines += [
@@ -98,6 +100,19 @@ def _bake_section(rows: list[ledger.Row]) -> list[str]:
             "What the Image Builder component runs as root on the build instance (each script by its SHA-256), its "
             "inputs, what it downloads and the pins that check the downloads (read from the component document, "
             "gpu_platform/bake_document.py):", "", *ledger.table(baked), ""]
+
+
+def _access_section(rows: list[ledger.Row]) -> list[str]:
+    granted = [row for row in rows if row[0] == cluster_admins.SUBJECT]
+    lines = ["## Cluster access", ""]
+    if not granted:
+        return lines + ["The stack names no cluster admin and grants no cluster access (an adopted cluster keeps the access "
+                        "it had).", ""]
+    return lines + [
+        "Who may administer the cluster, by IAM principal (path left out, name in lower case): every "
+        "`gpu-platform:cluster.admins` entry, including one whose existing access entry the stack leaves as it is, "
+        "every access policy association with its policy and scope, and the cluster's own access settings "
+        "(gpu_platform/cluster_admins.py):", "", *ledger.table(granted), ""]
 
 
 def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:

@@ -97,7 +97,10 @@ def test_an_unprivileged_workload_adds_no_row():
 # EKS add-ons: every one the stack installs contributes rows, not only the one whose DaemonSets are
 # written down (gpu_platform/addon_privileges.py).
 ADDON = "aws:eks/addon:Addon"
-CLUSTER = ("aws:eks/cluster:Cluster", "cluster", {"version": "1.33"})
+# As the program creates it: no creator bootstrap, access entries only (else the cluster has rows of its
+# own, tests/gpu_platform/test_cluster_admins.py).
+CLUSTER = ("aws:eks/cluster:Cluster", "cluster",
+           {"version": "1.33", "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}})
 ROLE_ARN = "arn:aws:iam::123456789012:role/gpu-cluster-vpc-cni-role-0a1b2c3"
 # SHA-256 of the canonical JSON written by hand: sorted keys, no spaces.
 CONFIG_HASH = "sha256:" + hashlib.sha256(b'{"enableNetworkPolicy":"true"}').hexdigest()

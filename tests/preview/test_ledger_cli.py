@@ -68,3 +68,18 @@ def test_the_gate_fails_a_shipped_stack_whose_approved_ledger_was_deleted(tmp_pa
 def test_the_gate_passes_the_shipped_stacks_as_they_are():
     for stack in ("dev", "prod"):
         assert main(["--stack", stack, "--policy-config", str(GATE)]) == 0, stack
+
+
+def test_prod_with_one_more_cluster_admin_exits_1_on_the_approval_it_had(tmp_path, capsys):
+    # The hole of issue 17: the new admin gets cluster-admin, so the old approval must not cover it.
+    current = _recorded(PROD)
+    deployer = "arn:aws:iam::123456789012:role/gpu-platform-deployer"
+    more = tmp_path / "Pulumi.prod.yaml"
+    more.write_text(PROD.read_text().replace(f"admins: [{deployer}]", f"admins: [{deployer}, arn:aws:iam::123456789012:user/mallory]"))
+    assert more.read_text() != PROD.read_text()
+    assert main(["--config", str(more), "--audit", str(tmp_path / "a.md")]) == 1
+    out = capsys.readouterr().out
+    violation = next(line for line in out.splitlines() if "[mandatory] privilege-ledger-approved" in line)
+    assert f"approval covers {current}" in violation and "Verdict: FAIL" in out
+    assert ("| EKS cluster access | arn:aws:iam::123456789012:user/mallory | AmazonEKSClusterAdminPolicy (cluster scope) |"
+            in (tmp_path / "a.md").read_text())

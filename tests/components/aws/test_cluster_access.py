@@ -10,6 +10,7 @@ import copy
 
 
 from preview.offline import aws_answers, engine
+from preview.reports import ledger
 from tests.conftest import stack_config, write_stack
 
 ENTRY = "aws:eks/accessEntry:AccessEntry"
@@ -125,3 +126,17 @@ def test_the_offline_session_context_turns_a_session_into_its_role():
     assert answer["issuerArn"] == user
 
 
+
+
+def test_an_admin_left_with_its_existing_entry_is_still_in_the_privilege_ledger(record_variant):
+    # No resource of the stack is its entry: the namespace's admin list is what names it.
+    def change(config):
+        config["gpu-platform:cluster"].update({**ADOPT, "admins": [*ADMINS, CREATOR]})
+
+    rows = ledger.of(record_variant("adopted-with-admins", change))
+    access = sorted(row for row in rows if row[0] == "EKS cluster access")
+    assert access == [
+        ("EKS cluster access", "arn:aws:iam::123456789012:role/cluster-creator", "AmazonEKSClusterAdminPolicy (cluster scope)"),
+        ("EKS cluster access", "arn:aws:iam::123456789012:role/platform-admins", "AmazonEKSClusterAdminPolicy (cluster scope)"),
+        ("EKS cluster access", "arn:aws:iam::123456789012:user/alice", "AmazonEKSClusterAdminPolicy (cluster scope)"),
+    ]
