@@ -145,7 +145,8 @@ def _current(resources) -> tuple[str, int]:
 # fails before anything is deployed; under `pulumi up --skip-preview` it fails only afterwards.
 @stack_policy(
     "privilege-ledger-approved", EnforcementLevel.MANDATORY,
-    "The privilege ledger (every privilege and isolation weakening of every workload with the images that hold them, "
+    "The privilege ledger (every privilege and isolation weakening of every workload with the images and command lines "
+    "that hold them, where those workloads run and the ConfigMaps they read, "
     "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
     "and what the node image bake runs as root and downloads) hashes to the value the approval recorded.",
     fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
