@@ -66,7 +66,7 @@ def shown(label: str, value: Any, sets: bool = False) -> str:
     data = canonical(value, sets)
     if len(data) <= SHORT:
         return f"{label} {data}"
-    count = f"{len(value)} entries, " if sequence(value) else ""
+    count = f"{len(value)} {'entry' if len(value) == 1 else 'entries'}, " if sequence(value) else ""
     return f"{label} {_sha256(data)} ({count}SHA-256 of the canonical JSON{', lists sorted' if sets else ''})"
 
 
