@@ -14,8 +14,9 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   every container with a row of its own, or every container when the pod has one; those containers
   also get what they run as set: `command`, `args`, `env`, `envFrom`. A workload with any of these
   rows is also bound to where it runs and what it reads (gpu_platform/workload_binding.py, part
-  `(pod)`): `nodeSelector KEY=VALUE`, `nodeName NAME`, `affinity`, or a row saying it runs on every
-  node its tolerations admit; one row per toleration in words (`toleration KEY operator Exists,
+  `(pod)`): `nodeSelector KEY=VALUE` (for a key of workload_binding.NAMED_BY_OUTPUT, whose value is
+  a deploy-time name, what the value names instead), `nodeName NAME`, `affinity`, or a row saying it
+  runs on every node its tolerations admit; one row per toleration in words (`toleration KEY operator Exists,
   effect NoSchedule`; `toleration of EVERY taint (...)` for the one with no key and operator
   Exists); `serviceAccountName NAME`; and per ConfigMap it mounts (volume or projected source) or
   references from env/envFrom, `configMap NAME data sha256:...` over the data the stack sets for

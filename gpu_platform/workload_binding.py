@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from gpu_platform.props import dig, mapping, sequence, strings, text
+from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
 POD = "(pod)"
@@ -34,6 +34,16 @@ SHORT = 200
 # verifies the API server, in every namespace; GA in 1.21); the projected service account token
 # volume reads it.
 CLUSTER_MANAGED = {"kube-root-ca.crt": "Kubernetes publishes it in every namespace: the API server's CA bundle"}
+
+# Node labels whose value names a resource the stack itself creates, known only once it exists: an
+# output, unknown in the first preview (reading it would leave privilege-ledger-approved undecided)
+# and new at every replacement (a blue-green pool's readiness gate, components/kubernetes/
+# readiness_gate.py, selects its node group by the label EKS puts on every node of a managed node
+# group: EKS User Guide, managed-node-update-behavior.adoc lines 44-55 at 4d52b4d0). Its row names the
+# key, not the value: a nodeSelector entry only narrows where the pods run, the program sets the
+# value from the node group it creates (no stack key reaches it), and the workload's other selectors
+# (the pool label) are bound as they are.
+NAMED_BY_OUTPUT = {"eks.amazonaws.com/nodegroup": "the name of a managed node group the stack creates, known once it exists"}
 
 ConfigMaps = Mapping[tuple[str, str], list[str]]
 NO_CONFIG_MAPS: ConfigMaps = MappingProxyType({})
@@ -90,8 +100,9 @@ def toleration(t: Mapping[str, Any]) -> str:
 
 def placement_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     """Where the pods run and as whom: nodeSelector, nodeName, affinity, tolerations, service account."""
-    selector = strings(spec.get("nodeSelector"))
-    found = [(key, POD, f"nodeSelector {k}={v}") for k, v in sorted(selector.items())]
+    selector = mapping(spec.get("nodeSelector"))
+    found = [(key, POD, f"nodeSelector {k}=({NAMED_BY_OUTPUT[k]}; not bound)" if k in NAMED_BY_OUTPUT
+              else f"nodeSelector {k}={text(selector[k])}") for k in sorted(map(str, selector))]
     node = text(spec.get("nodeName"))
     if node:
         found.append((key, POD, f"nodeName {node}"))

@@ -38,3 +38,15 @@ def test_a_short_value_is_shown_and_a_long_one_is_its_sha256_with_its_length():
     long = ["x" * 300]
     expected = "sha256:" + hashlib.sha256(('["' + "x" * 300 + '"]').encode()).hexdigest()
     assert workload_binding.shown("args", long) == f"args {expected} (1 entry, SHA-256 of the canonical JSON)"
+
+
+def test_a_node_group_selector_is_named_by_its_key_since_its_value_is_known_only_once_the_group_exists():
+    def rows(group: str) -> list:
+        spec = {"nodeSelector": {"gpu-platform.io/pool": "l40s", "eks.amazonaws.com/nodegroup": group}}
+        return workload_binding.placement_rows("DaemonSet gpu-operator/gate", spec)
+    assert rows("gpu-l40s-41edb14861f30e6e9e7cb9791a") == rows("gpu-l40s-0123456789abcdef0123456789") == [
+        ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector eks.amazonaws.com/nodegroup=(the name of a managed node group "
+                                                 "the stack creates, known once it exists; not bound)"),
+        ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector gpu-platform.io/pool=l40s"),
+        ("DaemonSet gpu-operator/gate", "(pod)", "serviceAccountName default (none set)"),
+    ]
