@@ -20,7 +20,8 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   effect NoSchedule`; `toleration of EVERY taint (...)` for the one with no key and operator
   Exists); `serviceAccountName NAME`; and per ConfigMap it mounts (volume or projected source) or
   references from env/envFrom, `configMap NAME data sha256:...` over the data the stack sets for
-  that namespace and name, or `configMap NAME not in the stack`. A JSON value (command, args, env,
+  that namespace and name, or `configMap NAME not in the stack`, and `configMap NAME items ...` where
+  a volume maps its keys to files. A JSON value (command, args, env,
   envFrom, affinity) is its canonical JSON (sorted keys, no spaces, integral floats as integers,
   an affinity's lists sorted since they are sets) when at most workload_binding.SHORT characters,
   else that JSON's SHA-256;

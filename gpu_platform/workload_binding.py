@@ -132,12 +132,17 @@ def config_maps(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Conf
     return {k: sorted(set(v)) for k, v in found.items()}
 
 
+def _config_map_sources(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The configMap sources of the pod's volumes, plain or projected."""
+    found = []
+    for volume in map(mapping, sequence(spec.get("volumes"))):
+        found += [dig(volume, "configMap")] + [dig(s, "configMap") for s in sequence(dig(volume, "projected").get("sources"))]
+    return [source for source in found if source]
+
+
 def _referenced(spec: Mapping[str, Any], containers: Iterable[Mapping[str, Any]]) -> set[str]:
     """Every ConfigMap the pod can read: volumes, projected volume sources, env and envFrom."""
-    names = set()
-    for volume in map(mapping, sequence(spec.get("volumes"))):
-        names.add(text(dig(volume, "configMap").get("name")))
-        names.update(text(dig(s, "configMap").get("name")) for s in sequence(dig(volume, "projected").get("sources")))
+    names = {text(source.get("name")) for source in _config_map_sources(spec)}
     for c in containers:
         names.update(text(dig(e, "valueFrom", "configMapKeyRef").get("name")) for e in sequence(c.get("env")))
         names.update(text(dig(e, "configMapRef").get("name")) for e in sequence(c.get("envFrom")))
@@ -158,6 +163,11 @@ def config_rows(key: str, namespace: str, spec: Mapping[str, Any], containers: l
         else:
             why = CLUSTER_MANAGED.get(name)
             found.append((key, POD, f"configMap {name} not in the stack" + (f" ({why})" if why else "")))
+    # A volume's `items` choose which key is read under which file name: remapped, the same approved data
+    # feeds another file (the MIG manager reads whatever lands at config.yaml).
+    for source in _config_map_sources(spec):
+        if sequence(source.get("items")):
+            found.append((key, POD, shown(f"configMap {text(source.get('name'))} items", source.get("items"), sets=True)))
     return found
 
 

@@ -420,3 +420,11 @@ def test_an_unprivileged_workload_s_placement_and_config_add_no_row():
             "volumes": [{"name": "settings", "configMap": {"name": "settings"}}]}
     plain = {"kind": "Deployment", "metadata": {"name": "app", "namespace": "apps"}, "spec": {"template": {"spec": spec}}}
     assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", plain), _config_map(name="settings", namespace="apps")]) == []
+
+
+def test_a_config_map_volume_that_remaps_its_keys_changes_the_hash_and_shows_the_mapping():
+    remapped = _toolkit()
+    remapped["spec"]["template"]["spec"]["volumes"][1]["configMap"]["items"] = [{"key": "other.yaml", "path": "config.yaml"}]
+    rows = _stack(remapped)
+    assert (TOOLKIT, "(pod)", 'configMap mig-parted-config items [{"key":"other.yaml","path":"config.yaml"}]') in rows
+    assert ledger.digest(rows) != ledger.digest(_stack(_toolkit()))
