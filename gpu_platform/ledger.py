@@ -16,14 +16,14 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   rows is also bound to where it runs and what it reads (gpu_platform/workload_binding.py, part
   `(pod)`): `nodeSelector KEY=VALUE` (for a key of workload_binding.NAMED_BY_OUTPUT, whose value is
   a deploy-time name, what the value names instead), `nodeName NAME`, `affinity`, or a row saying it
-  runs on every node its tolerations admit; one row per toleration in words (`toleration KEY operator Exists,
-  effect NoSchedule`; `toleration of EVERY taint (...)` for the one with no key and operator
-  Exists); `serviceAccountName NAME`; and per ConfigMap it mounts (volume or projected source) or
-  references from env/envFrom, `configMap NAME data sha256:...` over the data the stack sets for
-  that namespace and name, or `configMap NAME not in the stack`, and `configMap NAME items ...` where
-  a volume maps its keys to files. A JSON value (command, args, env,
-  envFrom, affinity) is its canonical JSON (sorted keys, no spaces, integral floats as integers,
-  an affinity's lists sorted since they are sets) when at most workload_binding.SHORT characters,
+  runs on every node its tolerations admit; one row per toleration in words (`toleration KEY
+  operator Exists, effect NoSchedule`; `toleration of EVERY taint (...)` for the one with no key and
+  operator Exists); `serviceAccountName NAME`; and per ConfigMap it mounts (volume or projected
+  source) or references from env/envFrom, `configMap NAME data sha256:...` over the data the stack
+  sets for that namespace and name, or `configMap NAME not in the stack`, and `configMap NAME items
+  ...` where a volume maps its keys to files. A JSON value (command, args, env, envFrom, affinity,
+  items) is its canonical JSON (sorted keys, no spaces, integral floats as integers, the lists of an
+  affinity and of items sorted since they are sets) when at most workload_binding.SHORT characters,
   else that JSON's SHA-256;
 - every EKS add-on of the stack (part `(add-on)`): its version as the stack sets it (or the EKS
   default for the cluster's Kubernetes version), the SHA-256 of its configuration values and of its
