@@ -11,7 +11,20 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   `sysctl NAME=VALUE`), per container `privileged`, `capability NAME`, `hostPath PATH rw|ro`,
   `allowPrivilegeEscalation`, `seccompProfile Unconfined`, `appArmorProfile Unconfined`,
   `procMount Unmasked`, `hostPort PORT/PROTOCOL`, and `image REF` (as rendered, digest included) for
-  every container with a row of its own, or every container when the pod has one;
+  every container with a row of its own, or every container when the pod has one; those containers
+  also get what they run as set: `command`, `args`, `env`, `envFrom`. A workload with any of these
+  rows is also bound to where it runs and what it reads (gpu_platform/workload_binding.py, part
+  `(pod)`): `nodeSelector KEY=VALUE` (for a key of workload_binding.NAMED_BY_OUTPUT, whose value is
+  a deploy-time name, what the value names instead), `nodeName NAME`, `affinity`, or a row saying it
+  runs on every node its tolerations admit; one row per toleration in words (`toleration KEY
+  operator Exists, effect NoSchedule`; `toleration of EVERY taint (...)` for the one with no key and
+  operator Exists); `serviceAccountName NAME`; and per ConfigMap it mounts (volume or projected
+  source) or references from env/envFrom, `configMap NAME data sha256:...` over the data the stack
+  sets for that namespace and name, or `configMap NAME not in the stack`, and `configMap NAME items
+  ...` where a volume maps its keys to files. A JSON value (command, args, env, envFrom, affinity,
+  items) is its canonical JSON (sorted keys, no spaces, integral floats as integers, the lists of an
+  affinity and of items sorted since they are sets) when at most workload_binding.SHORT characters,
+  else that JSON's SHA-256;
 - every EKS add-on of the stack (part `(add-on)`): its version as the stack sets it (or the EKS
   default for the cluster's Kubernetes version), the SHA-256 of its configuration values and of its
   Pod Identity associations, and the privileged DaemonSets it runs where
@@ -29,6 +42,9 @@ The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONIC
 in UTF-8, rows deduplicated and sorted by their UTF-8 bytes (so neither dict order nor the order
 resources arrive in matters), with `\\` written `\\\\`, a tab `\\t` and a line break `\\n` inside a
 cell. A change of this form is a new version line, and every recorded hash then changes with it.
+New kinds of rows are not a change of the form (the placement and configuration rows came without
+one): the bytes of a given set of rows stay the same, and an audit report written before them still
+reads back, so `--audit-against` shows the new rows as added, which is what the approver must see.
 """
 
 from __future__ import annotations
@@ -38,7 +54,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, workloads
+from gpu_platform import addon_privileges, bake_document, cluster_admins, workload_binding, workloads
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -106,11 +122,14 @@ def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[
     return found
 
 
-def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
+                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS) -> list[Row]:
     """The rows of one Kubernetes workload; none when it keeps no privilege. Each container (init or
     main) with a row of its own, or every container when the pod has one, also gets a row with its
-    image reference as rendered (tag and digest): the approval covers the software that holds the
-    privilege, so swapping an image changes the hash."""
+    image reference as rendered (tag and digest) and rows with what it runs (command, args, env): the
+    approval covers the software that holds the privilege, so swapping an image changes the hash. A
+    workload with rows also gets rows for where it runs and the ConfigMaps it reads, from
+    `config_maps` (workload_binding.config_maps of the stack's resources)."""
     kind = workloads.kind(resource_type)
     if kind is None:
         return []
@@ -121,13 +140,18 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
     volumes = {text(v.get("name")): text(dig(v, "hostPath").get("path"))
                for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v}
     whole_pod = bool(found)
-    for c in workloads.containers(spec):
+    every = workloads.containers(spec)
+    for c in every:
         name = text(c.get("name")) or "?"
         own = _container_rows(key, name, c, volumes)
         found += own
         if own or whole_pod:
             found.append((key, name, f"image {text(c.get('image')) or '(none)'}"))
-    return found
+            found += workload_binding.container_rows(key, name, c)
+    if not found:
+        return []
+    return (found + workload_binding.placement_rows(key, spec)
+            + workload_binding.config_rows(key, text(meta.get("namespace")), spec, every, config_maps))
 
 
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
@@ -195,21 +219,23 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
                                           "gpu_platform/addon_privileges.py for this version")]
 
 
-def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
+def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
+                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS) -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
     if resource_type == bake_document.COMPONENT_TYPE:
         return bake_document.rows(resource_name, props)
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props)
-    return workload_rows(resource_type, resource_name, props)
+    return workload_rows(resource_type, resource_name, props, config_maps)
 
 
 def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[Row]:
     """Every row of the stack, from (type, Pulumi name, properties) of each resource; sorted, distinct."""
     resources = list(resources)
     minor = kubernetes_minor(resources)
-    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props, minor)})
+    maps = workload_binding.config_maps(resources)
+    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props, minor, maps)})
 
 
 def _cell(value: str) -> str:

@@ -146,7 +146,8 @@ def _current(resources) -> tuple[str, int]:
 # fails before anything is deployed; under `pulumi up --skip-preview` it fails only afterwards.
 @stack_policy(
     "privilege-ledger-approved", EnforcementLevel.MANDATORY,
-    "The privilege ledger (every privilege and isolation weakening of every workload with the images that hold them, "
+    "The privilege ledger (every privilege and isolation weakening of every workload with the images and command lines "
+    "that hold them, where those workloads run and the ConfigMaps they read, "
     "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
     "what the node image bake runs as root and downloads, and who may administer the cluster) hashes to the value the "
     "approval recorded.",

@@ -15,6 +15,8 @@ WORKLOAD = "DaemonSet gpu-operator/plugin"
 # separated by tabs.
 TINY = (b"gpu-platform privilege ledger v1\n"
         b"DaemonSet gpu-operator/plugin\t(pod)\thostPID\n"
+        b"DaemonSet gpu-operator/plugin\t(pod)\truns on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)\n"
+        b"DaemonSet gpu-operator/plugin\t(pod)\tserviceAccountName default (none set)\n"
         b"DaemonSet gpu-operator/plugin\tmain\tcapability SYS_ADMIN\n"
         b"DaemonSet gpu-operator/plugin\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
         b"DaemonSet gpu-operator/plugin\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
@@ -52,7 +54,9 @@ def test_a_tiny_ledger_hashes_to_the_sha256_of_its_canonical_form_written_by_han
             (WORKLOAD, "(pod)", "hostPID"), (WORKLOAD, "main", "hostPath /var/lib/kubelet/device-plugins rw"),
             (WORKLOAD, "(pod)", "hostPID"),  # a duplicate counts once
             (WORKLOAD, "wait", "image nvcr.io/nvidia/gpu-operator:v25.10.1"),
-            (WORKLOAD, "main", "image nvcr.io/nvidia/k8s-device-plugin:v0.18.1")]
+            (WORKLOAD, "main", "image nvcr.io/nvidia/k8s-device-plugin:v0.18.1"),
+            (WORKLOAD, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
+            (WORKLOAD, "(pod)", "serviceAccountName default (none set)")]
     assert ledger.canonical(rows) == TINY
     assert ledger.digest(rows) == TINY_HASH
 
@@ -208,10 +212,222 @@ APP = "Deployment apps/app"
      {(APP, "(pod)", "shareProcessNamespace"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
 ], ids=["allowPrivilegeEscalation", "seccomp", "apparmor", "procMount", "hostPort", "sysctl", "pod-seccomp", "shareProcessNamespace"])
 def test_a_weakened_isolation_gets_its_rows(path, value, expected):
-    assert set(ledger.rows([("kubernetes:apps/v1:Deployment", "app", _set(_plain(), path, value))])) == expected
+    # Where the privileged pod runs and as whom are rows too (gpu_platform/workload_binding.py).
+    placement = {(APP, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
+                 (APP, "(pod)", "serviceAccountName default (none set)")}
+    assert set(ledger.rows([("kubernetes:apps/v1:Deployment", "app", _set(_plain(), path, value))])) == expected | placement
 
 
 def test_a_default_profile_or_escalation_turned_off_adds_no_row():
     props = _set(_plain(), ("containers", 0, "securityContext"),
                  {"allowPrivilegeEscalation": False, "seccompProfile": {"type": "RuntimeDefault"}, "procMount": "Default"})
     assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", props)]) == []
+
+
+# Where a privileged workload runs and what it reads (gpu_platform/workload_binding.py): an approval
+# covers a blast radius, so other nodes, another service account, another command line or another
+# ConfigMap content is another ledger.
+TOOLKIT = "DaemonSet gpu-operator/nvidia-container-toolkit"
+MIG_CONFIG = {"config.yaml": "version: v1\nmig-configs:\n  all-1g.10gb: []\n"}
+# SHA-256 of the ConfigMap's canonical JSON written by hand: sorted keys, no spaces, ASCII escapes.
+MIG_CONFIG_HASH = "sha256:" + hashlib.sha256(
+    b'{"binaryData":{},"data":{"config.yaml":"version: v1\\nmig-configs:\\n  all-1g.10gb: []\\n"}}').hexdigest()
+
+
+def _toolkit(**spec_changes) -> dict:
+    """A privileged toolkit-like DaemonSet: writes /etc/containerd, placed on GPU nodes by a gate label
+    and the GPU taint's toleration, reading the MIG ConfigMap by a volume and a missing one by env."""
+    spec = {
+        "serviceAccountName": "nvidia-container-toolkit",
+        "nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true"},
+        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [{
+            "name": "toolkit", "image": "nvcr.io/nvidia/k8s/container-toolkit:v1.18.1",
+            "command": ["nvidia-ctk-installer"], "args": ["/usr/local/nvidia"],
+            "env": [{"name": "RUNTIME", "value": "containerd"},
+                    {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "toolkit-mode", "key": "mode"}}}],
+            "securityContext": {"privileged": True},
+            "volumeMounts": [{"name": "containerd", "mountPath": "/etc/containerd"}, {"name": "mig", "mountPath": "/mig"}],
+        }],
+        "volumes": [{"name": "containerd", "hostPath": {"path": "/etc/containerd"}},
+                    {"name": "mig", "configMap": {"name": "mig-parted-config"}}],
+        **spec_changes,
+    }
+    return {"kind": "DaemonSet", "metadata": {"name": "nvidia-container-toolkit", "namespace": "gpu-operator"},
+            "spec": {"template": {"spec": spec}}}
+
+
+def _config_map(name: str = "mig-parted-config", namespace: str = "gpu-operator", data: dict = MIG_CONFIG) -> tuple:
+    return ("kubernetes:core/v1:ConfigMap", name, {"kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+                                                   "data": data})
+
+
+def _stack(toolkit: dict, *others: tuple) -> list:
+    return ledger.rows([("kubernetes:apps/v1:DaemonSet", "toolkit", toolkit), _config_map(), *others])
+
+
+def test_a_privileged_workload_is_bound_to_its_placement_its_service_account_its_command_line_and_its_config_maps():
+    assert _stack(_toolkit()) == sorted([
+        (TOOLKIT, "(pod)", "configMap mig-parted-config data " + MIG_CONFIG_HASH
+         + " (SHA-256 of the canonical JSON of data and binaryData)"),
+        (TOOLKIT, "(pod)", "configMap toolkit-mode not in the stack"),
+        (TOOLKIT, "(pod)", "nodeSelector nvidia.com/gpu.deploy.container-toolkit=true"),
+        (TOOLKIT, "(pod)", "serviceAccountName nvidia-container-toolkit"),
+        (TOOLKIT, "(pod)", "toleration nvidia.com/gpu operator Exists, effect NoSchedule"),
+        (TOOLKIT, "toolkit", "args [\"/usr/local/nvidia\"]"),
+        (TOOLKIT, "toolkit", "command [\"nvidia-ctk-installer\"]"),
+        (TOOLKIT, "toolkit", 'env [{"name":"RUNTIME","value":"containerd"},'
+                             '{"name":"MODE","valueFrom":{"configMapKeyRef":{"key":"mode","name":"toolkit-mode"}}}]'),
+        (TOOLKIT, "toolkit", "hostPath /etc/containerd rw"),
+        (TOOLKIT, "toolkit", "image nvcr.io/nvidia/k8s/container-toolkit:v1.18.1"),
+        (TOOLKIT, "toolkit", "privileged"),
+    ])
+
+
+def test_a_toleration_of_every_taint_reads_as_such_and_changes_the_hash():
+    every = _toolkit(tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                                  {"operator": "Exists"}])
+    assert (TOOLKIT, "(pod)", "toleration of EVERY taint (EVERY effect; no key, operator Exists)") in _stack(every)
+    assert ledger.digest(_stack(every)) != ledger.digest(_stack(_toolkit()))
+
+
+@pytest.mark.parametrize("toleration, row", [
+    ({"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoExecute", "tolerationSeconds": 300.0},
+     "toleration dedicated=system operator Equal, effect NoExecute for 300s"),
+    ({"key": "dedicated", "value": "system"}, "toleration dedicated=system operator Equal, EVERY effect"),
+    ({"operator": "Exists", "effect": "NoSchedule"}, "toleration of EVERY taint (effect NoSchedule; no key, operator Exists)"),
+], ids=["equal-with-seconds", "default-operator-every-effect", "every-noschedule-taint"])
+def test_each_toleration_is_a_readable_row(toleration, row):
+    assert (TOOLKIT, "(pod)", row) in _stack(_toolkit(tolerations=[toleration]))
+
+
+AFFINITY = {"nodeAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu-b", "gpu-a"]},
+                              {"key": "zone", "operator": "Exists"}]}]},
+    "preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1.0, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b", "a"]}]}}]}}
+
+
+@pytest.mark.parametrize("changes", [
+    {"nodeSelector": {}},
+    {"nodeSelector": {"nvidia.com/gpu.deploy.container-toolkit": "true", "node-role": "system"}},
+    {"affinity": AFFINITY},
+    {"nodeName": "ip-10-0-0-1.ec2.internal"},
+    {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 60}]},
+    {"serviceAccountName": "default"},
+], ids=["selector-dropped", "selector-changed", "affinity-added", "node-name", "toleration-seconds", "service-account"])
+def test_another_placement_changes_the_hash(changes):
+    assert ledger.digest(_stack(_toolkit(**changes))) != ledger.digest(_stack(_toolkit()))
+
+
+def test_a_workload_without_selector_affinity_or_node_name_is_said_to_run_everywhere():
+    assert (TOOLKIT, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)") \
+        in _stack(_toolkit(nodeSelector={}))
+
+
+def test_a_short_affinity_is_shown_and_a_long_one_hashed_with_its_lists_sorted():
+    short = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["b", "a"]}]}]}}}
+    assert (TOOLKIT, "(pod)", 'affinity {"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":'
+                              '[{"matchExpressions":[{"key":"pool","operator":"In","values":["a","b"]}]}]}}}') \
+        in _stack(_toolkit(affinity=short))
+    # AFFINITY's canonical JSON by hand: keys sorted, every list sorted by its items' canonical JSON,
+    # the engine's float weight an integer.
+    expected = "sha256:" + hashlib.sha256(
+        b'{"nodeAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"preference":{"matchExpressions":'
+        b'[{"key":"zone","operator":"In","values":["a","b"]}]},"weight":1}],'
+        b'"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":'
+        b'[{"key":"pool","operator":"In","values":["gpu-a","gpu-b"]},{"key":"zone","operator":"Exists"}]}]}}}').hexdigest()
+    assert (TOOLKIT, "(pod)", f"affinity {expected} (SHA-256 of the canonical JSON, lists sorted)") \
+        in _stack(_toolkit(affinity=AFFINITY))
+
+
+@pytest.mark.parametrize("path, value", [
+    (("containers", 0, "env", 0, "value"), "docker"),
+    (("containers", 0, "args"), ["/usr/local/nvidia", "--no-restart"]),
+    (("containers", 0, "command"), ["sh", "-c", "nvidia-ctk-installer"]),
+    (("containers", 0, "envFrom"), [{"configMapRef": {"name": "mig-parted-config"}}]),
+    (("containers", 0, "env"), [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "toolkit-mode", "key": "mode"}}},
+                                {"name": "RUNTIME", "value": "containerd"}]),  # order: a later entry wins, $(VAR) sees earlier
+], ids=["env-value", "args", "command", "envFrom", "env-order"])
+def test_what_a_privileged_container_runs_changes_the_hash(path, value):
+    toolkit = _toolkit()
+    node = toolkit["spec"]["template"]["spec"]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    assert ledger.digest(_stack(toolkit)) != ledger.digest(_stack(_toolkit()))
+
+
+def test_a_change_of_the_mig_config_map_data_changes_the_hash():
+    other = _config_map(data={"config.yaml": "version: v1\nmig-configs:\n  all-7g.80gb: []\n"})
+    base = ledger.rows([("kubernetes:apps/v1:DaemonSet", "toolkit", _toolkit()), _config_map()])
+    changed = ledger.rows([("kubernetes:apps/v1:DaemonSet", "toolkit", _toolkit()), other])
+    assert ledger.digest(changed) != ledger.digest(base)
+
+
+def test_a_config_map_of_the_same_name_in_another_namespace_is_not_the_one_read():
+    rows = ledger.rows([("kubernetes:apps/v1:DaemonSet", "toolkit", _toolkit()), _config_map(namespace="kube-system")])
+    assert (TOOLKIT, "(pod)", "configMap mig-parted-config not in the stack") in rows
+
+
+def test_a_projected_config_map_is_read_too():
+    projected = {"name": "token", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}},
+                                                             {"configMap": {"name": "kube-root-ca.crt"}}]}}
+    toolkit = _toolkit()
+    toolkit["spec"]["template"]["spec"]["volumes"].append(projected)
+    assert (TOOLKIT, "(pod)", "configMap kube-root-ca.crt not in the stack (Kubernetes publishes it in every namespace: "
+                              "the API server's CA bundle)") in _stack(toolkit)
+
+
+def test_the_same_placement_and_config_in_another_order_hash_the_same():
+    reordered = _toolkit(
+        nodeSelector={"b": "2", "a": "1"},
+        tolerations=[{"operator": "Exists", "effect": "NoExecute", "key": "x", "tolerationSeconds": 300.0},
+                     {"effect": "NoSchedule", "operator": "Exists", "key": "nvidia.com/gpu"}],
+        affinity={"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"preference": {"matchExpressions": [{"values": ["a", "b"], "key": "zone", "operator": "In"}]}, "weight": 1}],
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"operator": "Exists", "key": "zone"},
+                                      {"values": ["gpu-a", "gpu-b"], "operator": "In", "key": "pool"}]}]}}})
+    original = _toolkit(
+        nodeSelector={"a": "1", "b": "2"},
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                     {"key": "x", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+        affinity=AFFINITY)
+    two_keys = {"b.yaml": "b", "a.yaml": "a"}
+    one = ledger.rows([("kubernetes:apps/v1:DaemonSet", "toolkit", original), _config_map(data=two_keys)])
+    other = ledger.rows([_config_map(data=dict(reversed(list(two_keys.items())))),
+                         ("kubernetes:apps/v1:DaemonSet", "toolkit", reordered)])
+    assert ledger.digest(one) == ledger.digest(other)
+
+
+def test_a_config_map_no_privileged_workload_reads_changes_nothing():
+    app = _plain()
+    app["spec"]["template"]["spec"]["volumes"] = [{"name": "dash", "configMap": {"name": "dashboard"}}]
+    base = _stack(_toolkit())
+    for data in ({"a": "1"}, {"a": "2"}):
+        with_maps = _stack(_toolkit(), ("kubernetes:apps/v1:Deployment", "app", app),
+                           _config_map(name="dashboard", namespace="apps", data=data),
+                           _config_map(name="unmounted", data=data))
+        assert with_maps == base
+
+
+def test_an_unprivileged_workload_s_placement_and_config_add_no_row():
+    spec = {"serviceAccountName": "app", "nodeSelector": {"node-role": "system"}, "tolerations": [{"operator": "Exists"}],
+            "affinity": AFFINITY,
+            "containers": [{"name": "app", "image": "app:1", "command": ["app"], "env": [{"name": "A", "value": "1"}],
+                            "envFrom": [{"configMapRef": {"name": "settings"}}]}],
+            "volumes": [{"name": "settings", "configMap": {"name": "settings"}}]}
+    plain = {"kind": "Deployment", "metadata": {"name": "app", "namespace": "apps"}, "spec": {"template": {"spec": spec}}}
+    assert ledger.rows([("kubernetes:apps/v1:Deployment", "app", plain), _config_map(name="settings", namespace="apps")]) == []
+
+
+def test_a_config_map_volume_that_remaps_its_keys_changes_the_hash_and_shows_the_mapping():
+    remapped = _toolkit()
+    remapped["spec"]["template"]["spec"]["volumes"][1]["configMap"]["items"] = [{"key": "other.yaml", "path": "config.yaml"}]
+    rows = _stack(remapped)
+    assert (TOOLKIT, "(pod)", 'configMap mig-parted-config items [{"key":"other.yaml","path":"config.yaml"}]') in rows
+    assert ledger.digest(rows) != ledger.digest(_stack(_toolkit()))

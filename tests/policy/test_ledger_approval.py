@@ -15,6 +15,9 @@ from tests.policy.verdict import violations
 # The rows of tests/policy/resources.py workload(), in the canonical form, by hand.
 APPROVED = "sha256:" + hashlib.sha256(
     b"gpu-platform privilege ledger v1\n"
+    b"DaemonSet gpu-device-plugin-ds\t(pod)\tnodeSelector nvidia.com/gpu.deploy.device-plugin=true\n"
+    b"DaemonSet gpu-device-plugin-ds\t(pod)\tserviceAccountName default (none set)\n"
+    b"DaemonSet gpu-device-plugin-ds\t(pod)\ttoleration nvidia.com/gpu operator Exists, effect NoSchedule\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\tcapability SYS_ADMIN\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
@@ -86,10 +89,53 @@ def test_a_stack_without_a_recorded_hash_is_told_the_hash_to_record():
     assert violations(privilege_ledger_approved, [_namespace(None), workload()]) == []
     found = violations(privilege_ledger_recorded, [_namespace(None), workload()])
     assert len(found) == 1
-    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "ledger has 5 rows" in found[0][0]  # 3 privileges, 2 images
+    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "ledger has 8 rows" in found[0][0]  # 3 privileges, 2 images, 3 of placement
 
 
 def test_a_stack_without_privileges_needs_no_recorded_hash():
     plain = resource("kubernetes:apps/v1:Deployment", "app", {"kind": "Deployment", "metadata": {"name": "app"},
                                                               "spec": {"template": {"spec": {"containers": [{"name": "app"}]}}}})
     assert violations(privilege_ledger_recorded, [_namespace(None), plain]) == []
+
+
+# Where a privileged workload runs and what it reads belong to the approval (gpu_platform/workload_binding.py).
+GPU_TOLERATION = {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _toolkit(tolerations: list):
+    return workload(name="nvidia-container-toolkit-daemonset", operand="container-toolkit", gate="container-toolkit",
+                    tolerations=tolerations, main_container={"securityContext": {"privileged": True}})
+
+
+def _approved_hash(resources: list) -> str:
+    """The stack's current hash, read from the verdict against a stale approval."""
+    (message, _), = violations(privilege_ledger_approved, [_namespace(STALE), *resources])
+    return message.split("hashes to ", 1)[1].split(",", 1)[0]
+
+
+def test_a_toleration_of_every_taint_added_to_the_container_toolkit_fails_the_old_approval():
+    approved = _approved_hash([_toolkit([GPU_TOLERATION])])
+    assert violations(privilege_ledger_approved, [_namespace(approved), _toolkit([GPU_TOLERATION])]) == []
+    everywhere = _toolkit([GPU_TOLERATION, {"operator": "Exists"}])
+    found = violations(privilege_ledger_approved, [_namespace(approved), everywhere])
+    assert len(found) == 1 and f"approval covers {approved}" in found[0][0]
+
+
+def _mig_manager(data: dict):
+    mig = workload(name="nvidia-mig-manager", operand="mig-manager", gate="mig-manager",
+                   pod={"volumes": [{"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}},
+                                    {"name": "run-nvidia-validations", "hostPath": {"path": "/run/nvidia/validations"}},
+                                    {"name": "config", "configMap": {"name": "mig-parted-config"}}]})
+    config = resource("kubernetes:core/v1:ConfigMap", "mig-parted-config",
+                      {"kind": "ConfigMap", "metadata": {"name": "mig-parted-config"}, "data": data})
+    return [mig, config]
+
+
+def test_a_change_of_the_mig_config_map_fails_the_old_approval_and_its_keys_reordered_do_not():
+    data = {"config.yaml": "version: v1\nmig-configs:\n  all-1g.10gb: []\n", "clients.yaml": "version: v1\n"}
+    approved = _approved_hash(_mig_manager(data))
+    reordered = dict(reversed(list(data.items())))
+    assert violations(privilege_ledger_approved, [_namespace(approved), *_mig_manager(reordered)]) == []
+    changed = {**data, "config.yaml": "version: v1\nmig-configs:\n  all-7g.80gb: []\n"}
+    found = violations(privilege_ledger_approved, [_namespace(approved), *_mig_manager(changed)])
+    assert len(found) == 1 and f"approval covers {approved}" in found[0][0]

@@ -106,10 +106,18 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |" in added
     assert "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | capability SYS_ADMIN |" in added
-    # No workload privilege removed; the bake's rows differ (another driver, the fabric manager, the toolkit).
+    # No workload privilege removed; the bake's rows differ (another driver, the fabric manager, the toolkit),
+    # and so do the sharing ConfigMaps and the device plugin's env (MIG strategy): each such row is
+    # replaced by the same binding with its new hash, never dropped.
     removed = changes[changes.index("### Removed"):]
-    assert [line for line in removed.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line
-            and not line.startswith("| node image bake ")] == []
+    workload_removed = [line for line in removed.splitlines() if line.startswith("| ") and "---" not in line
+                        and "workload |" not in line and not line.startswith("| node image bake ")]
+    assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
+        "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
+        "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env",
+        "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
+    ]
+    assert all(line.split(" sha256:")[0] + " sha256:" in added for line in workload_removed)
 
 
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
@@ -121,14 +129,22 @@ def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     # from unprivileged pods too, so the operands that read every GPU unprivileged already ask for the
     # device list by a read-only /dev/null mount there.
     added = changes[changes.index("### Added"):changes.index("### Removed")]
-    # Only the bake grows: it installs the toolkit as root on the image (its version an input of the script).
+    # Only the bake grows: it installs the toolkit as root on the image (its version an input of the script);
+    # the operands that run the CDI hook find it elsewhere (NVIDIA_CDI_HOOK_PATH in /usr/bin, not in the
+    # DaemonSet's /usr/local/nvidia/toolkit), so their env rows change hash.
     added_rows = [line for line in added.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
-    assert added_rows and all(line.startswith("| node image bake gpu-node-image-driver |") for line in added_rows)
+    env_rows = [line for line in added_rows if not line.startswith("| node image bake gpu-node-image-driver |")]
+    assert added_rows and [line.split(" sha256:")[0] for line in env_rows] == [
+        "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env",
+        "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env",
+    ]
     assert "| node image bake gpu-node-image-driver | (build step) | input TOOLKIT_VERSION=1.18.1 |" in added
     assert "| hostPath /dev/null ro |" not in removed
     assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | privileged |" in removed
     assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | hostPath /etc/containerd rw |" in removed
-    assert "nvidia-mig-manager" not in changes
+    # The MIG manager keeps every privilege: only its env (the hook path) differs.
+    assert [line.split(" sha256:")[0] for line in changes.splitlines() if "nvidia-mig-manager" in line] == [
+        "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env"] * 2
 
 
 @pytest.mark.parametrize("old", ["# some older report\n", f"{ledger.BEGIN}\n| a | b | c |\n"])

@@ -1,0 +1,52 @@
+"""The words and canonical JSON of the ledger's placement and configuration rows
+(gpu_platform/workload_binding.py); their effect on the hash is tested in test_ledger.py. Every
+expectation is written out by hand."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from gpu_platform import workload_binding
+
+
+@pytest.mark.parametrize("toleration, words", [
+    ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+     "toleration nvidia.com/gpu operator Exists, effect NoSchedule"),
+    ({"key": "dedicated", "value": "system"}, "toleration dedicated=system operator Equal, EVERY effect"),
+    ({"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300.0},
+     "toleration node.kubernetes.io/not-ready operator Exists, effect NoExecute for 300s"),
+    ({"operator": "Exists"}, "toleration of EVERY taint (EVERY effect; no key, operator Exists)"),
+    ({"operator": "Exists", "effect": "NoExecute"}, "toleration of EVERY taint (effect NoExecute; no key, operator Exists)"),
+], ids=["gpu-taint", "default-operator", "seconds-as-float", "every-taint", "every-noexecute-taint"])
+def test_a_toleration_reads_as_what_it_admits(toleration, words):
+    assert workload_binding.toleration(toleration) == words
+
+
+def test_canonical_json_sorts_keys_and_writes_integral_floats_as_integers():
+    assert workload_binding.canonical({"b": 1.0, "a": [2.5, True]}) == '{"a":[2.5,true],"b":1}'
+
+
+def test_lists_are_sorted_only_where_they_are_sets():
+    assert workload_binding.canonical(["b", "a"]) == '["b","a"]'
+    assert workload_binding.canonical(["b", "a"], sets=True) == '["a","b"]'
+
+
+def test_a_short_value_is_shown_and_a_long_one_is_its_sha256_with_its_length():
+    assert workload_binding.shown("args", ["-v"]) == 'args ["-v"]'
+    long = ["x" * 300]
+    expected = "sha256:" + hashlib.sha256(('["' + "x" * 300 + '"]').encode()).hexdigest()
+    assert workload_binding.shown("args", long) == f"args {expected} (1 entry, SHA-256 of the canonical JSON)"
+
+
+def test_a_node_group_selector_is_named_by_its_key_since_its_value_is_known_only_once_the_group_exists():
+    def rows(group: str) -> list:
+        spec = {"nodeSelector": {"gpu-platform.io/pool": "l40s", "eks.amazonaws.com/nodegroup": group}}
+        return workload_binding.placement_rows("DaemonSet gpu-operator/gate", spec)
+    assert rows("gpu-l40s-41edb14861f30e6e9e7cb9791a") == rows("gpu-l40s-0123456789abcdef0123456789") == [
+        ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector eks.amazonaws.com/nodegroup=(the name of a managed node group "
+                                                 "the stack creates, known once it exists; not bound)"),
+        ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector gpu-platform.io/pool=l40s"),
+        ("DaemonSet gpu-operator/gate", "(pod)", "serviceAccountName default (none set)"),
+    ]
