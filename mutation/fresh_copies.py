@@ -7,7 +7,8 @@ since the last run lingers and fails the clean run, and a data file read by the 
 (gpu_platform/*.yaml) stays as it was: the tests then run against data the work tree no longer has.
 Here: the tests and the `also_copy` paths are removed (mutmut copies them afresh), and every
 non-Python file of the source paths is copied over its stale copy; mutated sources and their
-results (*.meta) stay.
+results (*.meta) stay, except that a run at another commit collects coverage again and retries
+the survivors (recover()).
 """
 
 from __future__ import annotations
@@ -68,21 +69,69 @@ def record_commit(root: Path = ROOT) -> str | None:
     """Write the work tree's commit into mutants/ (mutmut's own `git_commit` is the baseline of its
     last full coverage pass, not of the latest run)."""
     import json
-    import subprocess
 
     mutants = root / "mutants"
-    if not mutants.is_dir():
+    commit = _head(root) if mutants.is_dir() else None
+    if commit is None:
         return None
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
-    if done.returncode != 0:
-        return None
-    commit = done.stdout.strip()
     (mutants / RUN_FILE).write_text(json.dumps({"commit": commit}) + "\n")
     return commit
 
 
+STATS = "mutmut-stats.json"  # in mutants/: mutmut's coverage pass, which tests reach which function
+
+
+def _last_commit(mutants: Path) -> str | None:
+    import json
+
+    try:
+        return json.loads((mutants / RUN_FILE).read_text())["commit"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def recover(root: Path = ROOT, commit: str | None = None) -> list[str]:
+    """Start the coverage pass over when the code or the tests changed since the last run, and try the
+    survivors again. mutmut 3.8.1's pass after a change runs only the tests it has not seen, so an
+    older test that now reaches new or changed code is never chosen for its mutants: they "survive"
+    a test never tried (the EFA device plugin's mutants survived the strict manifest test written
+    before the plugin). Without mutmut-stats.json the next run collects coverage over the whole
+    suite; a survivor's result (exit code 0) is cleared so it runs against the tests that reach it
+    now. Kills stand: a test failed on them."""
+    import json
+
+    mutants = root / "mutants"
+    last = _last_commit(mutants) if mutants.is_dir() else None
+    if last is None or commit is None or last == commit:
+        return []
+    done = []
+    if (mutants / STATS).exists():
+        (mutants / STATS).unlink()
+        done.append(f"removed mutants/{STATS} (the code changed since {last[:12]}: coverage is collected again)")
+    cleared = 0
+    for meta in sorted(mutants.rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        codes = data.get("exit_code_by_key") or {}
+        survivors = [key for key, code in codes.items() if code == 0]
+        for key in survivors:
+            codes[key] = None
+        if survivors:
+            meta.write_text(json.dumps(data, indent=4))
+            cleared += len(survivors)
+    if cleared:
+        done.append(f"{cleared} surviving mutants to run again")
+    return done
+
+
+def _head(root: Path) -> str | None:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def main() -> int:
-    for line in refresh():
+    for line in [*refresh(), *recover(ROOT, _head(ROOT))]:
         print(f"mutation: {line}")
     record_commit()
     return 0
