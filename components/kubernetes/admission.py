@@ -3,11 +3,11 @@ and their bindings, each with `validationActions: [Deny]`, that narrow what the 
 accounts may do beyond what RBAC can say, and what pods outside the operator namespace may ask the
 NVIDIA runtime for. What each rule allows, with sources, is data in gpu_platform/admission.py; this
 module only writes it as CEL. The expressions use standard CEL only (has, all, exists, in, size,
-matches, startsWith, contains), compiled by the API server with `object`, `oldObject` and `request` untyped;
+matches, startsWith, contains), compiled by the API server with `object` and `oldObject` untyped;
 tests/components/kubernetes/test_admission.py evaluates each against admission requests shaped as
 the API server sends them.
 
-1. validator pods: pods the validator's service account creates run as that service account, only the
+1. validator pods: pods the validator's service account creates or updates run as that service account, only the
    validator image with upstream's workload commands, on the node the requesting validator pod runs
    on, without host namespaces, volumes (but the service account token), hooks, probes or added
    capabilities; privileged only for upstream's own CUDA workload containers.
@@ -62,6 +62,15 @@ _NODE = {"name": "node", "expression": (
 # policy existed, leaving it terminating forever.
 _POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
               {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]}]
+# The validator's own pods on update too: a pod update may change spec.containers[*].image and
+# spec.initContainers[*].image (Kubernetes ValidatePodUpdate), and the kubelet restarts the container
+# with the new image, so a validator (whose Role grants update and patch on pods: NVIDIA/gpu-operator
+# v25.10.1 assets/state-operator-validation/0200_role.yaml) could swap the image of its privileged CUDA
+# container after admission. Upstream never updates these pods (cmd/nvidia-validator/main.go at
+# v25.10.1 has no Pods().Update or Patch), and the match condition keeps the rule to its account, so
+# no one else's finalizer removal is affected.
+_VALIDATOR_POD_RULES = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
+                        _POD_RULES[1]]
 
 
 def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
@@ -81,7 +90,7 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
     sa = cel_string(account)
     return {
         "failurePolicy": "Fail",
-        "matchConstraints": {"resourceRules": _POD_RULES},
+        "matchConstraints": {"resourceRules": _VALIDATOR_POD_RULES},
         "matchConditions": _is_account(service_account(namespace, account)),
         "variables": [_CONTAINERS, _NODE],
         "validations": [

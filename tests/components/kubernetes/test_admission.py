@@ -183,6 +183,22 @@ def test_an_ephemeral_container_added_by_the_validator_is_denied(policies):
     assert evaluate(policies["gpu-platform-validator-pods"], request)
 
 
+def test_the_validator_swapping_an_image_of_its_pod_after_admission_is_denied(policies):
+    # A pod update may change a container's image (the kubelet restarts it with the new one): the
+    # privileged CUDA container would run another image's `sh` and `vectorAdd`.
+    old = _cuda_pod()
+    new = copy.deepcopy(old)
+    new["spec"]["initContainers"][0]["image"] = "docker.io/attacker/tools:1"
+    request = {**_create(new, _user("nvidia-operator-validator")), "operation": "UPDATE", "oldObject": old}
+    failed = evaluate(policies["gpu-platform-validator-pods"], request)
+    assert failed and any("only the validator image" in m for m in failed), failed
+    # The same update of the validator's own unchanged pod (e.g. a label) is admitted.
+    relabelled = copy.deepcopy(old)
+    relabelled["metadata"].setdefault("labels", {})["x"] = "y"
+    assert evaluate(policies["gpu-platform-validator-pods"],
+                    {**_create(relabelled, _user("nvidia-operator-validator")), "operation": "UPDATE", "oldObject": old}) == []
+
+
 def test_other_pod_updates_are_left_alone(policies):
     # a finalizer removed from a pod admitted before the policy existed (a plain pods UPDATE)
     old = _workload(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])
