@@ -65,6 +65,9 @@ OPERAND_KEY = "gpu-platform.io/operand"
 # because recording a new approval must restart nothing: on a pod template it would roll every
 # privileged DaemonSet, on the node image's tags it would touch the AMI's.
 APPROVED_LEDGER_KEY = "gpu-platform.io/approved-ledger"
+# On the operands' namespace of a stack in gpu-platform:allocation mode dra (absent: device-plugin,
+# the default): how the cluster allocates GPUs, for the policy pack, which sees no stack config.
+ALLOCATION_MODE_KEY = "gpu-platform.io/allocation-mode"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

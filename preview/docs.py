@@ -25,7 +25,9 @@ REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
 OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
 _PLACES = {"every-node": "every node", "gpu-nodes": "GPU nodes", "mig-pools": "MIG pools only",
-           "toolkit-daemonset": "only with `toolkitBaked: false`"}
+           "toolkit-daemonset": "only with `toolkitBaked: false`",
+           "device-plugin-nodes": "GPU nodes, `allocation.mode: device-plugin` (the default)",
+           "dra-nodes": "GPU nodes, `allocation.mode: dra`"}
 
 
 def policy_table() -> str:

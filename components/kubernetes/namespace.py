@@ -31,6 +31,7 @@ class NamespaceArgs:
     prometheus_namespace: str = "monitoring"
     prometheus_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "prometheus"),)
     approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
+    allocation_mode: str = "device-plugin"  # gpu-platform:allocation.mode
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -60,6 +61,8 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.OVERRIDES_KEY: contract.format_overrides(args.overrides),
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
+                    # Only off the default, so the device-plugin stacks' namespace is unchanged.
+                    **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),
                 },
             },
             opts=child,

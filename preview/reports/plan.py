@@ -156,6 +156,8 @@ def _operands(config: StackConfig, recording: Recording, order: list[Registratio
             why = "the node image registers the nvidia runtime (nodeImage.toolkitBaked)"
         elif stage.mig_only and not any_mig:
             why = "no pool uses MIG"
+        elif stage.allocation_mode and stage.allocation_mode != config.allocation.mode:
+            why = f"gpu-platform:allocation.mode is {config.allocation.mode}"
         else:
             why = "not in this stack"
         lines.append(f"  left out: {stage.operand} ({why})")
