@@ -761,8 +761,8 @@ class StackConfig(_Model):
         for i, pool in enumerate(self.node_pools):
             if pool.time_slicing:
                 raise ValueError(_at(f"gpu-platform:nodePools[{i}].timeSlicing", (
-                    f"is the device plugin's setting, and {mode} no device plugin runs: nothing would share pool "
-                    f"{pool.name!r}'s GPUs (valid: remove it, or allocation.mode device-plugin)")))
+                    f"is the device plugin's setting, and {mode} no device plugin runs: nothing would share the "
+                    f"GPUs of pool {pool.name!r} (valid: remove it, or allocation.mode device-plugin)")))
             if pool.mig:
                 raise ValueError(_at(f"gpu-platform:nodePools[{i}].mig", (
                     f"is carved by the MIG manager and advertised by the device plugin, and {mode} neither runs "
