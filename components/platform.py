@@ -53,9 +53,10 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         mig_pools=tuple(mig_pools),
         toolkit_baked=config.node_image.toolkit_baked,
         cdi=config.release.cdi,
+        dra=config.dra,
         service_monitor=service_monitor(config, found),
     )
-    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=images)
+    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=images, dra=config.dra)
     return [(stage, stage.spec(context)) for stage in active]
 
 
@@ -97,7 +98,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # puts them on the nodes.
         pool_gates = {
             pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=config.node_image.toolkit_baked,
-                                             carried=config.release.images)
+                                             carried=config.release.images, dra=config.dra)
             for pool in config.node_pools
         }
         eks = gpu_cluster.build(name, config, found, stack, pool_gates, parent=self)
@@ -111,7 +112,8 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-namespace",
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
                           config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
-                          approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins),
+                          approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins,
+                          allocation_mode=config.allocation.mode),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

@@ -3,7 +3,9 @@
 Shape errors and unknown names (a release, a CUDA version, a MIG configuration that exists for no
 GPU) are config errors, raised before anything is registered. Combinations of known things that do
 not work together (release and Kubernetes, driver and CUDA, MIG profile and GPU) are left to the
-policy pack, which sees the whole stack.
+policy pack, which sees the whole stack; except what allocation mode dra cannot render at all (a
+release without the DRA driver, a Kubernetes without resource.k8s.io/v1, a pool setting only the
+device plugin reads): the program would otherwise deploy a cluster whose GPUs nothing allocates.
 """
 
 from __future__ import annotations
@@ -582,6 +584,25 @@ class NodePool(_Model):
 # The privilege ledger's hash (gpu_platform/ledger.py HASH): what `python -m preview` prints.
 
 
+class Allocation(_Model):
+    # How pods get GPUs, for the whole cluster: the device plugin's extended resources (nvidia.com/gpu)
+    # or Dynamic Resource Allocation (ResourceClaims on the DRA driver's DeviceClasses). One mode per
+    # cluster: AWS's EKS guide warns never to run the DRA driver and the device plugin on the same node
+    # (GPUs are silently oversubscribed: docs.aws.amazon.com/eks/latest/userguide/
+    # device-management-nvidia-dra-device-plugin.html), and the GPU Operator's DRA mode (GPUCluster) is
+    # cluster-wide as well (NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go:253-269).
+    mode: Literal["device-plugin", "dra"] = "device-plugin"
+
+
+# resource.k8s.io/v1 (DRA structured parameters) is GA, served and on by default from Kubernetes 1.34
+# (KEP-4381 kep.yaml, kubernetes/enhancements keps/sig-node/4381-dra-structured-parameters); NVIDIA's
+# DRA driver and the GPU Operator ask for 1.34.2 or later, past kubernetes/kubernetes#133920
+# (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 docs/prerequisites.md:10-11; NVIDIA/cloud-native-docs
+# gpu-operator-v26.7-1 gpu-operator/dra-intro-install.rst:193).
+DRA_MIN_KUBERNETES = (1, 34)
+DRA_OPERAND = "dra-driver"
+
+
 class Audit(_Model):
     owner: str = Field(min_length=1)
     approval: str = Field(min_length=1)
@@ -684,6 +705,7 @@ class StackConfig(_Model):
     node_pools: tuple[NodePool, ...] = Field(alias="gpu-platform:nodePools", min_length=1)
     audit: Audit = Field(alias="gpu-platform:audit")
     monitoring: Monitoring = Field(default_factory=Monitoring, alias="gpu-platform:monitoring")
+    allocation: Allocation = Field(default_factory=Allocation, alias="gpu-platform:allocation")
 
     @field_validator("region", mode="before")
     @classmethod
@@ -719,6 +741,48 @@ class StackConfig(_Model):
                 f"{', a second per blue-green pool while it is replaced' if needed > len(self.node_pools) + self.cluster.create else ''}); "
                 f"a cluster may have {quota} by default (EKS quota {code}): raise it in Service Quotas first, or use fewer pools")))
         return self
+
+    @model_validator(mode="after")
+    def _dra_renderable(self) -> "StackConfig":
+        if self.allocation.mode != "dra":
+            return self
+        mode = "with gpu-platform:allocation.mode 'dra'"
+        if DRA_OPERAND not in self.release.images:
+            shipping = [name for name, r in matrix.load().releases.items() if DRA_OPERAND in r.images]
+            raise ValueError(_at("gpu-platform:operator.release", (
+                f"{self.operator.release!r} {mode}: this GPU Operator release ships no DRA driver (its matrix row in "
+                f"gpu_platform/matrix.yaml pins no {DRA_OPERAND} image) (valid: {', '.join(shipping)}; or allocation.mode "
+                "device-plugin)")))
+        if versions.major_minor(self.cluster.kubernetes_version) < DRA_MIN_KUBERNETES:
+            raise ValueError(_at("gpu-platform:cluster.kubernetesVersion", (
+                f"{self.cluster.kubernetes_version!r} {mode}: DRA's resource.k8s.io/v1 API (DeviceClass, ResourceClaim) "
+                "is GA and on by default from Kubernetes 1.34, and NVIDIA's DRA driver asks for 1.34.2 or later "
+                "(kubernetes/kubernetes#133920) (valid: \"1.34\" or later; or allocation.mode device-plugin)")))
+        for i, pool in enumerate(self.node_pools):
+            if pool.time_slicing:
+                raise ValueError(_at(f"gpu-platform:nodePools[{i}].timeSlicing", (
+                    f"is the device plugin's setting, and {mode} no device plugin runs: nothing would share the "
+                    f"GPUs of pool {pool.name!r} (valid: remove it, or allocation.mode device-plugin)")))
+            if pool.mig:
+                raise ValueError(_at(f"gpu-platform:nodePools[{i}].mig", (
+                    f"is carved by the MIG manager and advertised by the device plugin, and {mode} neither runs "
+                    f"(the GPU Operator's DRA mode deploys no MIG manager either) (valid: remove it from pool "
+                    f"{pool.name!r}, or allocation.mode device-plugin)")))
+            if pool.rollout == "blue-green":
+                raise ValueError(_at(f"gpu-platform:nodePools[{i}].rollout", (
+                    f"'blue-green' {mode}: the pool's readiness gate waits for the device plugin's plugin-ready "
+                    "marker, which no node writes in DRA mode, so the old node group would never go "
+                    "(valid: surge, in-place)")))
+        for key, on in (("dashboard", self.monitoring.dashboard), ("serviceMonitor", self.monitoring.service_monitor)):
+            if on:
+                raise ValueError(_at(f"gpu-platform:monitoring.{key}", (
+                    f"true {mode}: it reads the DCGM exporter, which waits for the device plugin's plugin-ready "
+                    "marker and is not deployed in DRA mode (valid: false, or allocation.mode device-plugin)")))
+        return self
+
+    @property
+    def dra(self) -> bool:
+        return self.allocation.mode == "dra"
 
     @property
     def release(self) -> matrix.Release:

@@ -69,6 +69,9 @@ APPROVED_LEDGER_KEY = "gpu-platform.io/approved-ledger"
 # the privilege ledger, which must name the admins whose existing access entry the stack leaves alone
 # (no resource of the stack shows them). The namespace for the same reasons as above.
 CLUSTER_ADMINS_KEY = "gpu-platform.io/cluster-admins"
+# On the operands' namespace of a stack in gpu-platform:allocation mode dra (absent: device-plugin,
+# the default): how the cluster allocates GPUs, for the policy pack, which sees no stack config.
+ALLOCATION_MODE_KEY = "gpu-platform.io/allocation-mode"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

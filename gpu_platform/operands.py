@@ -11,7 +11,7 @@ from typing import Optional
 import yaml
 
 REGISTRY_FILE = Path(__file__).with_name("operands.yaml")
-PLACEMENTS = ("every-node", "gpu-nodes", "mig-pools", "toolkit-daemonset")
+PLACEMENTS = ("every-node", "gpu-nodes", "mig-pools", "toolkit-daemonset", "device-plugin-nodes", "dra-nodes")
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,11 @@ class OperandRow:
     on: str
     since: str
 
-    def deployed(self, toolkit_baked: bool, mig: bool) -> bool:
-        """Whether the operand runs in a stack (or on a pool) with these facts."""
-        return not (self.on == "toolkit-daemonset" and toolkit_baked) and not (self.on == "mig-pools" and not mig)
+    def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
+        """Whether the operand runs in a stack (or on a pool) with these facts; `dra`: the stack
+        allocates GPUs through the DRA driver (gpu-platform:allocation mode dra)."""
+        return not ((self.on == "toolkit-daemonset" and toolkit_baked) or (self.on == "mig-pools" and not mig)
+                    or (self.on == "device-plugin-nodes" and dra) or (self.on == "dra-nodes" and not dra))
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,7 +25,9 @@ REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
 OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
 _PLACES = {"every-node": "every node", "gpu-nodes": "GPU nodes", "mig-pools": "MIG pools only",
-           "toolkit-daemonset": "only with `toolkitBaked: false`"}
+           "toolkit-daemonset": "only with `toolkitBaked: false`",
+           "device-plugin-nodes": "GPU nodes, `allocation.mode: device-plugin` (the default)",
+           "dra-nodes": "GPU nodes, `allocation.mode: dra`"}
 
 
 def policy_table() -> str:
@@ -47,7 +49,8 @@ def policy_table() -> str:
 
 
 def _recordings():
-    """The prod stack and its twin with the toolkit DaemonSet (the one operand prod leaves out)."""
+    """The prod stack, its twin with the toolkit DaemonSet (the one operand prod leaves out), and the
+    dra stack (the DRA driver, which only allocation mode dra runs)."""
     import tempfile
 
     import yaml
@@ -61,7 +64,7 @@ def _recordings():
         path = Path(tmp) / "Pulumi.prod.yaml"
         path.write_text(yaml.safe_dump({"config": config}))
         twin = engine.run(path)
-    return prod, twin
+    return prod, twin, engine.run(engine.stack_file("dra"))
 
 
 def operand_table(recordings=None) -> str:
@@ -70,8 +73,8 @@ def operand_table(recordings=None) -> str:
     recordings = recordings or _recordings()
     lines = [
         OPERANDS_BEGIN,
-        f"<!-- generated from gpu_platform/operands.yaml and the prod stack's manifests by `{REGENERATE}`; CI fails when it is stale -->",
-        "| stage | operand | runs on | gate label | waits on its node for | privileges kept (prod; the toolkit: with `toolkitBaked: false`) | API token |",
+        f"<!-- generated from gpu_platform/operands.yaml and the prod and dra stacks' manifests by `{REGENERATE}`; CI fails when it is stale -->",
+        "| stage | operand | runs on | gate label | waits on its node for | privileges kept (prod; the toolkit: with `toolkitBaked: false`; the DRA driver: the dra stack) | API token |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for number, row in enumerate(operands.rows(), 1):

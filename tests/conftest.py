@@ -59,6 +59,13 @@ def prod() -> engine.Recording:
     return record(engine.stack_file("prod"))
 
 
+@pytest.fixture(scope="session")
+def dra() -> engine.Recording:
+    """The shipped stack in gpu-platform:allocation mode dra (not among `stack`'s: most tests of
+    the operands read the device plugin's path)."""
+    return record(engine.stack_file("dra"))
+
+
 @pytest.fixture(params=["dev", "prod"])
 def stack(request, dev, prod) -> engine.Recording:
     """Each shipped stack in turn."""

@@ -32,6 +32,7 @@ class NamespaceArgs:
     prometheus_labels: tuple[tuple[str, str], ...] = (("app.kubernetes.io/name", "prometheus"),)
     approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
     admins: tuple[str, ...] = ()  # gpu-platform:cluster.admins, all of them
+    allocation_mode: str = "device-plugin"  # gpu-platform:allocation.mode
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -62,6 +63,8 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
                     contract.CLUSTER_ADMINS_KEY: cluster_admins.annotation(args.admins),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
+                    # Only off the default, so the device-plugin stacks' namespace is unchanged.
+                    **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),
                 },
             },
             opts=child,

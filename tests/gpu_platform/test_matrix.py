@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import matrix, versions
+from gpu_platform import matrix, operands, versions
 from preview.offline.aws_answers import instance_catalogue
 
 MATRIX = matrix.load()
@@ -20,7 +20,8 @@ def test_every_release_from_v23_9_0_to_v26_7_0_is_present_in_order():
 @pytest.mark.parametrize("release", MATRIX.releases.values(), ids=lambda r: r.name)
 def test_every_release_row_is_complete_and_sourced(release):
     assert release.source.startswith("github.com/NVIDIA/gpu-operator/blob/")
-    assert set(release.images) == set(matrix.OPERAND_IMAGES)
+    # Every operand the registry says the release carries (each from its `since`), no other.
+    assert set(release.images) == {r.operand for r in operands.rows() if versions.at_least(release.name, r.since)}
     assert all(":" in ref for ref in release.images.values())
     assert versions.at_least(release.kubernetes_max, release.kubernetes_min)
     assert versions.major(release.driver_default) in release.driver_branches
@@ -87,26 +88,25 @@ def test_a_release_without_an_operand_the_registry_says_it_carries_is_refused(tm
         matrix.load(path)
 
 
-def test_an_operand_only_newer_releases_carry_is_absent_from_older_ones(tmp_path, monkeypatch):
-    # What adding the DRA driver looks like: one registry row with its first release, images from it on.
-    from gpu_platform import operands
+def test_the_dra_driver_is_carried_by_v26_7_0_and_by_no_older_release():
+    # The GPU Operator ships the DRA driver from v26.7.0 (manifests/state-dra-driver/, values.yaml
+    # draDriver lines 581-584); v25.10.x and v26.3.x have no DRA code (a README roadmap bullet at v26.3.3).
+    loaded = matrix.load()
+    carrying = sorted(name for name, release in loaded.releases.items() if "dra-driver" in release.images)
+    assert carrying == ["v26.7.0"]
+    assert loaded.release("v26.7.0").images["dra-driver"] == "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"
 
-    rows = operands.rows() + (operands.OperandRow("dra-driver", "dra_driver", "DraDriver", None, None, "gpu-nodes", "v26.3.0"),)
-    monkeypatch.setattr(operands, "rows", lambda: rows)
-    monkeypatch.setattr(matrix, "OPERAND_IMAGES", tuple(r.operand for r in rows))
 
+def test_an_operand_image_in_a_release_before_its_first_is_refused(tmp_path):
     def add(raw):
-        for name, row in raw["releases"].items():
-            if versions.at_least(name, "v26.3.0"):
-                row["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia-gpu:v25.8.0"
-    loaded = matrix.load(_matrix_with(tmp_path, add))
-    assert "dra-driver" in loaded.release("v26.3.0").images
-    assert "dra-driver" not in loaded.release("v25.10.1").images
+        raw["releases"]["v26.3.3"]["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
+    with pytest.raises(ValueError, match="releases.v26.3.3.images: dra-driver given, but the registry says it ships from v26.7.0"):
+        matrix.load(_matrix_with(tmp_path, add))
 
-    def add_everywhere(raw):
-        raw["releases"]["v25.10.1"]["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia-gpu:v25.8.0"
-    with pytest.raises(ValueError, match="releases.v25.10.1.images: dra-driver given, but the registry says it ships from v26.3.0"):
-        matrix.load(_matrix_with(tmp_path, lambda raw: (add(raw), add_everywhere(raw))))
+    def drop(raw):
+        del raw["releases"]["v26.7.0"]["images"]["dra-driver"]
+    with pytest.raises(ValueError, match="releases.v26.7.0.images: dra-driver missing, but the registry says it ships from v26.7.0"):
+        matrix.load(_matrix_with(tmp_path, drop))
 
 
 def test_an_image_key_the_registry_does_not_know_is_refused(tmp_path):

@@ -103,3 +103,15 @@ def test_the_toolkit_daemonset_stack_renders_the_toolkit_and_the_baked_one_does_
     assert checks.Operand(rendered(latest, False), "container-toolkit").daemonset is not None
     assert checks.Operand(rendered(latest, True), "container-toolkit").daemonset is None
     assert checks.Operand(rendered(latest, True), "mig-manager").daemonset is not None
+
+
+def test_the_dra_driver_meets_its_contract_in_the_dra_stack(dra):
+    # The prod variants above never render the DRA driver (allocation mode device-plugin): its
+    # clauses are checked against the one shipped stack in mode dra.
+    image = MATRIX.releases["v26.7.0"].images["dra-driver"]
+    op = checks.Operand(dra, "dra-driver")
+    assert op.daemonset is not None
+    failures = [f"[{clause['id']}] {problem}" for clause in contracts()["dra-driver"]["clauses"] if clause.get("expect")
+                and checks.applies(clause["applies"], tag(image)) for expectation in clause["expect"]
+                for problem in checks.check(op, image, expectation)]
+    assert not failures, "\n".join(failures)

@@ -38,7 +38,25 @@ def test_a_placement_outside_the_known_ones_is_refused(tmp_path):
     ("toolkit-daemonset", True, True, False), ("toolkit-daemonset", False, False, True),
     ("mig-pools", False, False, False), ("mig-pools", True, True, True),
     ("gpu-nodes", True, False, True), ("every-node", True, False, True),
+    ("device-plugin-nodes", True, False, True), ("dra-nodes", True, False, False),
 ])
 def test_where_an_operand_runs(on, baked, mig, deployed):
     row = operands.OperandRow("x", "x", "X", "x", None, on, "v1.0.0")
     assert row.deployed(toolkit_baked=baked, mig=mig) is deployed
+
+
+@pytest.mark.parametrize(("on", "deployed"), [
+    ("device-plugin-nodes", False), ("dra-nodes", True), ("gpu-nodes", True), ("every-node", True),
+])
+def test_where_an_operand_runs_in_allocation_mode_dra(on, deployed):
+    row = operands.OperandRow("x", "x", "X", "x", None, on, "v1.0.0")
+    assert row.deployed(toolkit_baked=True, mig=False, dra=True) is deployed
+
+
+def test_the_device_plugin_and_its_readers_run_only_in_device_plugin_mode_and_the_dra_driver_only_in_dra():
+    # Never both on one node (AWS's EKS guide: GPUs silently oversubscribed); GFD and the DCGM
+    # exporter wait for the device plugin's plugin-ready, which no node writes in mode dra.
+    on = {r.operand: r.on for r in operands.rows()}
+    assert on["device-plugin"] == on["gpu-feature-discovery"] == on["dcgm-exporter"] == "device-plugin-nodes"
+    assert on["dra-driver"] == "dra-nodes"
+    assert on["validator"] == "gpu-nodes" and on["node-feature-discovery"] == "every-node"

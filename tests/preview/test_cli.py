@@ -67,7 +67,7 @@ def test_policy_config_can_make_a_policy_advisory(tmp_path):
 
 def test_unknown_stack_exits_2_listing_the_stacks(capsys):
     assert main(["--stack", "staging"]) == 2
-    assert "stacks: dev, prod" in capsys.readouterr().err
+    assert "stacks: dev, dra, prod" in capsys.readouterr().err
 
 
 def test_malformed_yaml_exits_2_without_traceback(tmp_path, capsys):

@@ -23,8 +23,8 @@ def _lines(capsys) -> list[str]:
 def test_without_paths_every_shipped_stack_is_previewed_and_passes(capsys):
     assert main(["--all", "--jobs", "1"]) == 0
     lines = _lines(capsys)
-    assert [line.split()[:2] for line in lines[:-1]] == [["PASS", "dev"], ["PASS", "prod"]]
-    assert lines[-1] == "2 stacks: 2 pass"
+    assert [line.split()[:2] for line in lines[:-1]] == [["PASS", "dev"], ["PASS", "dra"], ["PASS", "prod"]]
+    assert lines[-1] == "3 stacks: 3 pass"
 
 
 def test_a_failing_stack_names_its_mandatory_policies_and_the_run_exits_1(capsys):
@@ -60,8 +60,9 @@ def test_a_bug_in_one_stack_is_its_error_line_and_exit_3_after_the_others(capsys
     assert main(["--all", "--jobs", "1"]) == 3
     lines = _lines(capsys)
     assert lines[0].startswith("ERROR   dev ") and "internal error: KeyError" in lines[0] and "--debug" in lines[0]
-    assert lines[1].startswith("PASS    prod ")
-    assert lines[2] == "2 stacks: 1 pass, 1 error"
+    assert lines[1].startswith("PASS    dra ")
+    assert lines[2].startswith("PASS    prod ")
+    assert lines[3] == "3 stacks: 2 pass, 1 error"
 
 
 def test_the_reports_under_out_are_those_of_a_preview_of_the_stack_alone(tmp_path, capsys):
@@ -128,8 +129,8 @@ def test_forked_workers_print_what_one_process_prints(tmp_path):
                          env=env, timeout=300)
     assert (one.returncode, two.returncode) == (1, 1), two.stderr
     assert one.stdout == two.stdout
-    assert len(one.stdout.splitlines()) == 5 + 1  # five stacks and the total
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dev", "driver-too-old-for-cuda", "eks-nvidia", "prod", "rollouts"]
+    assert len(one.stdout.splitlines()) == 6 + 1  # six stacks and the total
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dev", "dra", "driver-too-old-for-cuda", "eks-nvidia", "prod", "rollouts"]
 
 
 @pytest.mark.parametrize("file_name, name", [("Pulumi....yaml", ".."), ("Pulumi..yaml", ""), ("-x.yaml", "-x")])
@@ -183,7 +184,7 @@ def test_a_worker_killed_midway_costs_its_stacks_an_error_line_not_a_hang(tmp_pa
     rest, _ = run.communicate(timeout=300)
     lines = [first.rstrip("\n"), *rest.splitlines()]
     assert run.returncode == 3
-    assert lines[-1].startswith("15 stacks: ") and "error" in lines[-1]
+    assert lines[-1].startswith("16 stacks: ") and "error" in lines[-1]
     lost = [line for line in lines if line.startswith("ERROR")]
     assert lost and all("the worker previewing it ended (killed by signal 9)" in line for line in lost)
-    assert len(lines) == 15 + 1
+    assert len(lines) == 16 + 1

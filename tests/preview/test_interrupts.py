@@ -148,7 +148,7 @@ def test_a_sigint_ignored_at_start_stays_ignored(tmp_path, command):
     _, err = preview.communicate(timeout=180)
     assert (preview.returncode, err) == (0, "")
     written = {path.parent.name for path in tmp_path.rglob("report.json")}
-    assert written == ({"dev", "prod"} if "--all" in command else {tmp_path.name})
+    assert written == ({"dev", "dra", "prod"} if "--all" in command else {tmp_path.name})
 
 
 def test_ctrl_c_while_a_module_is_half_imported_still_exits_130(monkeypatch, capfd):

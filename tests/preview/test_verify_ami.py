@@ -118,7 +118,7 @@ def test_an_invalid_stack_is_a_config_error(tmp_path, capsys):
 
 def test_an_unknown_stack_is_a_config_error(capsys):
     assert main(["verify-ami", "--stack", "staging"]) == 2
-    assert "stacks: dev, prod" in capsys.readouterr().err
+    assert "stacks: dev, dra, prod" in capsys.readouterr().err
 
 
 def test_the_subcommand_leaves_the_preview_cli_alone(capsys):

@@ -36,6 +36,18 @@ class Operand(pulumi.ComponentResource):
             for crd in spec.crds
         ]
         waits = [*crds, *self._identity(name, object_name, spec.operand, spec.cluster_rules, spec.namespace_rules)]
+        # DeviceClasses before the kubelet plugin, as the GPU Operator orders them (state-dra-driver
+        # 0400-0430 before 0500): a claim made as the first node joins finds its class.
+        waits += [
+            k8s.resource.v1.DeviceClass(
+                f"{name}-deviceclass-{class_name.split('.')[0]}",
+                metadata={"name": class_name, "labels": {"app.kubernetes.io/name": spec.operand,
+                                                         "app.kubernetes.io/part-of": "gpu-platform"}},
+                spec={"selectors": [{"cel": {"expression": expression}}]},
+                opts=self._child,
+            )
+            for class_name, expression in spec.device_classes
+        ]
         configmap_names = {}
         for suffix, data in spec.config_maps.items():
             cm_name = f"{object_name}-{suffix}"

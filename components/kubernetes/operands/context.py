@@ -23,5 +23,7 @@ class OperandContext:
     mig_pools: tuple[MigPool, ...]
     toolkit_baked: bool
     cdi: bool
+    # GPUs are allocated through the DRA driver (gpu-platform:allocation mode dra), not the device plugin.
+    dra: bool = False
     # The ServiceMonitor's labels (what the Prometheus operator selects), or None for no ServiceMonitor.
     service_monitor: dict[str, str] | None = None

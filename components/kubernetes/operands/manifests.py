@@ -80,7 +80,8 @@ def _token(spec: OperandSpec) -> tuple[bool, bool]:
 def _container(c: Container, spec: OperandSpec) -> dict:
     by_volume = {hp.volume: hp for hp in spec.host_paths}
     mounts = [
-        {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only} for v in c.host_paths
+        {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only,
+         **({"mountPropagation": by_volume[v].propagation} if by_volume[v].propagation else {})} for v in c.host_paths
     ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts] + (
         [{"name": TOKEN_VOLUME["name"], "mountPath": TOKEN_DIR, "readOnly": True}] if c.api_token and _token(spec)[1] else [])
     env = [{"name": k, "value": v} for k, v in c.env] + [

@@ -26,6 +26,9 @@ class HostPath:
     mount: str
     read_only: bool = True
     type: str = ""  # "" | Directory | DirectoryOrCreate | File | Socket ...
+    # "" (None) | HostToContainer | Bidirectional: Bidirectional (mounts made in the container reach
+    # the host) is allowed only to a privileged container (Kubernetes API, VolumeMount.mountPropagation).
+    propagation: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class OperandSpec:
     services: tuple["Service", ...] = ()
     crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
     custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
+    # resource.k8s.io/v1 DeviceClasses (cluster-wide): (name, CEL selector) each, what a DRA driver's
+    # devices are claimed by.
+    device_classes: tuple[tuple[str, str], ...] = ()
     # The DaemonSet's, service account's and RBAC objects' name; None: nvidia-<operand>. An image that
     # looks itself up by name (the validator) gets the name it looks up.
     object_name: Optional[str] = None

@@ -14,8 +14,11 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
     validator      init: driver check, toolkit check -> toolkit-ready, CUDA workload -> cuda-ready;
                    its running container waits for the plugin and writes plugin-ready
     MIG manager    waits for toolkit-ready
-    device plugin  waits for toolkit-ready
-    GFD, DCGM      wait for plugin-ready
+    DRA driver     waits for toolkit-ready (allocation mode dra only)
+    device plugin  waits for toolkit-ready (allocation mode device-plugin only)
+    GFD, DCGM      wait for plugin-ready (allocation mode device-plugin only: in mode dra nothing
+                   writes plugin-ready, so they are not deployed there, and the validator leaves out
+                   its plugin check)
 
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
 that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
@@ -77,12 +80,16 @@ class Stage:
     waits_for: Optional[str]
     row: operands.OperandRow  # the registry row (gpu_platform/operands.yaml)
 
-    def deployed(self, toolkit_baked: bool, mig: bool) -> bool:
-        return self.row.deployed(toolkit_baked, mig)
+    def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
+        return self.row.deployed(toolkit_baked, mig, dra)
 
     @property
     def mig_only(self) -> bool:  # deployed, and gated, only where a pool uses MIG
         return self.row.on == "mig-pools"
+
+    @property
+    def allocation_mode(self) -> Optional[str]:  # the one gpu-platform:allocation mode it runs in, if only one
+        return {"device-plugin-nodes": "device-plugin", "dra-nodes": "dra"}.get(self.row.on)
 
     @property
     def runtime_owner(self) -> bool:  # left out when the node image already configures the runtime
@@ -98,12 +105,14 @@ def _stage(row: operands.OperandRow) -> Stage:
 STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 
-def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None) -> tuple[Stage, ...]:
-    """The stages a stack deploys; `carried`: the operands its release pins an image for (all when None)."""
-    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig) and (carried is None or s.operand in carried))
+def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[Stage, ...]:
+    """The stages a stack deploys; `carried`: the operands its release pins an image for (all when
+    None); `dra`: the stack allocates GPUs through the DRA driver, not the device plugin."""
+    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried))
 
 
-def gates_for_pool(mig: bool, toolkit_baked: bool, carried: Optional[Collection[str]] = None) -> tuple[str, ...]:
+def gates_for_pool(mig: bool, toolkit_baked: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[str, ...]:
     """The gating labels a pool's nodes carry: every active stage's, the MIG manager's only on MIG
-    pools, the toolkit's not when the image owns the runtime."""
-    return tuple(s.gate for s in active(toolkit_baked, mig, carried) if s.gate)
+    pools, the toolkit's not when the image owns the runtime, the device plugin's or the DRA
+    driver's by the stack's allocation mode (never both on one node)."""
+    return tuple(s.gate for s in active(toolkit_baked, mig, carried, dra) if s.gate)

@@ -79,13 +79,20 @@ def _workload_env(image: str) -> tuple:
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["validator"]
     # Runs until the device plugin (a later stage) advertises GPUs, then keeps the pod alive; the
-    # pod is ready once the checks that precede the plugin have passed (readiness below).
+    # pod is ready once the checks that precede the plugin have passed (readiness below). In
+    # allocation mode dra no device plugin runs and no node advertises nvidia.com/gpu, so the plugin
+    # check (which asks for one, cmd/nvidia-validator/main.go:1342-1351 at v26.7.0) would wait
+    # forever: the container only keeps the pod alive. The GPU Operator's DRA mode proves the DRA
+    # path with its own nvidia-dra-validator (a ResourceClaim on gpu.nvidia.com, then nvidia-smi -L:
+    # manifests/state-dra-validation/ at v26.7.0), which this platform does not render yet.
     plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "true"), *_workload_env(image)))
+    run = ("echo all validations are successful; while true; do sleep 86400; done" if ctx.dra else
+           "until nvidia-validator; do sleep 10; done; echo all validations are successful; while true; do sleep 86400; done")
     plugin = Container(
         **{**plugin.__dict__,
-           "name": "plugin-validation",
-           "args": ("until nvidia-validator; do sleep 10; done; echo all validations are successful; "
-                    "while true; do sleep 86400; done",),
+           "name": "idle" if ctx.dra else "plugin-validation",
+           "args": (run,),
+           **({"env": (), "field_env": ()} if ctx.dra else {}),
            "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10},
            # The image never removes its markers; when the pod stops (a MIG change restarts it, an
            # update rolls it) the node must not keep markers of what was checked before.
@@ -117,7 +124,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             {"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "get", "list", "delete"]},
             {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"], "resourceNames": [NAME]},
         ),
-        cluster_rules=({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},),
+        cluster_rules=() if ctx.dra else ({"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},),
         runtime_class="nvidia",
         object_name=NAME,
         app_label=NAME,

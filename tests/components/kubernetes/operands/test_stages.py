@@ -80,11 +80,24 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
     written_by = {"driver-ready": {"container-toolkit", "validator"}, "toolkit-ready": {"validator"},
                   "cuda-ready": {"validator"}, "plugin-ready": {"validator"}}
     for baked in (False, True):
-        seen: set[str] = set()
-        for stage in stages.active(baked, any_mig=True):
-            if stage.waits_for:
-                assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for}"
-            seen.add(stage.operand)
+        for dra in (False, True):
+            seen: set[str] = set()
+            for stage in stages.active(baked, any_mig=not dra, dra=dra):
+                if stage.waits_for:
+                    assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for} (dra {dra})"
+                seen.add(stage.operand)
+
+
+def test_every_operand_of_a_dra_node_starts():
+    # In allocation mode dra nothing writes plugin-ready (no device plugin; the validator leaves out
+    # its plugin check): a stage that waited for it would hold its pods on every node forever.
+    for baked in (False, True):
+        order = stages.active(baked, any_mig=False, dra=True)
+        markers = {"driver-ready", "toolkit-ready", "cuda-ready"}  # the validator's init checks, its only writers here
+        assert "validator" in [s.operand for s in order]
+        stuck = [s.operand for s in order if s.waits_for and s.waits_for not in markers]
+        assert not stuck, stuck
+        assert "dra-driver" in [s.operand for s in order] and "device-plugin" not in [s.operand for s in order]
 
 
 def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
