@@ -103,7 +103,10 @@ NODE_WRITERS = (
                # What places operands and their settings on a node is the pools' (kubelet labels) and the
                # MIG manager's, never a discovered feature: GFD publishes no such key (`git grep` of
                # NVIDIA/k8s-device-plugin v0.18.1 internal/lm finds none of them), so NFD may not put a
-               # gating label on a system node.
+               # gating label on a system node. Its own PCI labels (feature.node.kubernetes.io/pci-10de.present)
+               # place nothing here: the GPU Operator's state manager turns them into gpu.present and the
+               # gating labels (NVIDIA/gpu-operator v25.10.1 controllers/state_manager.go:112-116, 508-541),
+               # but this stack runs no operator controller, and no operand selects on them.
                reserved_labels=(f"{contract.GATE_PREFIX}*", contract.GPU_PRESENT_LABEL, contract.MIG_CONFIG_LABEL,
                                 contract.DEVICE_PLUGIN_CONFIG_LABEL)),
 )

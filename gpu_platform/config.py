@@ -578,6 +578,15 @@ class NodePool(_Model):
             raise ValueError("capacityReservationId (cr-...) is required with capacityType: CAPACITY_BLOCK")
         if self.capacity_type != "CAPACITY_BLOCK" and self.capacity_reservation_id:
             raise ValueError(f"capacityReservationId is only for capacityType: CAPACITY_BLOCK (this pool is {self.capacity_type})")
+        # A Capacity Block is zonal, and its node group must name only a subnet of the reservation's zone
+        # (EKS User Guide 4d52b4d0 latest/ug/ml/capacity-blocks-mng.adoc:64, capacity-blocks.adoc:69).
+        if self.capacity_type == "CAPACITY_BLOCK" and (self.subnet_ids is None or len(self.subnet_ids) != 1):
+            raise ValueError(_at(".subnetIds", (
+                "a Capacity Block is zonal: name the one subnet in the Availability Zone of the reservation "
+                f"{self.capacity_reservation_id} (subnetIds: [subnet-...]); the cluster's subnets span zones"
+                if self.subnet_ids is None else
+                f"{len(self.subnet_ids)} subnets, but a Capacity Block is zonal: name only the subnet in the Availability "
+                f"Zone of the reservation {self.capacity_reservation_id}")))
         return self
 
 

@@ -91,8 +91,9 @@ def _efa(pool: NodePool, tags: dict[str, Any]) -> str:
     count = int(tags.get(contract.EFA_INTERFACES_TAG, "0") or 0)
     if not count:
         return "no EFA"
-    where = ("its capacity block's placement" if pool.capacity_type == "CAPACITY_BLOCK"
-             else "a cluster placement group in the first subnet")
+    subnet = pool.subnet_ids[0] if pool.subnet_ids else "the first cluster subnet"
+    where = (f"its capacity block's placement, in {subnet}" if pool.capacity_type == "CAPACITY_BLOCK"
+             else f"a cluster placement group in {subnet}")
     return f"EFA x{count} per node ({where})"
 
 

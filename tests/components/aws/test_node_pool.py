@@ -167,7 +167,8 @@ def test_launch_templates_and_node_groups_carry_the_driver_and_audit_tags(shippe
 def test_a_capacity_block_pool_launches_into_its_reservation(variant):
     def capacity_block(config):
         pool = config["gpu-platform:nodePools"][0]
-        pool.update({"instanceType": "p5.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0a1b2c3d4e5f60718"})
+        pool.update({"instanceType": "p5.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0a1b2c3d4e5f60718",
+                     "subnetIds": ["subnet-0a1b2c3d4e5f60002"]})
         pool.pop("timeSlicing", None)
 
     recording = variant(capacity_block)
@@ -175,7 +176,10 @@ def test_a_capacity_block_pool_launches_into_its_reservation(variant):
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
     assert target == {"capacityReservationId": "cr-0a1b2c3d4e5f60718"}
-    assert recording.one("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng").inputs["capacityType"] == "CAPACITY_BLOCK"
+    group = recording.one("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng")
+    assert group.inputs["capacityType"] == "CAPACITY_BLOCK"
+    # Only the reservation's zone (a Capacity Block is zonal; EKS guide capacity-blocks-mng.adoc:64).
+    assert group.inputs["subnetIds"] == ["subnet-0a1b2c3d4e5f60002"]
 
 
 def test_an_on_demand_pool_has_no_market_options(dev):

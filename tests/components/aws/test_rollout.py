@@ -50,7 +50,8 @@ def _all_waits(rec, urn) -> set[str]:
 
 
 BLOCK = {"name": "p", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 1, "maxSize": 2,
-         "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0"}
+         "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0",
+         "subnetIds": ["subnet-0a1b2c3d4e5f60002"]}
 
 
 def test_the_default_is_surge_and_a_capacity_block_rolls_in_place():

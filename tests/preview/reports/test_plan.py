@@ -73,7 +73,7 @@ def test_each_pool_says_its_rollout_gate_repair_kernel_modules_and_fabric_manage
     assert _pool_facts(lines, "l4") == ("rollout surge, no readiness gate, nodeRepair on, open kernel modules, "
                                         "no fabric manager (no NVSwitch), no EFA")
     assert _pool_facts(lines, "h100-block") == ("rollout in-place, no readiness gate, nodeRepair on, open kernel modules, "
-                                                "fabric manager runs (NVSwitch), EFA x32 per node (its capacity block's placement)")
+                                                "fabric manager runs (NVSwitch), EFA x32 per node (its capacity block's placement, in subnet-0a1b2c3d4e5f60002)")
     assert _pool_facts(lines, "l40s").startswith("rollout blue-green, guarded by the readiness gate ")
     assert _pool_facts(lines, "l40s").endswith(", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch), no EFA")
 
