@@ -94,7 +94,10 @@ def toleration(t: Mapping[str, Any]) -> str:
     effects = f"effect {effect}" if effect else "EVERY effect"
     if not key and operator == "Exists":
         return f"toleration of EVERY taint ({effects}; no key, operator Exists){seconds}"
-    taint = f"{key}={value}" if operator == "Equal" else key
+    # The value matters to every operator but Exists: Equal compares it, and Lt/Gt (alpha,
+    # TaintTolerationComparisonOperators; kubernetes/api v0.35.0 core/v1 toleration.go:52-75) take it as
+    # the threshold.
+    taint = key if operator == "Exists" else f"{key}={value}"
     return f"toleration {taint} operator {operator}, {effects}{seconds}"
 
 

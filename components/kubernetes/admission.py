@@ -182,6 +182,12 @@ def node_writer(namespace: str, account: str, writer: NodeWriter) -> dict:
                      if writer.annotation_namespaces else f"{writer.operand} changes no node annotation")},
         {"expression": "variables.newSpec == variables.oldSpec",
          "message": f"{writer.operand} changes no node spec (taints, unschedulable, ...)"},
+        # Neither writer sets these; an owner reference to an object that does not exist gets the Node
+        # deleted by the garbage collector, and a finalizer keeps a deleted one from going.
+        {"expression": " && ".join(
+            f"(has(object.metadata.{f}) ? object.metadata.{f} : []) == (has(oldObject.metadata.{f}) ? oldObject.metadata.{f} : [])"
+            for f in ("ownerReferences", "finalizers")),
+         "message": f"{writer.operand} changes no node owner references or finalizers"},
         {"expression": _changed_only("Capacity", pattern(writer.resource_namespaces))
          + " && " + _changed_only("Allocatable", pattern(writer.resource_namespaces)),
          "message": (f"{writer.operand} changes only extended resources in {admission.shown(writer.resource_namespaces)}"

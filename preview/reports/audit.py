@@ -183,11 +183,12 @@ def _summary(found: list[Workload]) -> list[str]:
     ]
     for name, group in sorted(operands.items(), key=lambda item: (min(w.stage for w in item[1]) or 999, item[0])):
         containers = [c for w in group for c in w.containers]
-        # A path a privileged container mounts is writable whatever its mount says: it can remount it.
+        # A path a privileged container (or one with CAP_SYS_ADMIN) mounts is writable whatever its
+        # mount says: it can remount it.
         modes: dict[str, str] = {}
         for c in containers:
             for path, mode in c.host_paths().items():
-                mode = "rw" if c.privileged else mode
+                mode = "rw" if c.can_remount else mode
                 modes[path] = "rw" if "rw" in (mode, modes.get(path)) else mode
         stage = min(w.stage for w in group)
         lines.append(
@@ -243,10 +244,11 @@ def _joined(modes: dict[str, str]) -> str:
     return ",".join(f"{p}:{m}" for p, m in modes.items()) or "(none)"
 
 
-def _mount(mode: str, privileged: bool) -> str:
-    if privileged and mode == "ro":
-        # CAP_SYS_ADMIN and every device: `mount -o remount,rw` undoes the flag.
-        return "mounted read-only, which is no boundary for a privileged container (it can remount it read-write),"
+def _mount(mode: str, container) -> str:
+    if container.can_remount and mode == "ro":
+        # CAP_SYS_ADMIN (which privileged includes): `mount -o remount,rw` undoes the flag.
+        who = "a privileged container" if container.privileged else "a container with CAP_SYS_ADMIN"
+        return f"mounted read-only, which is no boundary for {who} (it can remount it read-write),"
     return _MODE[mode]
 
 
@@ -271,7 +273,7 @@ def _workload(w: Workload) -> list[str]:
     for c in w.containers:
         caps = ", ".join(c.capabilities) or "none"
         lines.append(f"- `{c.name}`{' (init)' if c.init else ''}: {'privileged' if c.privileged else 'not privileged'}; added capabilities: {caps}")
-        lines += [f"  - `{m.host_path}` {_mount(m.mode, c.privileged)} at `{m.at}`" for m in c.mounts]
+        lines += [f"  - `{m.host_path}` {_mount(m.mode, c)} at `{m.at}`" for m in c.mounts]
         if not c.mounts:
             lines.append("  - no host paths")
     return lines + [""]

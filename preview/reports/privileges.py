@@ -34,6 +34,12 @@ class Container:
     capabilities: tuple[str, ...]
     mounts: tuple[Mount, ...]
 
+    @property
+    def can_remount(self) -> bool:
+        """Whether a read-only mount binds it: privileged, or CAP_SYS_ADMIN, can `mount -o remount,rw`
+        (the runtime's default seccomp profile allows mount to a container with CAP_SYS_ADMIN)."""
+        return self.privileged or "SYS_ADMIN" in self.capabilities
+
     def host_paths(self) -> dict[str, str]:
         """Host path -> mode for this container; rw wins when it mounts a path twice."""
         modes: dict[str, str] = {}

@@ -19,7 +19,10 @@ from gpu_platform import workload_binding
      "toleration node.kubernetes.io/not-ready operator Exists, effect NoExecute for 300s"),
     ({"operator": "Exists"}, "toleration of EVERY taint (EVERY effect; no key, operator Exists)"),
     ({"operator": "Exists", "effect": "NoExecute"}, "toleration of EVERY taint (effect NoExecute; no key, operator Exists)"),
-], ids=["gpu-taint", "default-operator", "seconds-as-float", "every-taint", "every-noexecute-taint"])
+    # Lt/Gt (alpha in Kubernetes 1.35) compare the taint's value with this threshold: it is bound too.
+    ({"key": "example.com/rack", "operator": "Gt", "value": "4", "effect": "NoSchedule"},
+     "toleration example.com/rack=4 operator Gt, effect NoSchedule"),
+], ids=["gpu-taint", "default-operator", "seconds-as-float", "every-taint", "every-noexecute-taint", "threshold"])
 def test_a_toleration_reads_as_what_it_admits(toleration, words):
     assert workload_binding.toleration(toleration) == words
 

@@ -224,6 +224,11 @@ def _node(name: str = NODE, labels: dict | None = None, annotations: dict | None
             "status": {"capacity": {"cpu": "192", "nvidia.com/gpu": "8", **(capacity or {})}, "allocatable": {"cpu": "191"}}}
 
 
+def _with_metadata(node: dict, **fields) -> dict:
+    node["metadata"].update(fields)
+    return node
+
+
 def _update(old: dict, new: dict, user: dict, sub: str = "") -> dict:
     return {"operation": "UPDATE", "resource": "nodes", "subResource": sub, "name": old["metadata"]["name"], "namespace": "",
             "object": new, "oldObject": old, "userInfo": user}
@@ -255,6 +260,9 @@ def test_the_mig_managers_label_writes_on_its_node_are_admitted(policies, new):
     ("a removed foreign label", _node(), _drop_label(_node(), "kubernetes.io/hostname")),
     ("a taint removed", _node(), _node(taints=[{"key": "example.com/x", "effect": "NoSchedule"}])),
     ("an annotation", _node(), _node(annotations={"nvidia.com/x": "y"})),
+    ("an owner reference", _node(), _with_metadata(_node(), ownerReferences=[
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "0000"}])),
+    ("a finalizer", _node(), _with_metadata(_node(), finalizers=["example.com/keep"])),
 ])
 def test_mig_manager_writes_beyond_its_labels_are_denied(policies, why, old, new):
     assert evaluate(policies["gpu-platform-mig-manager-nodes"], _update(old, new, _user(MIG))), why
@@ -285,6 +293,8 @@ def test_nfd_masters_writes_are_admitted_on_every_node(policies, sub, old, new):
     ("a taint", "", _node(taints=[])),
     ("a foreign annotation", "", _node(annotations={"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"})),
     ("fake GPUs", "status", _node(capacity={"nvidia.com/gpu": "64"})),
+    ("an owner reference", "", _with_metadata(_node(), ownerReferences=[
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "0000"}])),
 ])
 def test_nfd_master_writes_beyond_its_keys_are_denied(policies, why, sub, new):
     assert evaluate(policies["gpu-platform-nfd-master-nodes"], _update(_node(), new, _user(NFD), sub)), why

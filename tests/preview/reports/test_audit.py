@@ -49,10 +49,12 @@ def test_prod_report_lists_every_recorded_host_path_of_every_daemonset_with_its_
         for container in spec.get("initContainers", []) + spec["containers"]:
             for mount in container.get("volumeMounts", []):
                 if mount["name"] in volumes:
-                    privileged = (container.get("securityContext") or {}).get("privileged") is True
+                    security = container.get("securityContext") or {}
+                    privileged = security.get("privileged") is True
+                    sys_admin = "SYS_ADMIN" in ((security.get("capabilities") or {}).get("add") or [])
+                    who = ("a privileged container" if privileged else "a container with CAP_SYS_ADMIN" if sys_admin else None)
                     mode = "read-write" if mount.get("readOnly") is not True else (
-                        "mounted read-only, which is no boundary for a privileged container (it can remount it read-write),"
-                        if privileged else "read-only")
+                        f"mounted read-only, which is no boundary for {who} (it can remount it read-write)," if who else "read-only")
                     assert f"`{volumes[mount['name']]}` {mode} at `{mount['mountPath']}`" in section
 
 
@@ -298,3 +300,13 @@ def test_a_read_only_host_mount_of_a_privileged_container_is_not_presented_as_a_
     summary = audit.report(prod).split("## Summary per operand")[1].split("\n\n")[1]
     # validator: /run/nvidia/validations, /dev/char rw and / (privileged) writable; /dev/null read-only.
     assert "| 2 | validator | 1 | 4 | 1 | 0 | 3 | 1 | 0 |" in summary
+
+
+def test_a_read_only_host_mount_of_a_container_with_sys_admin_is_not_presented_as_a_boundary(prod):
+    # The device plugin's main container is not privileged but adds SYS_ADMIN, which lets it remount
+    # the host's / (mounted read-only at /host) read-write: the runtime's default seccomp profile
+    # allows mount to a container with CAP_SYS_ADMIN.
+    section = _section(audit.report(prod), "DaemonSet gpu-operator/nvidia-device-plugin")
+    assert ("`/` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
+            "read-write), at `/host`") in section
+    assert "`/` read-only at `/host`" not in section
