@@ -92,6 +92,9 @@ def _quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:
     return value
 
 
+# What to give for a key whose meaning differs by model (a pool's subnets are not the cluster's).
+_GIVE_IN = {("NodePool", "subnetIds"): "a list of one or more subnet ids (exactly one with EFA or a Capacity Block)"}
+
 # Optional keys whose own validator answers a null, with the key's default in the message.
 _NULL_SAID_BY_VALIDATOR = ("rollout", "nodeRepair", "efa")
 
@@ -109,7 +112,8 @@ class _Model(BaseModel):
                 key = field.alias or name
                 if (key in data and (data[key] is None or data[key] == "") and not field.is_required()
                         and field.default is None and key not in _NULL_SAID_BY_VALIDATOR):
-                    raise ValueError(_at(f".{key}", f"has no value (null or empty): give {_GIVE.get(key, 'a value')}, "
+                    give = _GIVE_IN.get((cls.__name__, key)) or _GIVE.get(key, 'a value')
+                    raise ValueError(_at(f".{key}", f"has no value (null or empty): give {give}, "
                                                     "or remove the key for the default"))
         return data
 
@@ -144,6 +148,12 @@ def _iam_principal(value: Any) -> Any:
         )
     if ":role/aws-service-role/" in value:
         raise ValueError(f"{_shown(value)} is a service-linked role, which EKS access entries refuse")
+    # The path between role/ (or user/) and the name, both slashes included: at most 512 characters
+    # (IAM User Guide, "IAM object quotas": "Path: 512 characters").
+    prefix = value.split(":", 5)[5].split("/", 1)[1].rpartition("/")[0]
+    path = f"/{prefix}/" if prefix else "/"
+    if len(path) > 512:
+        raise ValueError(f"{_shown(value)} has an IAM path of {len(path)} characters; IAM allows 512 at most")
     return value
 
 

@@ -406,6 +406,10 @@ def _preview(args: argparse.Namespace, pack) -> int:
         new_report = json.loads(report.as_json(judged.recording, judged.violations))
         summary += changes.describe(changes.compare(old_report, new_report))
         summary += rollouts.describe(rollouts.compare(old_report, new_report))
+    if audit_against is not None:
+        from preview.reports import ledger
+
+        summary += "\n" + ledger.baseline(audit_against, judged.recording, args.audit_against) + "\n"
     paths = {flag: getattr(args, flag[2:]) for flag in outcome.OUTPUT_FLAGS}
     try:
         writing.write_all(list(outcome.outputs(judged, paths, audit_against)), summary)

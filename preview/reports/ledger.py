@@ -126,3 +126,15 @@ def status(recording: Recording) -> str:
     else:
         said = f"NOT the approved {', '.join(recorded)} (gpu-platform:audit.approvedLedger)"
     return f"Privilege ledger: {current}, {said}"
+
+
+def baseline(old: set[Row], recording: Recording, where: str) -> str:
+    """One line for the terminal with --audit-against: whether the previous report is the approved one
+    (its rows' hash against gpu-platform:audit.approvedLedger) and how many rows changed since it, so
+    a forged or wrong baseline shows without opening the report."""
+    previous = canonical.digest(old)
+    recorded = approved(recording)
+    said = ("the approved hash" if previous in recorded else
+            f"NOT the approved {', '.join(recorded)}" if recorded else "no approved hash recorded to compare with")
+    added, removed = diff(old, set(of(recording)))
+    return f"Audit baseline {where}: {previous}, {said}; {len(added)} rows added, {len(removed)} removed since"

@@ -212,7 +212,7 @@ def test_the_approved_report_as_baseline_is_named_as_such(tmp_path):
 
 
 @pytest.mark.parametrize("hash_line", ["recomputed", "removed"])
-def test_a_baseline_forged_consistently_is_named_not_the_approved_one(tmp_path, hash_line):
+def test_a_baseline_forged_consistently_is_named_not_the_approved_one(tmp_path, capsys, hash_line):
     # A row taken out of the approved report and its hash recomputed (or its hash line dropped)
     # passes the check that rows hash to what the report states; the diff would then call the
     # removed privilege "added since the approval". The stack's own approved hash tells them apart.
@@ -235,9 +235,13 @@ def test_a_baseline_forged_consistently_is_named_not_the_approved_one(tmp_path, 
         forged = "\n".join(line for line in forged.splitlines() if not line.startswith("Hash: `")) + "\n"
     old.write_text(forged)
     new = tmp_path / "new.md"
+    capsys.readouterr()
     assert main(["--stack", "dev", "--audit", str(new), "--audit-against", str(old)]) == 0
     changes = _changes(new.read_text())
     assert f"**NOT the approved `{_approved_in_stack_file('dev')}`**" in changes
+    # The terminal says it too, with the count of rows that differ (the one row taken out).
+    (line,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Audit baseline ")]
+    assert f"NOT the approved {_approved_in_stack_file('dev')}; 1 rows added, 0 removed since" in line, line
     if recomputed:
         assert f"ledger hashes to `{recomputed}`" in changes
     assert row.strip() in changes[changes.index("### Added"):changes.index("### Removed")]
