@@ -66,6 +66,13 @@ TOKEN_CA_CONFIGMAP = "kube-root-ca.crt"
 # (cmd/nvidia-validator/main.go:1564-1604 at v26.7.0 sets the pod's runtimeClassName from its config,
 # components/kubernetes/namespace.py creates `nvidia`).
 VALIDATOR_RUNTIME_CLASS = "nvidia"
+# Upstream's validator pods name no priority class, but the Priority admission plugin (mutating, so
+# before any validating policy) writes the cluster's globalDefault PriorityClass name into a pod that
+# names none (kubernetes plugin/pkg/admission/priority/admission.go, Admit: pod.Spec.PriorityClassName =
+# pcName): a cluster with a default class must still get its CUDA check. Refused are the classes that
+# preempt system pods, whose names Kubernetes reserves with this prefix (system-node-critical,
+# system-cluster-critical; pkg/apis/scheduling SystemPriorityClassPrefix).
+SYSTEM_PRIORITY_PREFIX = "system-"
 
 
 @dataclass(frozen=True)

@@ -134,9 +134,11 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
                             " && (!has(object.spec.securityContext.seccompProfile) || object.spec.securityContext.seccompProfile.type != 'Unconfined')"
                             " && (!has(object.spec.securityContext.appArmorProfile) || object.spec.securityContext.appArmorProfile.type != 'Unconfined')))"
                             f" && (!has(object.spec.runtimeClassName) || object.spec.runtimeClassName == {cel_string(admission.VALIDATOR_RUNTIME_CLASS)})"
-                            " && !has(object.spec.priorityClassName) && !has(object.spec.resourceClaims)"),
+                            f" && (!has(object.spec.priorityClassName) || !object.spec.priorityClassName.startsWith({cel_string(admission.SYSTEM_PRIORITY_PREFIX)}))"
+                            " && !has(object.spec.resourceClaims)"),
              "message": ("the validator's pods use no host port, Unmasked /proc, Unconfined seccomp or AppArmor profile, sysctl, "
-                         f"priority class or resource claim, and no runtime class but {admission.VALIDATOR_RUNTIME_CLASS}")},
+                         f"system priority class ({admission.SYSTEM_PRIORITY_PREFIX}*) or resource claim, and no runtime class "
+                         f"but {admission.VALIDATOR_RUNTIME_CLASS}")},
             {"expression": (f"(!has(object.spec.volumes) || object.spec.volumes.all(v, {token_volume}))"
                             " && !(has(object.spec.shareProcessNamespace) && object.spec.shareProcessNamespace)"),
              "message": ("the validator's pods have no volume but the service account token's projected volume, "

@@ -176,6 +176,13 @@ def test_a_validator_pod_beyond_its_own_is_denied(policies, why, pod, user):
     assert failed, why
 
 
+def test_a_pod_given_the_clusters_default_priority_class_is_admitted(policies):
+    # The Priority admission plugin names the cluster's globalDefault class in a pod that names none,
+    # before validating admission runs: the validator's CUDA pod arrives with it.
+    pod = _edited(lambda s: s.update(priorityClassName="cluster-default", priority=1000))
+    assert evaluate(policies["gpu-platform-validator-pods"], _create(pod, _user("nvidia-operator-validator"))) == []
+
+
 def test_an_ephemeral_container_added_by_the_validator_is_denied(policies):
     pod = _edited(lambda s: s.update(ephemeralContainers=[{"name": "debug", "image": "docker.io/library/alpine:3"}]))
     request = {**_create(pod, _user("nvidia-operator-validator")), "operation": "UPDATE", "subResource": "ephemeralcontainers",
