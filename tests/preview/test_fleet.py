@@ -176,7 +176,9 @@ def test_a_directory_of_plain_yaml_files_leaves_out_the_project_file(tmp_path):
 def test_a_worker_killed_midway_costs_its_stacks_an_error_line_not_a_hang(tmp_path):
     # The OOM killer's SIGKILL: the run still ends, with every stack's line and the total.
     argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(VIOLATING), "--jobs", "2"]
-    run = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # stderr not piped: with two pipes communicate() reads the raw descriptors, and a line that
+    # readline() below already buffered (a second stack finished with the first) would be lost.
+    run = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     first = run.stdout.readline()  # a worker has finished its first stack: both are running
     workers = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
     assert len(workers) == 2, workers
