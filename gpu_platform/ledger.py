@@ -54,7 +54,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, workload_binding, workloads
+from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -220,13 +220,16 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
 
 
 def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
-                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS) -> list[Row]:
+                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
+                  account: str = "") -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
     if resource_type == bake_document.COMPONENT_TYPE:
         return bake_document.rows(resource_name, props)
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props)
+    if resource_type in grants.TYPES:
+        return grants.rows(resource_type, resource_name, props, account)
     return workload_rows(resource_type, resource_name, props, config_maps)
 
 
@@ -235,7 +238,9 @@ def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[Row]:
     resources = list(resources)
     minor = kubernetes_minor(resources)
     maps = workload_binding.config_maps(resources)
-    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props, minor, maps)})
+    account = grants.own_account(resources)
+    return sorted({row for type_, name, props in resources
+                   for row in resource_rows(type_, name, props, minor, maps, account)})
 
 
 def _cell(value: str) -> str:
