@@ -32,7 +32,13 @@ A row is (subject, part, privilege), the three columns of the audit report's led
 - the node image bake (gpu_platform/bake_document.py): what runs as root on the build host, its
   inputs, and what it downloads with the pins that check the downloads;
 - who may administer the cluster (gpu_platform/cluster_admins.py): every `cluster.admins` principal,
-  every access policy association with its policy and scope, and the cluster's own access settings.
+  every access policy association with its policy and scope, and the cluster's own access settings;
+- what the stack grants and enforces (gpu_platform/grants.py): every rule of every Role and
+  ClusterRole (lists sorted: a set) and every binding's role and subjects; every IAM role's trust
+  policy (SHA-256, and its trusted principals), attached managed policies by ARN, inline,
+  customer-managed and KMS key policies by SHA-256 (canonical JSON, every list sorted, the stack's own
+  account written `(stack account)`); every ValidatingAdmissionPolicy's spec by SHA-256 and every
+  binding's policy, validation actions, match resources and parameter reference.
 
 The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONICAL_VERSION):
 
