@@ -30,7 +30,8 @@ condition values as sets; so reordering statements or actions changes nothing, w
 does (text that is not JSON is hashed as it is). The stack's own AWS account (the 12-digit number most
 often found in these documents and ARNs, the smaller on a tie) is written `(stack account)`: the
 offline preview answers with a mock account (preview/offline/outputs.py ACCOUNT) and the real preview
-with the deploying one, and both must give the same hash. Any other account stays as it is, so
+with the deploying one, and both must give the same hash (for the same reason an IAM role or policy
+ARN loses Pulumi's autoname suffix, random in the real preview). Any other account stays as it is, so
 trusting or naming a foreign account shows. The trust and key policies come from the program's
 account lookup, so making every reference name another account at once would keep the hash (the
 ledger cannot tell which account is "own" from properties alone).
@@ -87,7 +88,14 @@ def _plain(value: Any) -> Any:
     return json.loads(canonical(value))
 
 
+# An IAM role or policy ARN whose name ends in Pulumi's autoname suffix, inside a document or alone.
+_AUTONAMED_ARN = re.compile(r'(arn:aws(?:-cn|-us-gov)?:iam::[^:"]*:(?:role|policy)/[^"\s]*?)-[0-9a-f]{7}(?=["\s]|$)')
+
+
 def _masked(value: str, account: str) -> str:
+    """The stack's account as OWN_ACCOUNT, and IAM role and policy ARNs without Pulumi's autoname
+    suffix (a KMS key policy names the cluster role by its ARN: random in the real preview)."""
+    value = _AUTONAMED_ARN.sub(r"\1", value)
     return re.sub(rf"(?<![0-9]){account}(?![0-9])", OWN_ACCOUNT, value) if account else value
 
 

@@ -133,6 +133,18 @@ def test_the_stack_account_is_masked_so_the_offline_and_the_real_preview_agree()
     assert ("IAM role gpu-cluster-control-plane", "(policies)", "policy arn:aws:iam::(stack account):policy/gpu-ssm-agent") in offline
 
 
+def test_a_key_policy_naming_an_autonamed_role_is_the_same_offline_and_in_the_real_preview():
+    # The role's autoname suffix is derived from its name offline and random in the real preview.
+    def key(account: str, suffix: str) -> tuple[str, str, dict]:
+        statement = {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*",
+                     "Principal": {"AWS": f"arn:aws:iam::{account}:role/gpu-cluster-control-plane-{suffix}"}}
+        return "aws:kms/key:Key", "gpu-cluster-secrets", {"policy": json.dumps({"Statement": [statement]})}
+    by_hand = ('{"Statement":[{"Action":"kms:Decrypt","Effect":"Allow","Principal":{"AWS":'
+               '"arn:aws:iam::(stack account):role/gpu-cluster-control-plane"},"Resource":"*"}]}')
+    assert ledger.rows([key(ACCOUNT, "03a07aa")]) == ledger.rows([key("210987654321", "9f8e7d6")]) == [
+        ("KMS key gpu-cluster-secrets", "(document)", f"policy {_sha(by_hand)} {DOCUMENT}")]
+
+
 def test_policy_documents_inline_policies_and_key_policies_are_hashed():
     doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "kms:*", "Resource": "*"},
                                                   {"Effect": "Allow", "Action": ["ssm:UpdateInstanceInformation"], "Resource": "*"}]}
