@@ -32,7 +32,13 @@ A row is (subject, part, privilege), the three columns of the audit report's led
 - the node image bake (gpu_platform/bake_document.py): what runs as root on the build host, its
   inputs, and what it downloads with the pins that check the downloads;
 - who may administer the cluster (gpu_platform/cluster_admins.py): every `cluster.admins` principal,
-  every access policy association with its policy and scope, and the cluster's own access settings.
+  every access policy association with its policy and scope, and the cluster's own access settings;
+- what the stack grants and enforces (gpu_platform/grants.py): every rule of every Role and
+  ClusterRole (lists sorted: a set) and every binding's role and subjects; every IAM role's trust
+  policy (SHA-256, and its trusted principals), attached managed policies by ARN, inline,
+  customer-managed and KMS key policies by SHA-256 (canonical JSON, every list sorted, the stack's own
+  account written `(stack account)`); every ValidatingAdmissionPolicy's spec by SHA-256 and every
+  binding's policy, validation actions, match resources and parameter reference.
 
 The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONICAL_VERSION):
 
@@ -54,7 +60,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, workload_binding, workloads
+from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -220,13 +226,16 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
 
 
 def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
-                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS) -> list[Row]:
+                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
+                  account: str = "") -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
     if resource_type == bake_document.COMPONENT_TYPE:
         return bake_document.rows(resource_name, props)
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props)
+    if resource_type in grants.TYPES:
+        return grants.rows(resource_type, resource_name, props, account)
     return workload_rows(resource_type, resource_name, props, config_maps)
 
 
@@ -235,7 +244,9 @@ def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[Row]:
     resources = list(resources)
     minor = kubernetes_minor(resources)
     maps = workload_binding.config_maps(resources)
-    return sorted({row for type_, name, props in resources for row in resource_rows(type_, name, props, minor, maps)})
+    account = grants.own_account(resources)
+    return sorted({row for type_, name, props in resources
+                   for row in resource_rows(type_, name, props, minor, maps, account)})
 
 
 def _cell(value: str) -> str:

@@ -139,3 +139,51 @@ def test_a_change_of_the_mig_config_map_fails_the_old_approval_and_its_keys_reor
     changed = {**data, "config.yaml": "version: v1\nmig-configs:\n  all-7g.80gb: []\n"}
     found = violations(privilege_ledger_approved, [_namespace(approved), *_mig_manager(changed)])
     assert len(found) == 1 and f"approval covers {approved}" in found[0][0]
+
+
+# What the stack grants through RBAC, IAM and its admission policies belongs to the approval
+# (gpu_platform/grants.py): the five changes of the issue 17 review, each of which kept the hash.
+_RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
+_ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
+_GRANTS = {
+    "role": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
+             {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+    "roleRef": "nvidia-mig-manager",
+    "policyArn": "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "expression": "object.spec.nodeName == ''",
+    "actions": ["Deny"],
+}
+
+
+def _grants(**changed):
+    g = {**_GRANTS, **changed}
+    return [
+        resource(_RBAC + "ClusterRole", "cr", {"metadata": {"name": "nvidia-mig-manager"}, "rules": g["role"]}),
+        resource(_RBAC + "ClusterRoleBinding", "crb", {
+            "metadata": {"name": "nvidia-mig-manager"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": g["roleRef"]},
+            "subjects": [{"kind": "ServiceAccount", "name": "nvidia-mig-manager", "namespace": "gpu-operator"}]}),
+        resource("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "att",
+                 {"policyArn": g["policyArn"], "role": "gpu-node-role-4ad3f2c"}),
+        resource(_ADMISSION + "ValidatingAdmissionPolicy", "vap", {
+            "metadata": {"name": "gpu-platform-validator-pods"},
+            "spec": {"failurePolicy": "Fail", "validations": [{"expression": g["expression"]}]}}),
+        resource(_ADMISSION + "ValidatingAdmissionPolicyBinding", "vapb", {
+            "metadata": {"name": "gpu-platform-validator-pods"},
+            "spec": {"policyName": "gpu-platform-validator-pods", "validationActions": g["actions"]}}),
+    ]
+
+
+def test_each_grant_the_review_changed_fails_the_old_approval_and_reordered_rules_do_not():
+    approved = _approved_hash(_grants())
+    assert violations(privilege_ledger_approved, [_namespace(approved), *_grants()]) == []
+    reordered = [{"verbs": ["list"], "resources": ["pods"], "apiGroups": [""]},
+                 {"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch", "list", "get"]}]
+    assert violations(privilege_ledger_approved, [_namespace(approved), *_grants(role=reordered)]) == []
+    for change in ({"role": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]},
+                   {"roleRef": "cluster-admin"},
+                   {"policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"},
+                   {"expression": "true"},
+                   {"actions": ["Audit"]}):
+        found = violations(privilege_ledger_approved, [_namespace(approved), *_grants(**change)])
+        assert len(found) == 1 and f"approval covers {approved}" in found[0][0], change

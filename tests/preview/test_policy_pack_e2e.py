@@ -92,7 +92,8 @@ def test_policy_config_can_disable_a_policy(tmp_path):
 def test_a_public_cluster_endpoint_limited_to_named_networks_is_advisory(tmp_path):
     config = stack_config("dev")
     config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]})
-    code, report = run(tmp_path, write_stack(tmp_path, config))
+    # Named dev: the stack's name is in its IAM policy's name, which its approved ledger covers.
+    code, report = run(tmp_path, write_stack(tmp_path, config, "dev"))
     assert code == 0
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("cluster-endpoint-private", "advisory")]
     assert "203.0.113.0/24, 198.51.100.0/24" in report["violations"][0]["message"]

@@ -1,0 +1,215 @@
+"""What the stack grants through Kubernetes RBAC, AWS IAM and KMS, and what its admission policies
+enforce, as the privilege ledger (gpu_platform/ledger.py) reads it from resource properties alone:
+widening a ClusterRole, binding `cluster-admin`, attaching AdministratorAccess, trusting another
+principal or turning an admission policy into `true` or `Audit` is a different approval.
+
+Rows (subject, part, privilege):
+
+- every Role and ClusterRole (`ClusterRole NAME`, `Role NS/NAME`), part `(role)`: one row per rule,
+  `rule {...}`, the rule's canonical JSON with every list sorted (apiGroups, resources, resourceNames,
+  verbs, nonResourceURLs: RBAC unions the rules and each list is a set, Kubernetes API, PolicyRule),
+  so reordering rules or verbs changes nothing; `aggregationRule {...}` likewise;
+- every RoleBinding and ClusterRoleBinding, part `(binding)`: `roleRef KIND NAME`, and one
+  `subject KIND NS/NAME` per subject;
+- every IAM role (`IAM role NAME`: the `name` property, else the Pulumi name, either without
+  Pulumi's autoname suffix), part `(trust)`: `assumeRolePolicy sha256:...` and, readable, one
+  `trusts PRINCIPAL-KIND VALUE` per principal an Allow statement names; part `(policies)`: `policy
+  ARN` per managed policy attached (RolePolicyAttachment, RolePolicyAttachmentsExclusive,
+  managedPolicyArns), `inline policy NAME sha256:...` per inline policy (RolePolicy, inlinePolicies);
+  every customer-managed IAM policy (`IAM policy NAME`) and KMS key (`KMS key PULUMI-NAME`), part
+  `(document)`: `policy sha256:...`;
+- every ValidatingAdmissionPolicy, part `(policy)`: `spec sha256:...` over the whole spec (match
+  constraints, conditions, validations, failure policy; lists in their order, as CEL sees them);
+  every ValidatingAdmissionPolicyBinding, part `(binding)`: `policyName NAME`,
+  `validationActions [...]` (sorted: a set), `matchResources ...` and `paramRef ...` (readable when
+  short, else a SHA-256; `(none)` when absent).
+
+A policy document (JSON text in the properties) is hashed as its canonical JSON: keys sorted, no
+spaces, and EVERY list sorted, since IAM evaluates Statement, Action, Resource, Principal values and
+condition values as sets; so reordering statements or actions changes nothing, while any other change
+does (text that is not JSON is hashed as it is). The stack's own AWS account (the 12-digit number most
+often found in these documents and ARNs, the smaller on a tie) is written `(stack account)`: the
+offline preview answers with a mock account (preview/offline/outputs.py ACCOUNT) and the real preview
+with the deploying one, and both must give the same hash (for the same reason an IAM role or policy
+ARN loses Pulumi's autoname suffix, random in the real preview). Any other account stays as it is, so
+trusting or naming a foreign account shows. The trust and key policies come from the program's
+account lookup, so making every reference name another account at once would keep the hash (the
+ledger cannot tell which account is "own" from properties alone).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from typing import Any, Iterable, Mapping
+
+from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.workload_binding import canonical, shown
+
+Row = tuple[str, str, str]
+_RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
+ROLE_TYPES = {_RBAC + "ClusterRole": "ClusterRole", _RBAC + "Role": "Role"}
+BINDING_TYPES = {_RBAC + "ClusterRoleBinding": "ClusterRoleBinding", _RBAC + "RoleBinding": "RoleBinding"}
+_ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
+POLICY_TYPE = _ADMISSION + "ValidatingAdmissionPolicy"
+POLICY_BINDING_TYPE = _ADMISSION + "ValidatingAdmissionPolicyBinding"
+IAM_ROLE = "aws:iam/role:Role"
+IAM_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+IAM_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+IAM_INLINE = "aws:iam/rolePolicy:RolePolicy"
+IAM_POLICY = "aws:iam/policy:Policy"
+KMS_KEY = "aws:kms/key:Key"
+TYPES = (*ROLE_TYPES, *BINDING_TYPES, POLICY_TYPE, POLICY_BINDING_TYPE,
+         IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY)
+# (type, property) of every document or ARN that may name an account.
+_ACCOUNT_BEARING = {IAM_ROLE: ("assumeRolePolicy", "managedPolicyArns", "inlinePolicies"),
+                    IAM_ATTACHMENT: ("policyArn",), IAM_EXCLUSIVE: ("policyArns",),
+                    IAM_INLINE: ("policy",), IAM_POLICY: ("policy",), KMS_KEY: ("policy",)}
+# An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
+_ACCOUNT = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
+OWN_ACCOUNT = "(stack account)"
+# Pulumi's autonaming suffix: a dash and 7 hex characters (the same rule as ledger._AUTONAME_SUFFIX,
+# which says where it comes from).
+_AUTONAME_SUFFIX = re.compile(r"-[0-9a-f]{7}$")
+
+
+def own_account(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
+    """The account most often named in the stack's IAM and KMS documents and ARNs ("" when none)."""
+    seen: Counter[str] = Counter()
+    for type_, _, props in resources:
+        for key in _ACCOUNT_BEARING.get(type_, ()):
+            seen.update(_ACCOUNT.findall(json.dumps(_plain(props.get(key)))))
+    return min(seen, key=lambda a: (-seen[a], a)) if seen else ""
+
+
+def _plain(value: Any) -> Any:
+    return json.loads(canonical(value))
+
+
+# An IAM role or policy ARN whose name ends in Pulumi's autoname suffix, inside a document or alone.
+_AUTONAMED_ARN = re.compile(r'(arn:aws(?:-cn|-us-gov)?:iam::[^:"]*:(?:role|policy)/[^"\s]*?)-[0-9a-f]{7}(?=["\s]|$)')
+
+
+def _masked(value: str, account: str) -> str:
+    """The stack's account as OWN_ACCOUNT, and IAM role and policy ARNs without Pulumi's autoname
+    suffix (a KMS key policy names the cluster role by its ARN: random in the real preview)."""
+    value = _AUTONAMED_ARN.sub(r"\1", value)
+    return re.sub(rf"(?<![0-9]){account}(?![0-9])", OWN_ACCOUNT, value) if account else value
+
+
+def _sha256(data: str) -> str:
+    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()
+
+
+def document(raw: Any, account: str = "") -> str:
+    """A policy document's canonical JSON, every list sorted and the stack's account masked."""
+    raw = text(raw)
+    try:
+        form = canonical(json.loads(raw), sets=True)
+    except ValueError:
+        form = raw
+    return _masked(form, account)
+
+
+def _hashed(label: str, raw: Any, account: str) -> str:
+    return f"{label} {_sha256(document(raw, account))} (SHA-256 of the canonical JSON, lists sorted)"
+
+
+def _key(kind: str, meta: Mapping[str, Any], resource_name: str) -> str:
+    namespace, name = text(meta.get("namespace")), text(meta.get("name")) or resource_name
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def _rbac_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+    meta = dig(props, "metadata")
+    if resource_type in ROLE_TYPES:
+        who = _key(ROLE_TYPES[resource_type], meta, resource_name)
+        found = [(who, "(role)", f"rule {canonical(rule, sets=True)}") for rule in sequence(props.get("rules"))]
+        if "aggregationRule" in props:
+            found.append((who, "(role)", f"aggregationRule {canonical(props.get('aggregationRule'), sets=True)}"))
+        return found
+    who = _key(BINDING_TYPES[resource_type], meta, resource_name)
+    ref = dig(props, "roleRef")
+    found = [(who, "(binding)", f"roleRef {text(ref.get('kind'))} {text(ref.get('name'))}")]
+    for s in map(mapping, sequence(props.get("subjects"))):
+        target = f"{text(s.get('namespace'))}/{text(s.get('name'))}" if s.get("namespace") else text(s.get("name"))
+        found.append((who, "(binding)", f"subject {text(s.get('kind'))} {target}"))
+    return found
+
+
+def _admission_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+    meta, spec = dig(props, "metadata"), dig(props, "spec")
+    if resource_type == POLICY_TYPE:
+        who = _key("ValidatingAdmissionPolicy", meta, resource_name)
+        return [(who, "(policy)", f"spec {_sha256(canonical(spec))} (SHA-256 of the canonical JSON)")]
+    who = _key("ValidatingAdmissionPolicyBinding", meta, resource_name)
+    actions = sorted({text(a) for a in sequence(spec.get("validationActions"))})
+    found = [(who, "(binding)", f"policyName {text(spec.get('policyName'))}"),
+             (who, "(binding)", f"validationActions {canonical(actions)}")]
+    for key in ("matchResources", "paramRef"):
+        found.append((who, "(binding)", shown(key, spec.get(key)) if key in spec else f"{key} (none)"))
+    return found
+
+
+def _role_name(value: Any) -> str:
+    """An IAM role or policy by name, from a name or an ARN, without Pulumi's autoname suffix: the
+    program's props lack an autonamed `name`, the engine hands the pack the props after the provider's
+    check, with the autoname filled in (and the attachments name the role by it), so all three agree."""
+    return _AUTONAME_SUFFIX.sub("", text(value).rsplit("/", 1)[-1])
+
+
+def _trusted(raw: Any, account: str) -> list[str]:
+    """`trusts KIND VALUE` for every principal an Allow statement of a trust policy names."""
+    try:
+        doc = json.loads(text(raw))
+    except ValueError:
+        return []
+    statements = doc.get("Statement") if isinstance(doc, dict) else None
+    found = set()
+    for s in statements if isinstance(statements, list) else [statements]:
+        if not isinstance(s, dict) or s.get("Effect") != "Allow":
+            continue
+        principal = s.get("Principal")
+        if not isinstance(principal, dict):
+            found.add(f"trusts {_masked(text(principal), account)}")
+            continue
+        for kind, values in principal.items():
+            for value in values if isinstance(values, list) else [values]:
+                found.add(f"trusts {kind} {_masked(text(value), account)}")
+    return sorted(found)
+
+
+def _iam_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], account: str) -> list[Row]:
+    if resource_type == IAM_ROLE:
+        who = f"IAM role {_role_name(props.get('name')) or resource_name}"
+        trust = props.get("assumeRolePolicy")
+        found = [(who, "(trust)", _hashed("assumeRolePolicy", trust, account))]
+        found += [(who, "(trust)", row) for row in _trusted(trust, account)]
+        found += [(who, "(policies)", f"policy {_masked(text(arn), account)}") for arn in sequence(props.get("managedPolicyArns"))]
+        found += [(who, "(policies)", _hashed(f"inline policy {text(p.get('name'))}", p.get("policy"), account))
+                  for p in map(mapping, sequence(props.get("inlinePolicies")))]
+        return found
+    if resource_type == IAM_ATTACHMENT:
+        return [(f"IAM role {_role_name(props.get('role'))}", "(policies)", f"policy {_masked(text(props.get('policyArn')), account)}")]
+    if resource_type == IAM_EXCLUSIVE:
+        who = f"IAM role {_role_name(props.get('roleName'))}"
+        return [(who, "(policies)", f"policy {_masked(text(arn), account)}") for arn in sequence(props.get("policyArns"))]
+    if resource_type == IAM_INLINE:
+        return [(f"IAM role {_role_name(props.get('role'))}", "(policies)",
+                 _hashed(f"inline policy {_role_name(props.get('name')) or resource_name}", props.get("policy"), account))]
+    if resource_type == IAM_POLICY:
+        return [(f"IAM policy {_role_name(props.get('name')) or resource_name}", "(document)", _hashed("policy", props.get("policy"), account))]
+    return [(f"KMS key {resource_name}", "(document)", _hashed("policy", props.get("policy"), account))]
+
+
+def rows(resource_type: str, resource_name: str, props: Mapping[str, Any], account: str = "") -> list[Row]:
+    """The grant rows of one resource (of TYPES); none for anything else. `account` is own_account of the stack."""
+    if resource_type in ROLE_TYPES or resource_type in BINDING_TYPES:
+        return _rbac_rows(resource_type, resource_name, props)
+    if resource_type in (POLICY_TYPE, POLICY_BINDING_TYPE):
+        return _admission_rows(resource_type, resource_name, props)
+    if resource_type in TYPES:
+        return _iam_rows(resource_type, resource_name, props, account)
+    return []
