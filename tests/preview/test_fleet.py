@@ -176,15 +176,16 @@ def test_a_directory_of_plain_yaml_files_leaves_out_the_project_file(tmp_path):
 def test_a_worker_killed_midway_costs_its_stacks_an_error_line_not_a_hang(tmp_path):
     # The OOM killer's SIGKILL: the run still ends, with every stack's line and the total.
     argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(VIOLATING), "--jobs", "2"]
-    # stderr not piped: with two pipes communicate() reads the raw descriptors, and a line that
-    # readline() below already buffered (a second stack finished with the first) would be lost.
-    run = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    first = run.stdout.readline()  # a worker has finished its first stack: both are running
+    # Unbuffered: communicate() with a timeout reads the raw descriptor, so a second line that a
+    # buffered readline() had already taken in with the first (two stacks done at once) would be lost;
+    # a raw readline() takes one byte at a time, up to the first line's end.
+    run = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+    first = run.stdout.readline().decode()  # a worker has finished its first stack: both are running
     workers = subprocess.run(["pgrep", "-P", str(run.pid)], capture_output=True, text=True).stdout.split()
     assert len(workers) == 2, workers
     os.kill(int(workers[1]), 9)
     rest, _ = run.communicate(timeout=300)
-    lines = [first.rstrip("\n"), *rest.splitlines()]
+    lines = [first.rstrip("\n"), *rest.decode().splitlines()]
     assert run.returncode == 3
     assert lines[-1].startswith("16 stacks: ") and "error" in lines[-1]
     lost = [line for line in lines if line.startswith("ERROR")]
