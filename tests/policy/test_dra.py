@@ -123,3 +123,12 @@ def test_an_alpha_gate_turned_off_needs_no_acknowledgement():
 def test_the_feature_gates_flag_counts_as_the_env_does():
     assert len(alpha(namespace(), plugin(args=["-v", "4", "--feature-gates=TimeSlicingSettings=true"]))) == 1
     assert len(alpha(namespace(), plugin(args=["--feature-gates", "MPSSupport=true"]))) == 1
+
+
+def test_a_driver_version_the_table_lacks_is_judged_by_the_newest_it_has():
+    # An override's patch release (v0.5.1) still needs Kubernetes 1.34: judged, not skipped.
+    other = rs.workload(name="gpu-dra-driver-ds", operand="dra-driver", image="nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.1",
+                        gate="dra-driver", release=RELEASE)
+    found = supported(namespace(kubernetes="1.33"), other, *pool_resources())
+    assert len(found) == 1 and "Kubernetes 1.33" in found[0] and "v0.5.1" in found[0]
+    assert supported(namespace(), other, *pool_resources()) == []
