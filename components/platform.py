@@ -54,6 +54,7 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         toolkit_baked=config.node_image.toolkit_baked,
         cdi=config.release.cdi,
         dra=config.dra,
+        dra_feature_gates=dict(config.allocation.feature_gates),
         service_monitor=service_monitor(config, found),
     )
     active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=images, dra=config.dra)
@@ -113,7 +114,8 @@ class GpuPlatform(pulumi.ComponentResource):
             NamespaceArgs(k8s_version, release.name, config.workloads.cuda_versions, dict(config.operator.overrides), provider,
                           config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
                           approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins,
-                          allocation_mode=config.allocation.mode),
+                          allocation_mode=config.allocation.mode,
+                          acknowledged_alpha=config.allocation.acknowledge_alpha),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import aws_limits, image_refs, ledger, matrix, versions
+from gpu_platform import aws_limits, dra, image_refs, ledger, matrix, versions
 
 PROJECT = "gpu-platform"
 
@@ -611,6 +611,12 @@ class Allocation(_Model):
     # device-management-nvidia-dra-device-plugin.html), and the GPU Operator's DRA mode (GPUCluster) is
     # cluster-wide as well (NVIDIA/gpu-operator v26.7.0 controllers/nodelabeling_controller.go:253-269).
     mode: Literal["device-plugin", "dra"] = "device-plugin"
+    # The DRA driver's feature gates, by name (gpu_platform/dra.yaml, per driver version): passed to its
+    # kubelet plugin as upstream passes them (env FEATURE_GATES). Unset gates keep the driver's default.
+    feature_gates: Mapping[str, StrictBool] = Field(default_factory=dict, alias="featureGates")
+    # Alpha gates the stack turns on knowingly: without it, policy dra-alpha-features-acknowledged
+    # reports each one (the program writes the list on the operands' namespace for the pack).
+    acknowledge_alpha: tuple[str, ...] = Field(default=(), alias="acknowledgeAlpha")
 
 
 # resource.k8s.io/v1 (DRA structured parameters) is GA, served and on by default from Kubernetes 1.34
@@ -797,6 +803,34 @@ class StackConfig(_Model):
                 raise ValueError(_at(f"gpu-platform:monitoring.{key}", (
                     f"true {mode}: it reads the DCGM exporter, which waits for the device plugin's plugin-ready "
                     "marker and is not deployed in DRA mode (valid: false, or allocation.mode device-plugin)")))
+        return self
+
+    @model_validator(mode="after")
+    def _dra_feature_gates(self) -> "StackConfig":
+        gates, acknowledged = self.allocation.feature_gates, self.allocation.acknowledge_alpha
+        if self.allocation.mode != "dra":
+            for key, given in (("featureGates", gates), ("acknowledgeAlpha", acknowledged)):
+                if given:
+                    raise ValueError(_at(f"gpu-platform:allocation.{key}", (
+                        "are the DRA driver's, and with allocation.mode 'device-plugin' no DRA driver runs "
+                        "(valid: remove it, or allocation.mode dra)")))
+            return self
+        image = self.release.images[DRA_OPERAND]
+        driver = dra.driver_of_image(image)
+        if driver is None:  # a matrix row pinning a driver the table lacks: ours to fix, not the user's
+            raise ValueError(_at("gpu-platform:operator.release", (
+                f"{self.operator.release!r} ships the DRA driver {image}, whose version gpu_platform/dra.yaml does "
+                f"not list (known: {', '.join(dra.load())}), so its feature gates cannot be checked")))
+        at = f"the DRA driver {driver.version} of GPU Operator {self.operator.release}"
+        for name in gates:
+            if name not in driver.gates:
+                raise ValueError(_at(f"gpu-platform:allocation.featureGates.{name}", (
+                    f"is not a feature gate of {at} (valid: {', '.join(driver.gates)})")))
+        for i, name in enumerate(acknowledged):
+            if name not in driver.alpha():
+                raise ValueError(_at(f"gpu-platform:allocation.acknowledgeAlpha[{i}]", (
+                    f"{name!r} is not an alpha feature gate of {at}, and only alpha gates need acknowledging "
+                    f"(valid: {', '.join(driver.alpha())})")))
         return self
 
     @property

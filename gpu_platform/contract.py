@@ -72,6 +72,9 @@ CLUSTER_ADMINS_KEY = "gpu-platform.io/cluster-admins"
 # On the operands' namespace of a stack in gpu-platform:allocation mode dra (absent: device-plugin,
 # the default): how the cluster allocates GPUs, for the policy pack, which sees no stack config.
 ALLOCATION_MODE_KEY = "gpu-platform.io/allocation-mode"
+# On the same namespace: the DRA driver's alpha feature gates the stack acknowledges
+# (gpu-platform:allocation.acknowledgeAlpha), space-separated, for policy/dra.py; absent when none.
+ACKNOWLEDGED_ALPHA_KEY = "gpu-platform.io/acknowledged-alpha"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

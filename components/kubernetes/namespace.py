@@ -33,6 +33,7 @@ class NamespaceArgs:
     approved_ledger: str | None = None  # gpu-platform:audit.approvedLedger
     admins: tuple[str, ...] = ()  # gpu-platform:cluster.admins, all of them
     allocation_mode: str = "device-plugin"  # gpu-platform:allocation.mode
+    acknowledged_alpha: tuple[str, ...] = ()  # gpu-platform:allocation.acknowledgeAlpha
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -65,6 +66,8 @@ class GpuNamespace(pulumi.ComponentResource):
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                     # Only off the default, so the device-plugin stacks' namespace is unchanged.
                     **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),
+                    **({contract.ACKNOWLEDGED_ALPHA_KEY: contract.join_values(sorted(args.acknowledged_alpha))}
+                       if args.acknowledged_alpha else {}),
                 },
             },
             opts=child,

@@ -147,3 +147,32 @@ def test_a_node_group_that_claims_another_driver_than_the_image_fails(prod):
     found = _mandatory(prod.replaced("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l40s-ng", other_driver))
     assert [v.policy for v in found] == ["declared-facts-agree"]
     assert "580.95.05" in found[0].message and "580.105.08" in found[0].message and "gpu-node-image-image" in found[0].message
+
+
+def _dra_with_gates(tmp_path: Path, **allocation) -> Path:
+    config = unapproved(stack_config("dra"))
+    config["gpu-platform:allocation"].update(allocation)
+    return write_stack(tmp_path, config)
+
+
+def test_an_alpha_dra_feature_gate_turned_on_unacknowledged_is_advisory(tmp_path):
+    code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"TimeSlicingSettings": True}))
+    assert code == 0
+    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [
+        ("dra-alpha-features-acknowledged", "advisory"), (LEDGER_RECORDED, "advisory")]
+    assert "TimeSlicingSettings" in report["violations"][0]["message"] and "gpu-dra-driver-ds" in report["violations"][0]["message"]
+
+
+def test_an_acknowledged_alpha_dra_feature_gate_is_not_reported(tmp_path):
+    code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"TimeSlicingSettings": True},
+                                                 acknowledgeAlpha=["TimeSlicingSettings"]))
+    assert code == 0
+    assert [v["policy"] for v in report["violations"]] == [LEDGER_RECORDED]
+
+
+def test_policy_config_makes_unacknowledged_alpha_dra_gates_mandatory(tmp_path):
+    levels = tmp_path / "levels.json"
+    levels.write_text(json.dumps({"dra-alpha-features-acknowledged": "mandatory"}))
+    code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"DynamicMIG": True}), "--policy-config", str(levels))
+    assert code == 1
+    assert [v["policy"] for v in report["violations"] if v["enforcementLevel"] == "mandatory"] == ["dra-alpha-features-acknowledged"]

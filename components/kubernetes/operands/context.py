@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from components.kubernetes.operands.sharing import PoolSharing
 
@@ -25,5 +25,7 @@ class OperandContext:
     cdi: bool
     # GPUs are allocated through the DRA driver (gpu-platform:allocation mode dra), not the device plugin.
     dra: bool = False
+    # The DRA driver's feature gates the stack sets (gpu-platform:allocation.featureGates); unset: its defaults.
+    dra_feature_gates: dict[str, bool] = field(default_factory=dict)
     # The ServiceMonitor's labels (what the Prometheus operator selects), or None for no ServiceMonitor.
     service_monitor: dict[str, str] | None = None

@@ -9,9 +9,11 @@ manifests/state-dra-driver/), GPUs only:
   compute-domains container, no controller Deployment (0600_controller-deployment.yaml:1 renders it
   only with computeDomains.enabled), no ComputeDomain CRD, no compute-domain DeviceClasses
   (0420_deviceclass-compute-domains.yaml), none of their RBAC (0110, 0120, 0130).
-- No feature gate is set (the driver's defaults; FEATURE_GATES rendered only when given,
-  0500_daemonset.yaml:191-194), so MPS's Role (0140) and PassthroughSupport's mounts of /lib/modules,
-  /sys and /proc (0500_daemonset.yaml:236-247) and its vfio.gpu.nvidia.com class are left out.
+- Feature gates (gpu-platform:allocation.featureGates) reach the plugin as upstream passes them: env
+  FEATURE_GATES, `Name=bool` sorted by name, only when some are set (0500_daemonset.yaml:191-194;
+  the format: gpu_platform/dra.py). What some gates need besides is not rendered: MPS's Role (0140)
+  and PassthroughSupport's mounts of /lib/modules, /sys and /proc (0500_daemonset.yaml:236-247)
+  and its vfio.gpu.nvidia.com class.
 - The driver is the node image's, on the host (the AMI bakes it): driver root `/`, mounted read-only
   at /host, as the operator's validator writes it to driver-ready for a host driver (what the
   upstream container sources, 0500_daemonset.yaml:144-149: NVIDIA_DRIVER_ROOT=/,
@@ -31,6 +33,7 @@ from __future__ import annotations
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
+from gpu_platform import dra
 
 # The driver name its devices carry (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
 # cmd/gpu-kubelet-plugin/main.go:42) and the DeviceClasses that select them by type, as the operator
@@ -105,6 +108,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("KUBELET_REGISTRAR_DIRECTORY_PATH", f"{KUBELET_DIR}/plugins_registry"),
                     ("KUBELET_PLUGINS_DIRECTORY_PATH", f"{KUBELET_DIR}/plugins"),
                     ("HEALTHCHECK_PORT", str(HEALTH_PORT)),
+                    *([(dra.FEATURE_GATES_ENV, dra.format_gates(ctx.dra_feature_gates))] if ctx.dra_feature_gates else []),
                 ),
                 field_env=(("NODE_NAME", "spec.nodeName"), ("NAMESPACE", "metadata.namespace")),
                 host_paths=tuple(hp.volume for hp in HOST_PATHS),

@@ -131,3 +131,24 @@ def test_every_kubernetes_object_of_the_dra_stack_is_valid_under_kubernetes_1_34
     assert "DeviceClass" in {o["kind"] for o in objects}
     errors = [f"{o['kind']} {o['metadata'].get('name')}: {e}" for o in objects if (e := strict_error(o, "1.34"))]
     assert not errors, "\n".join(errors)
+
+
+def _plugin_env(gates: dict) -> dict:
+    from components.kubernetes.operands import dra_driver
+    from components.kubernetes.operands.context import OperandContext
+    from gpu_platform import matrix
+    ctx = OperandContext(images=dict(matrix.load().releases["v26.7.0"].images), sharing=(), mig_pools=(), toolkit_baked=True,
+                         cdi=True, dra=True, dra_feature_gates=gates)
+    (container,) = dra_driver.spec(ctx).containers
+    return dict(container.env)
+
+
+def test_feature_gates_reach_the_plugin_as_upstream_passes_them():
+    # One FEATURE_GATES string, `Name=bool` sorted by name (GPU Operator v26.7.0 0500_daemonset.yaml:191-194,
+    # internal/render/render.go:158-172), which the driver reads as --feature-gates (pkg/flags/utils.go:38 at v0.4.1).
+    env = _plugin_env({"TimeSlicingSettings": False, "DynamicMIG": True})
+    assert env["FEATURE_GATES"] == "DynamicMIG=true,TimeSlicingSettings=false"
+
+
+def test_no_feature_gates_means_no_feature_gates_env():
+    assert "FEATURE_GATES" not in _plugin_env({})

@@ -1,0 +1,44 @@
+"""The DRA driver's table (gpu_platform/dra.yaml) as its readers see it, the expectations restated from
+upstream (kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 pkg/featuregates/featuregates.go:116-207;
+NVIDIA's v26.7 docs; amazon-eks-ami nodeadm), and the FEATURE_GATES spelling the driver reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_platform import dra
+
+
+def test_the_v0_5_0_driver_has_upstreams_gates_with_their_maturity_and_default():
+    gates = {name: (g.maturity, g.default) for name, g in dra.load()["v0.5.0"].gates.items()}
+    assert gates == {
+        "TimeSlicingSettings": ("alpha", False), "MPSSupport": ("alpha", False), "DynamicMIG": ("alpha", False),
+        "PassthroughSupport": ("alpha", False), "NVMLDeviceHealthCheck": ("alpha", False), "DeviceMetadata": ("alpha", False),
+        "FabricManagerPartitioning": ("alpha", False), "HostManagedIMEXDaemon": ("alpha", False),
+        "DRAListTypeAttributes": ("alpha", False), "ConsumableShares": ("alpha", False),
+        "IMEXDaemonsWithDNSNames": ("beta", True), "ComputeDomainCliques": ("beta", True), "CrashOnNVLinkFabricErrors": ("beta", True),
+    }
+
+
+def test_the_v0_5_0_driver_needs_kubernetes_1_34_branch_580_and_cdi_from_kubelet_1_32():
+    row = dra.load()["v0.5.0"]
+    assert (row.kubernetes, row.driver_branch, row.cdi_kubelet) == ("1.34", 580, "1.32")
+
+
+def test_an_image_finds_its_row_by_tag_with_or_without_a_digest():
+    assert dra.driver_of_image("nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0").version == "v0.5.0"
+    assert dra.driver_of_image("nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0@sha256:" + "a" * 64).version == "v0.5.0"
+    assert dra.driver_of_image("nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.9.9") is None
+
+
+def test_gates_are_spelt_sorted_as_name_equals_bool():
+    assert dra.format_gates({"TimeSlicingSettings": False, "DynamicMIG": True}) == "DynamicMIG=true,TimeSlicingSettings=false"
+    assert dra.parse_gates("DynamicMIG=true, TimeSlicingSettings=False") == {"DynamicMIG": True, "TimeSlicingSettings": False}
+
+
+def test_a_row_with_an_unknown_maturity_is_refused(tmp_path):
+    bad = tmp_path / "dra.yaml"
+    bad.write_text("drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
+                   "    gates:\n      Foo: {maturity: experimental, default: false}\n")
+    with pytest.raises(ValueError, match="Foo"):
+        dra.load(bad)

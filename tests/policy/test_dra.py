@@ -1,0 +1,134 @@
+"""DRA mode's policies through the real analyzer, on resources built here: the config refuses these
+stacks (exit 2), so only resources made another way (or a real `pulumi preview` of them) reach the
+pack. The expectations are restated from upstream (NVIDIA's v26.7 docs: Kubernetes 1.34+, driver
+580+; nodeadm: CDI on for kubelet 1.32+; dra-driver-nvidia-gpu featuregates.go: which gates are
+alpha), never read from gpu_platform/dra.yaml."""
+
+from __future__ import annotations
+
+from gpu_platform import contract
+from policy.dra import dra_alpha_features_acknowledged, dra_mode_supported
+from tests.policy import resources as rs
+from tests.policy.verdict import violations
+
+RELEASE = "v26.7.0"
+DRIVER = "580.173.02"
+PLUGIN_IMAGE = "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"
+
+
+def namespace(release: str = RELEASE, kubernetes: str = "1.34", mode: str | None = "dra", acknowledged: str | None = None):
+    found = rs.namespace(release=release, kubernetes=kubernetes)
+    notes = found.props["metadata"]["annotations"]
+    if mode:
+        notes[contract.ALLOCATION_MODE_KEY] = mode
+    if acknowledged is not None:
+        notes[contract.ACKNOWLEDGED_ALPHA_KEY] = acknowledged
+    return found
+
+
+def plugin(env: dict | None = None, args: list | None = None):
+    """The DRA kubelet plugin's DaemonSet as the program writes it, with these env and args."""
+    container = {"env": [{"name": k, "value": v} for k, v in (env or {}).items()], **({"args": args} if args else {})}
+    return rs.workload(name="gpu-dra-driver-ds", operand="dra-driver", image=PLUGIN_IMAGE, gate="dra-driver",
+                       release=RELEASE, main_container=container)
+
+
+def pool_resources(driver: str = DRIVER, kubernetes: str = "1.34", release: str = RELEASE):
+    return [rs.node_image(driver=driver, release=release, kubernetes=kubernetes, gpu_models="H100"),
+            rs.node_group(pool="h100", gpu_model="H100", driver=driver, release=release, kubernetes=kubernetes, gates=("dra-driver",))]
+
+
+def supported(*found):
+    return [message for message, _ in violations(dra_mode_supported, found)]
+
+
+def test_a_dra_stack_on_1_34_with_v26_7_0_and_driver_580_passes():
+    assert supported(namespace(), plugin(), *pool_resources()) == []
+
+
+def test_a_device_plugin_stack_is_not_judged_by_dra_requirements():
+    # Kubernetes 1.33 and driver 535 are fine for the device plugin.
+    assert supported(namespace(kubernetes="1.33", mode=None), *pool_resources(driver="535.309.01", kubernetes="1.33")) == []
+
+
+def test_a_cluster_below_1_34_fails_naming_both_versions():
+    found = supported(namespace(kubernetes="1.33"), plugin(), *pool_resources())
+    assert len(found) == 1
+    assert "Kubernetes 1.33" in found[0] and "1.34 or later" in found[0]
+
+
+def test_a_release_without_the_dra_driver_fails_naming_the_one_that_ships_it():
+    found = supported(namespace(release="v26.3.3"), *pool_resources(release="v26.3.3"))
+    assert len(found) == 1
+    assert "v26.3.3" in found[0] and "ships no DRA driver" in found[0] and "v26.7.0" in found[0]
+
+
+def test_a_driver_below_branch_580_fails_on_the_node_image():
+    # 535 is a branch v26.7.0 supports for the device plugin, but not for its DRA driver.
+    found = supported(namespace(), plugin(), *pool_resources(driver="535.309.01"))
+    assert len(found) == 1
+    assert "node image" in found[0] and "535.309.01" in found[0] and "branch 580 or later" in found[0]
+
+
+def test_a_pool_whose_kubelet_is_below_1_32_fails_for_kubernetes_and_cdi():
+    found = supported(namespace(), plugin(), rs.node_image(driver=DRIVER, release=RELEASE, kubernetes="1.34"),
+                      rs.node_group(pool="h100", gpu_model="H100", driver=DRIVER, release=RELEASE, kubernetes="1.31"))
+    assert len(found) == 1
+    assert "GPU pool 'h100'" in found[0] and "kubelet 1.31" in found[0] and "CDI" in found[0]
+
+
+def test_a_pool_on_1_33_fails_for_kubernetes_but_has_cdi():
+    found = supported(namespace(), plugin(), rs.node_group(pool="h100", gpu_model="H100", driver=DRIVER, release=RELEASE, kubernetes="1.33"))
+    assert len(found) == 1
+    assert "kubelet 1.33" in found[0] and "CDI" not in found[0]
+
+
+def test_a_kubelet_plugin_made_another_way_puts_the_stack_in_dra_mode():
+    # No allocation-mode annotation, but the DRA kubelet plugin runs: judged all the same.
+    found = supported(namespace(kubernetes="1.33", mode=None), plugin(), *pool_resources())
+    assert len(found) == 1 and "Kubernetes 1.33" in found[0]
+
+
+def alpha(*found):
+    return [message for message, _ in violations(dra_alpha_features_acknowledged, found)]
+
+
+def test_an_alpha_gate_turned_on_without_acknowledgement_is_reported():
+    found = alpha(namespace(), plugin(env={"FEATURE_GATES": "DynamicMIG=true,IMEXDaemonsWithDNSNames=true"}))
+    # IMEXDaemonsWithDNSNames is beta (on by default): only DynamicMIG is reported.
+    assert len(found) == 1
+    assert "DynamicMIG" in found[0] and "IMEXDaemonsWithDNSNames" not in found[0] and "gpu-dra-driver-ds" in found[0]
+
+
+def test_each_alpha_gate_is_reported_on_its_own():
+    found = alpha(namespace(), plugin(env={"FEATURE_GATES": "MPSSupport=true,TimeSlicingSettings=true"}))
+    assert len(found) == 2
+    assert "MPSSupport" in found[0] and "TimeSlicingSettings" in found[1]
+
+
+def test_an_acknowledged_alpha_gate_passes():
+    assert alpha(namespace(acknowledged="DynamicMIG TimeSlicingSettings"),
+                 plugin(env={"FEATURE_GATES": "DynamicMIG=true,TimeSlicingSettings=true"})) == []
+
+
+def test_acknowledging_one_gate_leaves_the_other_reported():
+    found = alpha(namespace(acknowledged="DynamicMIG"), plugin(env={"FEATURE_GATES": "DynamicMIG=true,MPSSupport=true"}))
+    assert len(found) == 1 and "MPSSupport" in found[0]
+
+
+def test_an_alpha_gate_turned_off_needs_no_acknowledgement():
+    assert alpha(namespace(), plugin(env={"FEATURE_GATES": "DynamicMIG=false"})) == []
+
+
+def test_the_feature_gates_flag_counts_as_the_env_does():
+    assert len(alpha(namespace(), plugin(args=["-v", "4", "--feature-gates=TimeSlicingSettings=true"]))) == 1
+    assert len(alpha(namespace(), plugin(args=["--feature-gates", "MPSSupport=true"]))) == 1
+
+
+def test_a_driver_version_the_table_lacks_is_judged_by_the_newest_it_has():
+    # An override's patch release (v0.5.1) still needs Kubernetes 1.34: judged, not skipped.
+    other = rs.workload(name="gpu-dra-driver-ds", operand="dra-driver", image="nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.1",
+                        gate="dra-driver", release=RELEASE)
+    found = supported(namespace(kubernetes="1.33"), other, *pool_resources())
+    assert len(found) == 1 and "Kubernetes 1.33" in found[0] and "v0.5.1" in found[0]
+    assert supported(namespace(), other, *pool_resources()) == []
