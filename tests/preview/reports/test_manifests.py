@@ -23,15 +23,15 @@ CUSTOM_KINDS = {"ServiceMonitor"}
 QUANTITY = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?(\d+(\.\d*)?|\.\d+)|[KMGTPE]i|[numkMGTPE])?")
 
 
-def _quantities(doc) -> list[tuple[str, object]]:
-    """(where, value) of every container resource request and limit in an object, at any depth."""
+def _quantities(doc) -> list[tuple[str, str, object]]:
+    """(where, resource name, value) of every container resource request and limit in an object, at any depth."""
     found = []
 
     def walk(node, path):
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "resources" and isinstance(value, dict) and {"requests", "limits"} >= set(value):
-                    found.extend((f"{path}.resources.{kind}.{name}", q)
+                    found.extend((f"{path}.resources.{kind}", name, q)
                                  for kind in ("requests", "limits") for name, q in (value.get(kind) or {}).items())
                 else:
                     walk(value, f"{path}.{key}")
@@ -43,13 +43,21 @@ def _quantities(doc) -> list[tuple[str, object]]:
     return found
 
 
+# Names a container may request or limit: the API server's standard resources (k8s.io/api core/v1
+# ResourceName constants: cpu, memory, ephemeral-storage, hugepages-<size>) or a domain-qualified
+# extended resource (nvidia.com/gpu); it refuses any other name, "MEMORY" included.
+RESOURCE_NAME = re.compile(r"cpu|memory|ephemeral-storage|hugepages-[0-9A-Za-z]+|[a-z0-9.-]+\.[a-z]+/[A-Za-z0-9._-]+")
+
+
 def _problems(recording) -> list[str]:
     version = recording.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
     problems = []
     for filename, text in manifests.files(recording).items():
         doc = yaml.safe_load(text)
-        problems += [f"{filename}: {where} = {value!r} is not a Kubernetes quantity"
-                     for where, value in _quantities(doc) if not (isinstance(value, int) or QUANTITY.fullmatch(str(value)))]
+        problems += [f"{filename}: {where}.{name} = {value!r} is not a Kubernetes quantity"
+                     for where, name, value in _quantities(doc) if not (isinstance(value, int) or QUANTITY.fullmatch(str(value)))]
+        problems += [f"{filename}: {where}: {name!r} is no resource name the API server takes"
+                     for where, name, _ in _quantities(doc) if not RESOURCE_NAME.fullmatch(name)]
         if doc["kind"] in CUSTOM_KINDS:
             continue
         try:
@@ -82,6 +90,13 @@ def test_the_parts_no_shipped_stack_renders_are_strictly_valid_too(variant):
                                           ("100u", True), ("16mi", False), ("16MB", False), ("1 Gi", False), ("Gi", False)])
 def test_the_quantity_grammar_is_the_api_servers(value, valid):
     assert bool(QUANTITY.fullmatch(value)) is valid
+
+
+@pytest.mark.parametrize("name, valid", [("cpu", True), ("memory", True), ("ephemeral-storage", True), ("hugepages-2Mi", True),
+                                         ("nvidia.com/gpu", True), ("nvidia.com/mig-1g.10gb", True),
+                                         ("MEMORY", False), ("gpu", False), ("storage", False)])
+def test_the_resource_names_are_the_api_servers(name, valid):
+    assert bool(RESOURCE_NAME.fullmatch(name)) is valid
 
 
 def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_image_bakes(prod):
