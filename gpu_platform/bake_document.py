@@ -22,13 +22,13 @@ from __future__ import annotations
 import base64
 import binascii
 import gzip
-import hashlib
 import re
 import zlib
 from typing import Any, Mapping
 
 import yaml
 
+from gpu_platform.canonical_form import sha256
 from gpu_platform.props import mapping, sequence, text
 
 COMPONENT_TYPE = "aws:imagebuilder/component:Component"
@@ -43,8 +43,6 @@ _REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}")
 _QUOTED = re.compile(r'"([^"]*)"')
 
 
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 def _unquoted(value: str) -> str:
@@ -114,7 +112,7 @@ def rows(resource_name: str, props: Mapping[str, Any]) -> list[tuple[str, str, s
     """The ledger rows of one Image Builder component (subject `node image bake <Pulumi name>`)."""
     document = text(props.get("data"))
     subject = f"node image bake {resource_name}"
-    found = [(subject, BUILD, f"component document {_sha256(document.encode())}")]
+    found = [(subject, BUILD, f"component document {sha256(document.encode())}")]
     lines = build_commands(document).splitlines()
     exports = {m.group(1): _unquoted(m.group(2)) for m in map(_EXPORT.match, lines) if m}
     found += [(subject, BUILD, f"input {name}={value}") for name, value in exports.items()]
@@ -124,7 +122,7 @@ def rows(resource_name: str, props: Mapping[str, Any]) -> list[tuple[str, str, s
             found.append((subject, target, f"script {script}"))
             continue
         how = "runs as root on the build instance" if target in run else "installed into the image"
-        found.append((subject, target, f"{how}, {_sha256(script)}"))
+        found.append((subject, target, f"{how}, {sha256(script)}"))
         if target in run:
             found += _script_rows(subject, target, script.decode("utf-8", "replace"), exports)
     return found

@@ -39,14 +39,14 @@ ledger cannot tell which account is "own" from properties alone).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
+from gpu_platform.canonical_form import canonical, plain, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
-from gpu_platform.workload_binding import canonical, shown
+from gpu_platform.workload_binding import shown
 
 Row = tuple[str, str, str]
 _RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -70,9 +70,6 @@ _ACCOUNT_BEARING = {IAM_ROLE: ("assumeRolePolicy", "managedPolicyArns", "inlineP
 # An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
 _ACCOUNT = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
 OWN_ACCOUNT = "(stack account)"
-# Pulumi's autonaming suffix: a dash and 7 hex characters (the same rule as ledger._AUTONAME_SUFFIX,
-# which says where it comes from).
-_AUTONAME_SUFFIX = re.compile(r"-[0-9a-f]{7}$")
 
 
 def own_account(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
@@ -80,12 +77,8 @@ def own_account(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
     seen: Counter[str] = Counter()
     for type_, _, props in resources:
         for key in _ACCOUNT_BEARING.get(type_, ()):
-            seen.update(_ACCOUNT.findall(json.dumps(_plain(props.get(key)))))
+            seen.update(_ACCOUNT.findall(json.dumps(plain(props.get(key)))))
     return min(seen, key=lambda a: (-seen[a], a)) if seen else ""
-
-
-def _plain(value: Any) -> Any:
-    return json.loads(canonical(value))
 
 
 # An IAM role or policy ARN whose name ends in Pulumi's autoname suffix, inside a document or alone.
@@ -99,10 +92,6 @@ def _masked(value: str, account: str) -> str:
     return re.sub(rf"(?<![0-9]){account}(?![0-9])", OWN_ACCOUNT, value) if account else value
 
 
-def _sha256(data: str) -> str:
-    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()
-
-
 def document(raw: Any, account: str = "") -> str:
     """A policy document's canonical JSON, every list sorted and the stack's account masked."""
     raw = text(raw)
@@ -114,12 +103,11 @@ def document(raw: Any, account: str = "") -> str:
 
 
 def _hashed(label: str, raw: Any, account: str) -> str:
-    return f"{label} {_sha256(document(raw, account))} (SHA-256 of the canonical JSON, lists sorted)"
+    return f"{label} {sha256(document(raw, account))} (SHA-256 of the canonical JSON, lists sorted)"
 
 
 def _key(kind: str, meta: Mapping[str, Any], resource_name: str) -> str:
-    namespace, name = text(meta.get("namespace")), text(meta.get("name")) or resource_name
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+    return subject(kind, text(meta.get("namespace")), text(meta.get("name")) or resource_name)
 
 
 def _rbac_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
@@ -143,7 +131,7 @@ def _admission_rows(resource_type: str, resource_name: str, props: Mapping[str, 
     meta, spec = dig(props, "metadata"), dig(props, "spec")
     if resource_type == POLICY_TYPE:
         who = _key("ValidatingAdmissionPolicy", meta, resource_name)
-        return [(who, "(policy)", f"spec {_sha256(canonical(spec))} (SHA-256 of the canonical JSON)")]
+        return [(who, "(policy)", f"spec {sha256(canonical(spec))} (SHA-256 of the canonical JSON)")]
     who = _key("ValidatingAdmissionPolicyBinding", meta, resource_name)
     actions = sorted({text(a) for a in sequence(spec.get("validationActions"))})
     found = [(who, "(binding)", f"policyName {text(spec.get('policyName'))}"),
@@ -157,7 +145,7 @@ def _role_name(value: Any) -> str:
     """An IAM role or policy by name, from a name or an ARN, without Pulumi's autoname suffix: the
     program's props lack an autonamed `name`, the engine hands the pack the props after the provider's
     check, with the autoname filled in (and the attachments name the role by it), so all three agree."""
-    return _AUTONAME_SUFFIX.sub("", text(value).rsplit("/", 1)[-1])
+    return without_autoname(value)
 
 
 def _trusted(raw: Any, account: str) -> list[str]:

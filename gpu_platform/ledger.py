@@ -55,12 +55,12 @@ reads back, so `--audit-against` shows the new rows as added, which is what the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any, Iterable, Mapping
 
 from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
+from gpu_platform.canonical_form import number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -76,7 +76,7 @@ ADDON_PART = "(add-on)"
 
 def workload_key(kind: str, namespace: str, name: str) -> str:
     """How the ledger names a workload: stable across stacks, free of Pulumi URNs."""
-    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+    return subject(kind, namespace, name)
 
 
 def _unconfined(security: Mapping[str, Any]) -> list[str]:
@@ -84,11 +84,6 @@ def _unconfined(security: Mapping[str, Any]) -> list[str]:
     AppArmorProfile.type: `Unconfined` runs without a profile)."""
     return [f"{key} Unconfined" for key in ("seccompProfile", "appArmorProfile")
             if text(dig(security, key).get("type")) == "Unconfined"]
-
-
-def _number(value: Any) -> str:
-    # Numbers arrive as floats from the engine (see /work/shared/reference/pulumi-notes.md).
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else text(value)
 
 
 def _pod_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
@@ -123,7 +118,7 @@ def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[
     found += [(key, name, item) for item in _unconfined(security)]
     if text(security.get("procMount")) == "Unmasked":
         found.append((key, name, "procMount Unmasked"))
-    found += [(key, name, f"hostPort {_number(p.get('hostPort'))}/{text(p.get('protocol')) or 'TCP'}")
+    found += [(key, name, f"hostPort {number(p.get('hostPort'))}/{text(p.get('protocol')) or 'TCP'}")
               for p in map(mapping, sequence(c.get("ports"))) if p.get("hostPort") not in (None, 0, 0.0)]
     return found
 
@@ -161,21 +156,12 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
 
 
 CLUSTER_TYPE = "aws:eks/cluster:Cluster"
-# Pulumi's autonaming appends a dash and 7 random hex characters to a resource's logical name (the
-# offline mocks imitate it, preview/offline/outputs.py _autonamed; NOT VERIFIED here against
-# pulumi-terraform-bridge's AutoName source): stripped, so that an approval recorded offline matches the
-# real preview's role ARN, whose account and suffix differ.
-_AUTONAME_SUFFIX = re.compile(r"-[0-9a-f]{7}$")
 
 
 def kubernetes_minor(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
     """The Kubernetes version the stack's EKS cluster is created at, "" when it creates none (adopted)."""
     versions = sorted({text(props.get("version")) for type_, _, props in resources if type_ == CLUSTER_TYPE})
     return ", ".join(v for v in versions if v)
-
-
-def _sha256(value: str) -> str:
-    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
 
 
 def _configuration(raw: Any) -> str:
@@ -190,14 +176,8 @@ def _configuration(raw: Any) -> str:
         return raw
 
 
-def _role(arn: str) -> str:
-    """A Pod Identity association's role by its name without the ARN's partition and account and without
-    Pulumi's autonaming suffix: the same role offline (mocked ARNs) and in the real preview."""
-    return _AUTONAME_SUFFIX.sub("", arn.rsplit("/", 1)[-1])
-
-
 def _associations(raw: Any) -> str:
-    found = sorted({(text(a.get("serviceAccount")), _role(text(a.get("roleArn"))))
+    found = sorted({(text(a.get("serviceAccount")), without_autoname(a.get("roleArn")))
                     for a in map(mapping, sequence(raw))})
     return json.dumps([{"role": r, "serviceAccount": sa} for sa, r in found], sort_keys=True, separators=(",", ":"))
 
@@ -213,9 +193,9 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
     shown = version or (f"EKS default for Kubernetes {kubernetes}" if kubernetes else "EKS default version")
     found: list[Row] = [
         (subject, ADDON_PART, f"version {shown}"),
-        (subject, ADDON_PART, f"configurationValues {_sha256(_configuration(props.get('configurationValues')))} "
+        (subject, ADDON_PART, f"configurationValues {sha256(_configuration(props.get('configurationValues')))} "
                               "(SHA-256 of the canonical JSON)"),
-        (subject, ADDON_PART, f"podIdentityAssociations {_sha256(_associations(props.get('podIdentityAssociations')))} "
+        (subject, ADDON_PART, f"podIdentityAssociations {sha256(_associations(props.get('podIdentityAssociations')))} "
                               "(SHA-256 of the canonical JSON of service account and role name)"),
     ]
     known = addon_privileges.workloads(name, version)
@@ -259,4 +239,4 @@ def canonical(found: Iterable[Row]) -> bytes:
 
 
 def digest(found: Iterable[Row]) -> str:
-    return "sha256:" + hashlib.sha256(canonical(found)).hexdigest()
+    return sha256(canonical(found))

@@ -14,12 +14,10 @@ earlier ones (Kubernetes API, EnvVar.value)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Sequence
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from gpu_platform.canonical_form import canonical, number, sha256
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -49,39 +47,13 @@ ConfigMaps = Mapping[tuple[str, str], list[str]]
 NO_CONFIG_MAPS: ConfigMaps = MappingProxyType({})
 
 
-def _plain(value: Any, sets: bool) -> Any:
-    """The value as plain JSON data: integral floats as ints, mappings as dicts, sequences as lists
-    (sorted by their canonical text when `sets`)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v, sets) for k, v in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
-        items = [_plain(v, sets) for v in value]
-        return sorted(items, key=lambda v: json.dumps(v, sort_keys=True)) if sets else items
-    return value
-
-
-def canonical(value: Any, sets: bool = False) -> str:
-    """Canonical JSON: sorted keys, no spaces, ASCII."""
-    return json.dumps(_plain(value, sets), sort_keys=True, separators=(",", ":"))
-
-
-def _sha256(data: str) -> str:
-    return "sha256:" + hashlib.sha256(data.encode()).hexdigest()
-
-
 def shown(label: str, value: Any, sets: bool = False) -> str:
     """`label JSON` when the canonical JSON is short, else `label sha256:... (SHA-256 of ...)`."""
     data = canonical(value, sets)
     if len(data) <= SHORT:
         return f"{label} {data}"
     count = f"{len(value)} {'entry' if len(value) == 1 else 'entries'}, " if sequence(value) else ""
-    return f"{label} {_sha256(data)} ({count}SHA-256 of the canonical JSON{', lists sorted' if sets else ''})"
-
-
-def _number(value: Any) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else text(value)
+    return f"{label} {sha256(data)} ({count}SHA-256 of the canonical JSON{', lists sorted' if sets else ''})"
 
 
 def toleration(t: Mapping[str, Any]) -> str:
@@ -90,7 +62,7 @@ def toleration(t: Mapping[str, Any]) -> str:
     values and all keys"), and an empty effect matches every effect: both said in capitals."""
     key, value, effect = text(t.get("key")), text(t.get("value")), text(t.get("effect"))
     operator = text(t.get("operator")) or "Equal"  # the API's default
-    seconds = f" for {_number(t.get('tolerationSeconds'))}s" if t.get("tolerationSeconds") is not None else ""
+    seconds = f" for {number(t.get('tolerationSeconds'))}s" if t.get("tolerationSeconds") is not None else ""
     effects = f"effect {effect}" if effect else "EVERY effect"
     if not key and operator == "Exists":
         return f"toleration of EVERY taint ({effects}; no key, operator Exists){seconds}"
@@ -130,7 +102,7 @@ def config_maps(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> Conf
             continue
         meta = dig(props, "metadata")
         data = {"binaryData": mapping(props.get("binaryData")), "data": mapping(props.get("data"))}
-        what = f"{'patch ' if type_.endswith('Patch') else ''}data {_sha256(canonical(data))}"
+        what = f"{'patch ' if type_.endswith('Patch') else ''}data {sha256(canonical(data))}"
         found.setdefault((text(meta.get("namespace")), text(meta.get("name"))), []).append(what)
     return {k: sorted(set(v)) for k, v in found.items()}
 

@@ -27,15 +27,6 @@ def test_a_toleration_reads_as_what_it_admits(toleration, words):
     assert workload_binding.toleration(toleration) == words
 
 
-def test_canonical_json_sorts_keys_and_writes_integral_floats_as_integers():
-    assert workload_binding.canonical({"b": 1.0, "a": [2.5, True]}) == '{"a":[2.5,true],"b":1}'
-
-
-def test_lists_are_sorted_only_where_they_are_sets():
-    assert workload_binding.canonical(["b", "a"]) == '["b","a"]'
-    assert workload_binding.canonical(["b", "a"], sets=True) == '["a","b"]'
-
-
 def test_a_short_value_is_shown_and_a_long_one_is_its_sha256_with_its_length():
     assert workload_binding.shown("args", ["-v"]) == 'args ["-v"]'
     long = ["x" * 300]
