@@ -21,14 +21,6 @@ BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyB
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
-def _operator_namespace(resources):
-    """The operator namespace (the one that declares the operator release), or None."""
-    for r in resources:
-        if r.resource_type == facts.NAMESPACE and contract.OPERATOR_RELEASE_KEY in facts.annotations(r.props):
-            return r
-    return None
-
-
 def _running(resources) -> set[str]:
     return {workloads.operand(r.props) for r in resources
             if workloads.kind(r.resource_type) is not None and workloads.operand(r.props) is not None}
@@ -41,7 +33,7 @@ def _running(resources) -> set[str]:
     fix="no stack key: the program builds them (components/kubernetes/admission.py); report it",
 )
 def gpu_admission_policies_deployed(args, report_violation) -> None:
-    namespace = _operator_namespace(args.resources)
+    namespace = facts.operator_namespace(args.resources)
     running = _running(args.resources)
     if namespace is None or not running:
         return
@@ -79,7 +71,7 @@ def _denies_all_ingress(props, namespace: str) -> bool:
     fix="no stack key: the program builds it (components/kubernetes/namespace.py); report it",
 )
 def operator_namespace_default_deny(args, report_violation) -> None:
-    namespace = _operator_namespace(args.resources)
+    namespace = facts.operator_namespace(args.resources)
     if namespace is None:
         return
     name = text(dig(namespace.props, "metadata").get("name"))

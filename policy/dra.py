@@ -20,13 +20,9 @@ _MINOR = re.compile(r"1\.\d{1,2}")
 
 
 def _namespace(resources) -> dict[str, str]:
-    """The annotations of the operands' namespace (the one that declares the release), else none."""
-    for r in resources:
-        if r.resource_type == facts.NAMESPACE:
-            notes = facts.annotations(r.props)
-            if contract.OPERATOR_RELEASE_KEY in notes:
-                return notes
-    return {}
+    """The annotations of the operands' namespace, else none."""
+    namespace = facts.operator_namespace(resources)
+    return facts.annotations(namespace.props) if namespace is not None else {}
 
 
 def _plugins(resources) -> list:

@@ -46,6 +46,15 @@ def annotations(props: Mapping[str, Any]) -> dict[str, str]:
     return strings(dig(props, "metadata").get("annotations"))
 
 
+def operator_namespace(resources):
+    """The operands' namespace (the one that declares the operator release), or None: the program
+    writes there what the pack must know of the stack config (approvals, admins, allocation mode)."""
+    for r in resources:
+        if r.resource_type == NAMESPACE and contract.OPERATOR_RELEASE_KEY in annotations(r.props):
+            return r
+    return None
+
+
 def kind(resource_type: str) -> str:
     """`aws:eks/nodeGroup:NodeGroup` -> `NodeGroup`."""
     return resource_type.rsplit(":", 1)[-1]
