@@ -1034,7 +1034,7 @@ def _no_value(error: dict, loc: tuple) -> Optional[str]:
     elif kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
         keys = _field_names(loc + ("",))
         give = f"a mapping with keys {', '.join(keys)}" if keys else "a mapping"
-    elif kind in ("tuple_type", "list_type", "too_short"):
+    elif kind in ("tuple_type", "list_type"):  # (too_short never has an empty input: null fails the type first)
         give = "a list"
     elif kind in ("int_type", "int_parsing", "int_from_float"):
         give = "a whole number"

@@ -100,6 +100,17 @@ def test_the_build_role_reading_one_parameter_by_its_arn_passes(prod):
     assert _found(variant, "image-build-role-reads-no-parameters") == []
 
 
+def test_every_document_of_the_build_role_is_read_not_only_the_first(prod):
+    # A harmless inline policy on the role comes first in the stack; the attached policy that reads
+    # every parameter must still be found, and the harmless one must not be named as its route.
+    harmless = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:UpdateInstanceInformation", "Resource": "*"}]}
+    harmful = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameters", "Resource": "*"}]}
+    variant = prod.replaced(ROLE, "gpu-node-image-builder", _set("inlinePolicies", [{"name": "agent", "policy": json.dumps(harmless)}]))
+    variant = variant.replaced(iam.POLICY, "gpu-node-image-builder-ssm-agent", _set("policy", json.dumps(harmful)))
+    (message,) = _found(variant, "image-build-role-reads-no-parameters")
+    assert "ssm:GetParameters on every resource" in message and "'agent'" not in message
+
+
 def test_ssm_core_on_a_role_no_image_build_uses_is_not_this_policys(prod):
     # The node role is not the build's: the rule is about the host that runs downloaded installers.
     variant = prod.replaced(ATTACHMENT, "gpu-node-role-AmazonEKSWorkerNodePolicy", _set("policyArn", SSM_CORE))
