@@ -115,7 +115,7 @@ class GpuPlatform(pulumi.ComponentResource):
                           config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
                           approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins,
                           allocation_mode=config.allocation.mode,
-                          acknowledged_alpha=config.allocation.acknowledge_alpha),
+                          acknowledged_alpha=config.allocation.acknowledge_alpha, aws_account=found.account),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

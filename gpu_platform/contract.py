@@ -75,6 +75,10 @@ ALLOCATION_MODE_KEY = "gpu-platform.io/allocation-mode"
 # On the same namespace: the DRA driver's alpha feature gates the stack acknowledges
 # (gpu-platform:allocation.acknowledgeAlpha), space-separated, for policy/dra.py; absent when none.
 ACKNOWLEDGED_ALPHA_KEY = "gpu-platform.io/acknowledged-alpha"
+# On the same namespace: the AWS account the stack deploys into (the caller identity the program
+# looks up), so the privilege ledger can tell the stack's own account from any other in the IAM and
+# KMS documents without guessing (gpu_platform/grants.py own_account).
+AWS_ACCOUNT_KEY = "gpu-platform.io/aws-account"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

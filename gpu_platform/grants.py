@@ -27,24 +27,24 @@ Rows (subject, part, privilege):
 A policy document (JSON text in the properties) is hashed as its canonical JSON: keys sorted, no
 spaces, and EVERY list sorted, since IAM evaluates Statement, Action, Resource, Principal values and
 condition values as sets; so reordering statements or actions changes nothing, while any other change
-does (text that is not JSON is hashed as it is). The stack's own AWS account (the 12-digit number most
-often found in these documents and ARNs, the smaller on a tie) is written `(stack account)`: the
-offline preview answers with a mock account (preview/offline/outputs.py ACCOUNT) and the real preview
-with the deploying one, and both must give the same hash (for the same reason an IAM role or policy
-ARN loses Pulumi's autoname suffix, random in the real preview). Any other account stays as it is, so
-trusting or naming a foreign account shows. The trust and key policies come from the program's
-account lookup, so making every reference name another account at once would keep the hash (the
-ledger cannot tell which account is "own" from properties alone).
+does (text that is not JSON is hashed as it is). The stack's own AWS account, the one the program
+declares on the operands' namespace (contract.AWS_ACCOUNT_KEY, from its caller-identity lookup), is
+written `(stack account)`: the offline preview answers with a mock account
+(preview/offline/outputs.py ACCOUNT) and the real preview with the deploying one, and both must give
+the same hash (for the same reason an IAM role or policy ARN loses Pulumi's autoname suffix, random in
+the real preview). Any other account stays as it is, so trusting or naming a foreign account shows,
+even in every document at once; a stack whose namespace declares no account masks nothing, so its
+ledger names real account numbers and matches no approval recorded with the mask.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from gpu_platform.canonical_form import canonical, plain, sha256, subject, without_autoname
+from gpu_platform import contract
+from gpu_platform.canonical_form import canonical, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.workload_binding import shown
 
@@ -63,22 +63,20 @@ IAM_POLICY = "aws:iam/policy:Policy"
 KMS_KEY = "aws:kms/key:Key"
 TYPES = (*ROLE_TYPES, *BINDING_TYPES, POLICY_TYPE, POLICY_BINDING_TYPE,
          IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY)
-# (type, property) of every document or ARN that may name an account.
-_ACCOUNT_BEARING = {IAM_ROLE: ("assumeRolePolicy", "managedPolicyArns", "inlinePolicies"),
-                    IAM_ATTACHMENT: ("policyArn",), IAM_EXCLUSIVE: ("policyArns",),
-                    IAM_INLINE: ("policy",), IAM_POLICY: ("policy",), KMS_KEY: ("policy",)}
+NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 # An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
-_ACCOUNT = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
+_ACCOUNT = re.compile(r"[0-9]{12}")
 OWN_ACCOUNT = "(stack account)"
 
 
 def own_account(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
-    """The account most often named in the stack's IAM and KMS documents and ARNs ("" when none)."""
-    seen: Counter[str] = Counter()
-    for type_, _, props in resources:
-        for key in _ACCOUNT_BEARING.get(type_, ()):
-            seen.update(_ACCOUNT.findall(json.dumps(plain(props.get(key)))))
-    return min(seen, key=lambda a: (-seen[a], a)) if seen else ""
+    """The account the stack's namespaces declare (contract.AWS_ACCOUNT_KEY); "" when none declares
+    one, when they differ, or when it is no account ID: then nothing is masked."""
+    declared = {text(dig(props, "metadata", "annotations").get(contract.AWS_ACCOUNT_KEY))
+                for type_, _, props in resources if type_ == NAMESPACE_TYPE}
+    declared.discard("")
+    account = next(iter(declared)) if len(declared) == 1 else ""
+    return account if _ACCOUNT.fullmatch(account) else ""
 
 
 # An IAM role or policy ARN whose name ends in Pulumi's autoname suffix, inside a document or alone.

@@ -60,7 +60,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
-from gpu_platform.canonical_form import number, sha256, subject, without_autoname
+from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
@@ -165,13 +165,13 @@ def kubernetes_minor(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) ->
 
 
 def _configuration(raw: Any) -> str:
-    """configurationValues as canonical JSON (sorted keys, no spaces), so reformatting it changes nothing
+    """configurationValues as canonical JSON (sorted keys, no spaces, integral floats as integers), so reformatting it changes nothing
     and any value that changes changes the hash; text that is not JSON is hashed as it is."""
     raw = text(raw)
     if not raw:
         return "{}"
     try:
-        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+        return canonical_json(json.loads(raw))
     except ValueError:
         return raw
 

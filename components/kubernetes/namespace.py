@@ -34,6 +34,7 @@ class NamespaceArgs:
     admins: tuple[str, ...] = ()  # gpu-platform:cluster.admins, all of them
     allocation_mode: str = "device-plugin"  # gpu-platform:allocation.mode
     acknowledged_alpha: tuple[str, ...] = ()  # gpu-platform:allocation.acknowledgeAlpha
+    aws_account: str = ""  # the caller identity's account (the one the stack deploys into)
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -63,6 +64,7 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.OVERRIDES_KEY: contract.format_overrides(args.overrides),
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
                     contract.CLUSTER_ADMINS_KEY: cluster_admins.annotation(args.admins),
+                    **({contract.AWS_ACCOUNT_KEY: args.aws_account} if args.aws_account else {}),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                     # Only off the default, so the device-plugin stacks' namespace is unchanged.
                     **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),

@@ -13,6 +13,13 @@ RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 ACCOUNT = "123456789012"
 DOCUMENT = "(SHA-256 of the canonical JSON, lists sorted)"
+FOREIGN = "444455556666"
+
+
+def _namespace(account: str = ACCOUNT) -> tuple[str, str, dict]:
+    """The operands' namespace, declaring the account the stack deploys into (as the program writes it)."""
+    return ("kubernetes:core/v1:Namespace", "gpu-namespace",
+            {"metadata": {"name": "gpu-operator", "annotations": {"gpu-platform.io/aws-account": account}}})
 
 
 def _sha(canonical: str) -> str:
@@ -97,7 +104,7 @@ def _attachment(policy: str, account: str = ACCOUNT) -> tuple[str, str, dict]:
 
 
 def test_an_iam_role_shows_its_trust_policy_hash_its_principals_and_its_attached_policies():
-    assert ledger.rows([_role(TRUST), _attachment("AmazonEKSClusterPolicy")]) == [
+    assert ledger.rows([_namespace(), _role(TRUST), _attachment("AmazonEKSClusterPolicy")]) == [
         ("IAM role gpu-cluster-control-plane", "(policies)", "policy arn:aws:iam::aws:policy/AmazonEKSClusterPolicy"),
         ("IAM role gpu-cluster-control-plane", "(trust)", f"assumeRolePolicy {_sha(TRUST_CANONICAL)} {DOCUMENT}"),
         ("IAM role gpu-cluster-control-plane", "(trust)", "trusts Service eks.amazonaws.com"),
@@ -128,9 +135,25 @@ def test_a_trust_policy_change_changes_the_hash_and_reordering_its_lists_does_no
 def test_the_stack_account_is_masked_so_the_offline_and_the_real_preview_agree():
     # Offline, the mocks answer account 123456789012; the real preview the deploying account.
     real = json.loads(json.dumps(TRUST).replace(ACCOUNT, "210987654321"))
-    offline = ledger.rows([_role(TRUST), _attachment("gpu-ssm-agent")])
-    assert ledger.rows([_role(real), _attachment("gpu-ssm-agent", "210987654321")]) == offline
+    offline = ledger.rows([_namespace(), _role(TRUST), _attachment("gpu-ssm-agent")])
+    assert ledger.rows([_namespace("210987654321"), _role(real), _attachment("gpu-ssm-agent", "210987654321")]) == offline
     assert ("IAM role gpu-cluster-control-plane", "(policies)", "policy arn:aws:iam::(stack account):policy/gpu-ssm-agent") in offline
+
+
+def test_every_document_naming_another_account_at_once_shows_it():
+    # The account is the one the namespace declares, not the one the documents name most: a trust
+    # policy and a policy ARN both moved to a foreign account keep their foreign number.
+    moved = json.loads(json.dumps(TRUST).replace(ACCOUNT, FOREIGN))
+    found = ledger.rows([_namespace(), _role(moved), _attachment("gpu-ssm-agent", FOREIGN)])
+    assert ("IAM role gpu-cluster-control-plane", "(policies)", f"policy arn:aws:iam::{FOREIGN}:policy/gpu-ssm-agent") in found
+    assert ledger.digest(found) != ledger.digest(ledger.rows([_namespace(), _role(TRUST), _attachment("gpu-ssm-agent")]))
+
+
+def test_without_one_declared_account_nothing_is_masked():
+    arn = f"policy arn:aws:iam::{ACCOUNT}:policy/gpu-ssm-agent"
+    for declared in ([], [_namespace(ACCOUNT), _namespace("210987654321")], [_namespace("not-an-account")]):
+        found = ledger.rows([*declared, _attachment("gpu-ssm-agent")])
+        assert found == [("IAM role gpu-cluster-control-plane", "(policies)", arn)], declared
 
 
 def test_a_key_policy_naming_an_autonamed_role_is_the_same_offline_and_in_the_real_preview():
@@ -141,7 +164,8 @@ def test_a_key_policy_naming_an_autonamed_role_is_the_same_offline_and_in_the_re
         return "aws:kms/key:Key", "gpu-cluster-secrets", {"policy": json.dumps({"Statement": [statement]})}
     by_hand = ('{"Statement":[{"Action":"kms:Decrypt","Effect":"Allow","Principal":{"AWS":'
                '"arn:aws:iam::(stack account):role/gpu-cluster-control-plane"},"Resource":"*"}]}')
-    assert ledger.rows([key(ACCOUNT, "03a07aa")]) == ledger.rows([key("210987654321", "9f8e7d6")]) == [
+    assert ledger.rows([_namespace(), key(ACCOUNT, "03a07aa")]) == \
+        ledger.rows([_namespace("210987654321"), key("210987654321", "9f8e7d6")]) == [
         ("KMS key gpu-cluster-secrets", "(document)", f"policy {_sha(by_hand)} {DOCUMENT}")]
 
 

@@ -169,6 +169,14 @@ def test_the_same_add_on_hashes_the_same_offline_and_for_real():
     assert ledger.digest(_addon_ledger(real)) == ledger.digest(_addon_ledger(_vpc_cni()))
 
 
+def test_a_number_written_with_a_zero_fraction_is_the_same_configuration():
+    # JSON has one number type: 2.0 and 2 are the same value to the add-on's schema; 2.5 is another.
+    def config(value: str) -> dict:
+        return _vpc_cni(configurationValues='{"enableNetworkPolicy": "true", "env": {"WARM_IP_TARGET": %s}}' % value)
+    assert ledger.digest(_addon_ledger(config("2.0"))) == ledger.digest(_addon_ledger(config("2")))
+    assert ledger.digest(_addon_ledger(config("2.5"))) != ledger.digest(_addon_ledger(config("2")))
+
+
 # Images and weakened isolation of workloads.
 def test_each_privileged_container_is_bound_to_its_image_as_rendered():
     props = _set(_daemonset(), ("containers", 0, "image"), "nvcr.io/nvidia/gpu-operator:v25.10.1@sha256:" + "a" * 64)

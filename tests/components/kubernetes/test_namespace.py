@@ -3,6 +3,8 @@ does not carry pods onto GPU nodes on its own."""
 
 from __future__ import annotations
 
+import json
+
 from gpu_platform import contract
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT
 
@@ -99,3 +101,13 @@ def test_which_prometheus_may_scrape_is_configurable(variant):
         {"prometheusNamespace": "observability", "prometheusPodLabels": {"app": "prometheus", "team": "sre"}}))
     assert _peers(rec) == [[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}},
                              "podSelector": {"matchLabels": {"app": "prometheus", "team": "sre"}}}]]
+
+
+def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stack):
+    # The privilege ledger masks this account only (gpu_platform/grants.py): it must be the one the
+    # program put into the cluster role's confused-deputy condition, the caller's (the mock's here).
+    (namespace,) = [n for n in stack.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+    declared = namespace.inputs["metadata"]["annotations"][contract.AWS_ACCOUNT_KEY]
+    assert declared == "123456789012"  # preview/offline/outputs.py ACCOUNT, the caller identity's account
+    trust = json.loads(stack.one("aws:iam/role:Role", "gpu-cluster-control-plane").inputs["assumeRolePolicy"])
+    assert {s["Condition"]["StringEquals"]["aws:SourceAccount"] for s in trust["Statement"]} == {declared}
