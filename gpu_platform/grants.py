@@ -45,6 +45,7 @@ from typing import Any, Iterable, Mapping
 
 from gpu_platform import contract
 from gpu_platform.canonical_form import canonical, sha256, subject, without_autoname
+from gpu_platform.iam_document import statements, values
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.workload_binding import shown
 
@@ -148,22 +149,16 @@ def _role_name(value: Any) -> str:
 
 def _trusted(raw: Any, account: str) -> list[str]:
     """`trusts KIND VALUE` for every principal an Allow statement of a trust policy names."""
-    try:
-        doc = json.loads(text(raw))
-    except ValueError:
-        return []
-    statements = doc.get("Statement") if isinstance(doc, dict) else None
     found = set()
-    for s in statements if isinstance(statements, list) else [statements]:
-        if not isinstance(s, dict) or s.get("Effect") != "Allow":
+    for s in statements(text(raw)):
+        if s.get("Effect") != "Allow":
             continue
         principal = s.get("Principal")
-        if not isinstance(principal, dict):
+        if not isinstance(principal, Mapping):
             found.add(f"trusts {_masked(text(principal), account)}")
             continue
-        for kind, values in principal.items():
-            for value in values if isinstance(values, list) else [values]:
-                found.add(f"trusts {kind} {_masked(text(value), account)}")
+        for kind, any_of in principal.items():
+            found.update(f"trusts {kind} {_masked(value, account)}" for value in values(any_of))
     return sorted(found)
 
 

@@ -16,13 +16,13 @@ opens a path to credentials or data beyond the job. Documents are read as the pr
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Iterable, Iterator, Mapping
 
 from pulumi_policy import EnforcementLevel
 
 from policy.declare import resource_policy, stack_policy, types
+from gpu_platform.iam_document import statements, values
 from gpu_platform.props import mapping, sequence, text
 
 ROLE = "aws:iam/role:Role"
@@ -55,32 +55,13 @@ def _managed(arn: Any, name: str) -> bool:
     return re.fullmatch(rf"arn:aws(-cn|-us-gov)?:iam::aws:policy/(service-role/)?{re.escape(name)}", text(arn)) is not None
 
 
-def _document(value: Any) -> Mapping[str, Any]:
-    """A policy document, from JSON text or an object; an empty one when it is neither."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return mapping(value)
-
-
-def _statements(value: Any) -> list[Mapping[str, Any]]:
-    statement = _document(value).get("Statement")
-    return [mapping(s) for s in (sequence(statement) or [statement])]
-
-
-def _listed(value: Any) -> list[str]:
-    return [text(v) for v in sequence(value)] if sequence(value) else ([text(value)] if value is not None else [])
-
-
 def _grants(document: Any, actions: Iterable[str]) -> list[str]:
     """The actions of `actions` the document allows on every resource ("*"), wildcards included."""
     found = []
-    for s in _statements(document):
-        if s.get("Effect") != "Allow" or "*" not in _listed(s.get("Resource")):
+    for s in statements(document):
+        if s.get("Effect") != "Allow" or "*" not in values(s.get("Resource")):
             continue
-        for allowed in _listed(s.get("Action")):
+        for allowed in values(s.get("Action")):
             pattern = re.compile(re.escape(allowed).replace(r"\*", ".*"), re.IGNORECASE)
             found += [a for a in actions if pattern.fullmatch(a) and a not in found]
     return found
@@ -89,9 +70,9 @@ def _grants(document: Any, actions: Iterable[str]) -> list[str]:
 def trusted(role_props: Mapping[str, Any]) -> set[str]:
     """The service principals a role's trust policy lets assume it."""
     found = set()
-    for s in _statements(role_props.get("assumeRolePolicy")):
+    for s in statements(role_props.get("assumeRolePolicy")):
         if s.get("Effect") == "Allow":
-            found.update(_listed(mapping(s.get("Principal")).get("Service")))
+            found.update(values(mapping(s.get("Principal")).get("Service")))
     return found
 
 
@@ -204,7 +185,7 @@ def _condition_keys(statement: Mapping[str, Any]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for _, block in mapping(statement.get("Condition")).items():
         for key, value in mapping(block).items():
-            found.setdefault(str(key).lower(), []).extend(_listed(value))
+            found.setdefault(str(key).lower(), []).extend(values(value))
     return found
 
 
@@ -226,11 +207,11 @@ _GUARDS = {
     fix="no stack key: the program writes the trust policies (components/aws/cluster.py) and (components/aws/vpc_cni.py); report it",
 )
 def eks_role_trust_bound_to_cluster(args, report_violation) -> None:
-    for s in _statements(args.props.get("assumeRolePolicy")):
+    for s in statements(args.props.get("assumeRolePolicy")):
         if s.get("Effect") != "Allow":
             continue
         keys = _condition_keys(s)
-        for service in _listed(mapping(s.get("Principal")).get("Service")):
+        for service in values(mapping(s.get("Principal")).get("Service")):
             guard = _GUARDS.get(service)
             if guard is None:
                 continue
@@ -254,18 +235,18 @@ def kms_keys_have_explicit_policy(args, report_violation) -> None:
         report_violation(f"{where} has no key policy: KMS gives it a default one the stack does not show; write it "
                          f"out (the account administers the key, the cluster role uses it)")
         return
-    statements = _statements(args.props.get("policy"))
+    written = statements(args.props.get("policy"))
     administered = any(
-        s.get("Effect") == "Allow" and "kms:*" in _listed(s.get("Action"))
-        and any(_ROOT.fullmatch(p) for p in _listed(mapping(s.get("Principal")).get("AWS")))
-        for s in statements
+        s.get("Effect") == "Allow" and "kms:*" in values(s.get("Action"))
+        and any(_ROOT.fullmatch(p) for p in values(mapping(s.get("Principal")).get("AWS")))
+        for s in written
     )
     if not administered:
         report_violation(f"{where}: no statement lets the account (arn:<partition>:iam::<account>:root) administer the "
                          f"key with kms:*; without it the key can become unmanageable")
-    for s in statements:
+    for s in written:
         principal = s.get("Principal")
-        everyone = text(principal) == "*" or "*" in _listed(mapping(principal).get("AWS"))
+        everyone = text(principal) == "*" or "*" in values(mapping(principal).get("AWS"))
         if s.get("Effect") == "Allow" and everyone and not mapping(s.get("Condition")):
             report_violation(f"{where}: statement {text(s.get('Sid')) or '(no Sid)'} allows everyone (Principal *) "
                              f"without a condition")

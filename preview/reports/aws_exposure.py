@@ -9,10 +9,11 @@ an unset IMDS or encryption setting means the AMI's or the account's default.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gpu_platform import contract
+from gpu_platform.iam_document import statements, values
+from gpu_platform.props import mapping
 from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
 from preview.recording import Recording, Registration
 from preview.reports.report import clean
@@ -49,34 +50,18 @@ def _row(*cells: Any) -> str:
 
 def _trusted(policy: Any) -> str:
     """Who may assume the role: the trust policy's principals."""
-    try:
-        document = json.loads(policy) if isinstance(policy, str) else policy
-        statements = document.get("Statement") or []
-    except (ValueError, AttributeError):
-        return UNSET
-    names = set()
-    for s in statements if isinstance(statements, list) else [statements]:
-        for kind, who in sorted((s.get("Principal") or {}).items()) if isinstance(s.get("Principal"), dict) else ():
-            names.update(f"{kind} {w}" for w in (who if isinstance(who, list) else [who]))
+    names = {f"{kind} {who}" for s in statements(policy) for kind, any_of in mapping(s.get("Principal")).items()
+             for who in values(any_of)}
     return ", ".join(sorted(names)) or UNSET
-
-
-def _statements(policy: Any) -> list[dict]:
-    try:
-        document = json.loads(policy) if isinstance(policy, str) else policy
-        statements = document.get("Statement") or []
-    except (ValueError, AttributeError):
-        return []
-    return [s for s in (statements if isinstance(statements, list) else [statements]) if isinstance(s, dict)]
 
 
 def _conditions(policy: Any) -> list[str]:
     """The trust policy's conditions, one `operator key = value` each (the confused-deputy guards)."""
     found = []
-    for s in _statements(policy):
-        for operator, block in sorted((s.get("Condition") or {}).items()):
-            for key, value in sorted(block.items()) if isinstance(block, dict) else ():
-                found.append(f"{operator} {key} = {', '.join(value) if isinstance(value, list) else value}")
+    for s in statements(policy):
+        for operator, block in sorted(mapping(s.get("Condition")).items()):
+            for key, value in sorted(mapping(block).items()):
+                found.append(f"{operator} {key} = {', '.join(values(value))}")
     return found
 
 
@@ -88,11 +73,8 @@ def _own_policies(recording: Recording) -> dict[str, Registration]:
 
 def _actions(policy: Registration) -> str:
     found = []
-    for s in _statements(policy.inputs.get("policy")):
-        actions = s.get("Action") or []
-        resources = s.get("Resource") or []
-        found.append(f"{', '.join(actions if isinstance(actions, list) else [actions])} on "
-                     f"{', '.join(resources if isinstance(resources, list) else [resources])}")
+    for s in statements(policy.inputs.get("policy")):
+        found.append(f"{', '.join(values(s.get('Action')))} on {', '.join(values(s.get('Resource')))}")
     return "; ".join(found) or UNSET
 
 

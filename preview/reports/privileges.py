@@ -16,8 +16,6 @@ from gpu_platform import contract, ledger, workloads
 from preview.recording import Recording
 from preview.reports.report import clean, operand_order
 
-HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-
 
 @dataclass(frozen=True)
 class Mount:
@@ -129,7 +127,7 @@ def read(recording: Recording) -> list[Workload]:
                 operand=workloads.operand(props),
                 stage=stages.get(r.urn, 0),
                 containers=containers,
-                host_namespaces=tuple(k for k in HOST_NAMESPACES if spec.get(k) is True),
+                host_namespaces=tuple(k for k in ledger.HOST_NAMESPACES if spec.get(k) is True),
                 unmounted_host_paths=tuple(sorted(set(volumes.values()) - mounted)),
                 host_paths=workloads.host_path_modes(spec),
                 annotations=workloads.pod_annotations(r.type, props),
