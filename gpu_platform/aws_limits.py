@@ -113,9 +113,11 @@ def older_nvidia_gpu(instance_type: str) -> Optional[str]:
     return _older_nvidia().get(instance_type.split(".", 1)[0])
 
 
-def efa_multi_node_family(instance_type: str) -> bool:
-    """A family built for multi-node training, where a pool gets EFA by default (aws_limits.yaml efa)."""
-    return instance_type.split(".", 1)[0] in _data()["efa"]["multi_node_families"]
+def efa_by_default(instance_type: str, gpus: int) -> bool:
+    """Whether a pool of this type gets EFA unless it says `efa: false`: a whole-node size of a family
+    built for multi-node training (aws_limits.yaml efa)."""
+    efa = _data()["efa"]
+    return instance_type.split(".", 1)[0] in efa["multi_node_families"] and gpus >= efa["multi_node_gpus"]
 
 
 def efa_vpc_cni_minimum() -> str:

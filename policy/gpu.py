@@ -112,14 +112,14 @@ def multi_node_pools_use_efa(args, report_violation) -> None:
     if tags.get(contract.EFA_INTERFACES_TAG, "0") != "0":
         return
     count = tags.get(contract.GPU_COUNT_TAG, "")
-    if not count.isdigit() or int(count) < 8:
-        return  # the whole-node sizes only (a p5.4xlarge's one GPU trains on one node)
+    if not count.isdigit():
+        return
     scaling = mapping(args.props.get("scalingConfig"))
     most = scaling.get("maxSize")
     if not isinstance(most, (int, float)) or most <= 1:
         return
     for instance_type in facts.instance_types(args.resource_type, args.props):
-        if aws_limits.efa_multi_node_family(instance_type):
+        if aws_limits.efa_by_default(instance_type, int(count)):
             report_violation(
                 f"node group {args.name!r} ({args.urn}) runs {instance_type} on up to {int(most)} nodes without EFA "
                 f"(its launch template declares {contract.EFA_INTERFACES_TAG}=0): NCCL between its nodes falls back to TCP "

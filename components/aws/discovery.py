@@ -163,8 +163,7 @@ def _pool_efa(index: int, pool, gpu: PoolGpu) -> bool:
     """Whether the pool's nodes get EFA: as the stack says, else on for the multi-node training
     families that have it (gpu_platform/aws_limits.yaml efa)."""
     if pool.efa is None:
-        # The whole-node sizes (8 GPUs): a p5.4xlarge's one GPU is no multi-node training node.
-        return gpu.efa_interfaces > 0 and gpu.count >= 8 and aws_limits.efa_multi_node_family(pool.instance_type)
+        return gpu.efa_interfaces > 0 and aws_limits.efa_by_default(pool.instance_type, gpu.count)
     if pool.efa and gpu.efa_interfaces == 0:
         raise ConfigError(
             f"gpu-platform:nodePools[{index}].efa: {pool.instance_type!r} has no Elastic Fabric Adapter (AWS's catalogue: "
