@@ -31,7 +31,6 @@ import yaml
 from gpu_platform.canonical_form import sha256
 from gpu_platform.props import mapping, sequence, text
 
-COMPONENT_TYPE = "aws:imagebuilder/component:Component"
 BUILD = "(build step)"
 
 _EXPORT = re.compile(r"^export ([A-Z_][A-Z0-9_]*)=(.*)$")

@@ -25,13 +25,10 @@ from typing import Any, Iterable, Mapping
 
 from gpu_platform import contract
 from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.resource_types import EKS_ACCESS_ASSOCIATION as ASSOCIATION_TYPE, EKS_ACCESS_ENTRY as ENTRY_TYPE, EKS_CLUSTER as CLUSTER_TYPE, NAMESPACE as NAMESPACE_TYPE
 
 Row = tuple[str, str, str]
 SUBJECT = "EKS cluster access"
-NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
-ASSOCIATION_TYPE = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
-ENTRY_TYPE = "aws:eks/accessEntry:AccessEntry"
-CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 TYPES = (NAMESPACE_TYPE, ASSOCIATION_TYPE, ENTRY_TYPE, CLUSTER_TYPE)
 # EKS User Guide, "Review access policy permissions": `arn:<partition>:eks::aws:cluster-access-policy/<name>`.
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"

@@ -48,6 +48,7 @@ from gpu_platform.canonical_form import canonical, sha256, subject, without_auto
 from gpu_platform.iam_document import statements, values
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.workload_binding import shown
+from gpu_platform.resource_types import IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, IAM_ROLE, KMS_KEY, NAMESPACE as NAMESPACE_TYPE
 
 Row = tuple[str, str, str]
 _RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -56,15 +57,8 @@ BINDING_TYPES = {_RBAC + "ClusterRoleBinding": "ClusterRoleBinding", _RBAC + "Ro
 _ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 POLICY_TYPE = _ADMISSION + "ValidatingAdmissionPolicy"
 POLICY_BINDING_TYPE = _ADMISSION + "ValidatingAdmissionPolicyBinding"
-IAM_ROLE = "aws:iam/role:Role"
-IAM_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-IAM_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
-IAM_INLINE = "aws:iam/rolePolicy:RolePolicy"
-IAM_POLICY = "aws:iam/policy:Policy"
-KMS_KEY = "aws:kms/key:Key"
 TYPES = (*ROLE_TYPES, *BINDING_TYPES, POLICY_TYPE, POLICY_BINDING_TYPE,
          IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY)
-NAMESPACE_TYPE = "kubernetes:core/v1:Namespace"
 # An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
 _ACCOUNT = re.compile(r"[0-9]{12}")
 OWN_ACCOUNT = "(stack account)"

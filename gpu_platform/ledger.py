@@ -62,6 +62,7 @@ from typing import Any, Iterable, Mapping
 from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
 from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
 
 Row = tuple[str, str, str]
 CANONICAL_VERSION = "gpu-platform privilege ledger v1"
@@ -69,7 +70,6 @@ HASH = re.compile(r"sha256:[0-9a-f]{64}")
 # The part column for what belongs to the pod, not to one container.
 POD = "(pod)"
 HOST_NAMESPACES = ("hostPID", "hostNetwork", "hostIPC")
-ADDON_TYPE = "aws:eks/addon:Addon"
 # The part column of what belongs to an EKS add-on as a whole.
 ADDON_PART = "(add-on)"
 
@@ -155,7 +155,6 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
             + workload_binding.config_rows(key, text(meta.get("namespace")), spec, every, config_maps))
 
 
-CLUSTER_TYPE = "aws:eks/cluster:Cluster"
 
 
 def kubernetes_minor(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
@@ -210,7 +209,7 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
                   account: str = "") -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
-    if resource_type == bake_document.COMPONENT_TYPE:
+    if resource_type == IMAGE_COMPONENT:
         return bake_document.rows(resource_name, props)
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props)

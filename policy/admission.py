@@ -15,10 +15,8 @@ from gpu_platform import admission, contract
 from gpu_platform.props import dig, mapping, sequence, text
 from policy import facts, workloads
 from policy.declare import stack_policy
+from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
 
-POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
 def _running(resources) -> set[str]:

@@ -18,8 +18,8 @@ import re
 from policy import facts, workloads
 from policy.declare import stack_policy
 from gpu_platform.props import sequence, text
+from gpu_platform.resource_types import IMAGE_COMPONENT as COMPONENT
 
-COMPONENT = "aws:imagebuilder/component:Component"
 # The build component's install script starts with the driver it installs (components/aws/node_image.py).
 _INSTALLS = re.compile(r"\bDRIVER_VERSION=([0-9][0-9.]*[0-9])")
 

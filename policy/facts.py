@@ -8,12 +8,9 @@ from typing import Any, Mapping, Optional
 
 from gpu_platform import contract, matrix
 from gpu_platform.props import dig, mapping, sequence, strings, text
+# The types the pack's modules name as facts.X (EKS_CLUSTER, NAMESPACE among them: re-exported).
+from gpu_platform.resource_types import EKS_CLUSTER, EKS_NODE_GROUP as NODE_GROUP, IMAGE, LAUNCH_TEMPLATE, NAMESPACE  # noqa: F401
 
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-NAMESPACE = "kubernetes:core/v1:Namespace"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-IMAGE = "aws:imagebuilder/image:Image"
 GPU_NODE_TYPES = (IMAGE, LAUNCH_TEMPLATE, NODE_GROUP)
 BAKED = "bake"
 

@@ -24,15 +24,8 @@ from pulumi_policy import EnforcementLevel
 from policy.declare import resource_policy, stack_policy, types
 from gpu_platform.iam_document import statements, values
 from gpu_platform.props import mapping, sequence, text
+from gpu_platform.resource_types import IAM_ATTACHMENT as ATTACHMENT, IAM_EXCLUSIVE as EXCLUSIVE, IAM_INLINE as INLINE, IAM_INSTANCE_PROFILE as INSTANCE_PROFILE, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, KMS_KEY as KEY
 
-ROLE = "aws:iam/role:Role"
-ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
-INLINE = "aws:iam/rolePolicy:RolePolicy"
-POLICY = "aws:iam/policy:Policy"
-INSTANCE_PROFILE = "aws:iam/instanceProfile:InstanceProfile"
-INFRASTRUCTURE = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
-KEY = "aws:kms/key:Key"
 
 EC2 = "ec2.amazonaws.com"
 EKS = "eks.amazonaws.com"

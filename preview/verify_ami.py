@@ -24,6 +24,7 @@ from typing import Any, Optional
 
 from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
 from gpu_platform import contract, matrix
+from gpu_platform.resource_types import EKS_NODE_GROUP as _NODE_GROUP
 
 EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG, EXIT_UNASKED = 0, 1, 2, 3
 
@@ -44,7 +45,6 @@ def expected_tags(config: Any) -> dict[str, str]:
 
 # One pool as the AMI must serve it: its index in nodePools, instance type and GPU model (the matrix's).
 PoolGpu = tuple[int, str, str]
-_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def pool_gpus(config: Any, recording: Any) -> list[PoolGpu]:

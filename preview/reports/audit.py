@@ -38,8 +38,8 @@ from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
 from preview.reports.report import clean
+from gpu_platform.resource_types import NAMESPACE as _NAMESPACE
 
-_NAMESPACE = "kubernetes:core/v1:Namespace"
 _OPERAND_KINDS = ("DaemonSet", "Deployment")
 _MODE = {"rw": "read-write", "ro": "read-only"}
 

@@ -17,13 +17,8 @@ from gpu_platform.props import mapping
 from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
 from preview.recording import Recording, Registration
 from preview.reports.report import clean
+from gpu_platform.resource_types import EKS_ACCESS_ASSOCIATION as ACCESS_ASSOCIATION, EKS_ADDON as ADDON, IAM_ATTACHMENT as POLICY_ATTACHMENT, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, IMAGE_RECIPE
 
-ROLE = "aws:iam/role:Role"
-POLICY = "aws:iam/policy:Policy"
-POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
-IMAGE_RECIPE = "aws:imagebuilder/imageRecipe:ImageRecipe"
-INFRASTRUCTURE = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
-ACCESS_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 UNSET = "(not set)"
 
 
@@ -174,7 +169,6 @@ def _tags(recording: Recording) -> list[str]:
     return lines + [""]
 
 
-ADDON = "aws:eks/addon:Addon"
 
 
 def _health(recording: Recording) -> list[str]:

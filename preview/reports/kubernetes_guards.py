@@ -9,10 +9,8 @@ from typing import Any
 
 from preview.recording import Recording
 from preview.reports.report import clean
+from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
 
-POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
-NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 
 def _inputs(recording: Recording, type_: str) -> list[dict[str, Any]]:

@@ -14,11 +14,9 @@ from gpu_platform.config import NodePool, StackConfig, parse
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
 from preview.reports import rollouts
+from gpu_platform.resource_types import DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
-_DAEMONSET = "kubernetes:apps/v1:DaemonSet"
-_IMAGE = "aws:imagebuilder/image:Image"
-_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
 
 def _minutes(duration: str) -> str:

@@ -33,9 +33,8 @@ from typing import Any, Optional
 from gpu_platform import contract
 from preview.reports import changes, replacements
 from preview.reports.changes import identity
+from gpu_platform.resource_types import EKS_NODE_GROUP as NODE_GROUP, LAUNCH_TEMPLATE
 
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
-LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 GATE_NAME = "gpu-readiness-gate"
 GATE_KINDS = ("kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job")  # a Job in reports before the DaemonSet
 _REPLACING = (replacements.REPLACES, replacements.MAY_REPLACE, replacements.ROLLS_NODES)

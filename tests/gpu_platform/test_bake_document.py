@@ -8,7 +8,8 @@ import base64
 import gzip
 import hashlib
 
-from gpu_platform import bake_document, ledger
+from gpu_platform import ledger
+from gpu_platform.resource_types import IMAGE_COMPONENT
 
 
 def _script(text: str) -> str:
@@ -37,7 +38,7 @@ def test_the_bake_rows_name_what_runs_as_root_its_inputs_downloads_and_pins():
     props = _component()
     script = (SCRIPT % ("ab" * 32)).encode()
     subject = "node image bake img-driver"
-    assert ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", props)]) == sorted([
+    assert ledger.rows([(IMAGE_COMPONENT, "img-driver", props)]) == sorted([
         (subject, "(build step)", "component document sha256:" + hashlib.sha256(props["data"].encode()).hexdigest()),
         (subject, "(build step)", "input CHANNEL=stable"),
         (subject, "install.sh", "runs as root on the build instance, sha256:" + hashlib.sha256(script).hexdigest()),
@@ -47,8 +48,8 @@ def test_the_bake_rows_name_what_runs_as_root_its_inputs_downloads_and_pins():
 
 
 def test_a_changed_download_checksum_changes_the_hash():
-    before = ledger.digest(ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", _component("ab" * 32))]))
-    after = ledger.digest(ledger.rows([(bake_document.COMPONENT_TYPE, "img-driver", _component("cd" * 32))]))
+    before = ledger.digest(ledger.rows([(IMAGE_COMPONENT, "img-driver", _component("ab" * 32))]))
+    after = ledger.digest(ledger.rows([(IMAGE_COMPONENT, "img-driver", _component("cd" * 32))]))
     assert before != after
 
 
