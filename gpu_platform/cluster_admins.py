@@ -7,7 +7,10 @@ their entries are no resource of the stack, so the access resources alone would 
 Rows, subject SUBJECT, part the principal (`principal`):
 
 - one per admin the namespace names: `AmazonEKSClusterAdminPolicy (cluster scope)`, what
-  `cluster.admins` grants;
+  `cluster.admins` grants. For an admin whose existing entry the stack leaves as it is, that is the
+  most the principal may hold (EKS has no broader access policy), not what its entry grants, which
+  is not read: only the real preview sees the entry, and a row from it would make the offline and
+  the real hash differ (components/aws/cluster.py warns about such an admin instead);
 - one per access policy association, from its own properties: the policy by name (the full ARN for a
   policy that is not an EKS access policy) and its scope, so another policy or a namespace scope shows
   as itself. The program's associations give the same row as the annotation, so the hash does not
