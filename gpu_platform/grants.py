@@ -22,7 +22,13 @@ Rows (subject, part, privilege):
   constraints, conditions, validations, failure policy; lists in their order, as CEL sees them);
   every ValidatingAdmissionPolicyBinding, part `(binding)`: `policyName NAME`,
   `validationActions [...]` (sorted: a set), `matchResources ...` and `paramRef ...` (readable when
-  short, else a SHA-256; `(none)` when absent).
+  short, else a SHA-256; `(none)` when absent); of any API version (v1, v1beta1, v1alpha1: the program
+  writes v1, an older one added to the stack is as strong);
+- every MutatingWebhookConfiguration and ValidatingWebhookConfiguration, part `(webhook)`: `webhook
+  NAME sha256:...` per webhook (its backend sees, and a mutating one rewrites, every object it
+  matches); the program makes none, so one appearing is a new approval;
+- every IAM OIDC provider (`IAM OIDC provider URL`), part `(trust anchor)`: its client IDs (a role
+  trusting it as a Federated principal trusts what it signs; the roles' trust rows name it).
 
 A policy document (JSON text in the properties) is hashed as its canonical JSON: keys sorted, no
 spaces, and EVERY list sorted, since IAM evaluates Statement, Action, Resource, Principal values and
@@ -48,17 +54,22 @@ from gpu_platform.canonical_form import canonical, sha256, subject, without_auto
 from gpu_platform.iam_document import statements, values
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.workload_binding import shown
-from gpu_platform.resource_types import IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, IAM_ROLE, KMS_KEY, NAMESPACE as NAMESPACE_TYPE
+from gpu_platform.resource_types import (IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_OIDC_PROVIDER, IAM_POLICY, IAM_ROLE, KMS_KEY,
+                                         MUTATING_WEBHOOKS, NAMESPACE as NAMESPACE_TYPE, VALIDATING_WEBHOOKS)
 
 Row = tuple[str, str, str]
 _RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 ROLE_TYPES = {_RBAC + "ClusterRole": "ClusterRole", _RBAC + "Role": "Role"}
 BINDING_TYPES = {_RBAC + "ClusterRoleBinding": "ClusterRoleBinding", _RBAC + "RoleBinding": "RoleBinding"}
-_ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
-POLICY_TYPE = _ADMISSION + "ValidatingAdmissionPolicy"
-POLICY_BINDING_TYPE = _ADMISSION + "ValidatingAdmissionPolicyBinding"
-TYPES = (*ROLE_TYPES, *BINDING_TYPES, POLICY_TYPE, POLICY_BINDING_TYPE,
-         IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY)
+_ADMISSION = "kubernetes:admissionregistration.k8s.io/"
+# The program writes v1 only; a policy or binding of an older API version (still served by the
+# Kubernetes versions EKS runs: v1beta1 from 1.28, v1alpha1 behind a gate) or a webhook configuration
+# would be as strong, so it is in the ledger too, whoever adds it.
+POLICY_TYPES = {_ADMISSION + f"{v}:ValidatingAdmissionPolicy" for v in ("v1", "v1beta1", "v1alpha1")}
+POLICY_BINDING_TYPES = {_ADMISSION + f"{v}:ValidatingAdmissionPolicyBinding" for v in ("v1", "v1beta1", "v1alpha1")}
+WEBHOOK_TYPES = {MUTATING_WEBHOOKS: "MutatingWebhookConfiguration", VALIDATING_WEBHOOKS: "ValidatingWebhookConfiguration"}
+TYPES = (*ROLE_TYPES, *BINDING_TYPES, *sorted(POLICY_TYPES), *sorted(POLICY_BINDING_TYPES), *WEBHOOK_TYPES,
+         IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY, IAM_OIDC_PROVIDER)
 # An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
 _ACCOUNT = re.compile(r"[0-9]{12}")
 OWN_ACCOUNT = "(stack account)"
@@ -122,7 +133,13 @@ def _rbac_rows(resource_type: str, resource_name: str, props: Mapping[str, Any])
 
 def _admission_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
     meta, spec = dig(props, "metadata"), dig(props, "spec")
-    if resource_type == POLICY_TYPE:
+    if resource_type in WEBHOOK_TYPES:
+        # Each webhook's backend sees every object its rules match (and a mutating one rewrites it):
+        # the whole webhook (client, rules, selectors, failure policy) by SHA-256.
+        who = _key(WEBHOOK_TYPES[resource_type], meta, resource_name)
+        return [(who, "(webhook)", f"webhook {text(mapping(w).get('name'))} {sha256(canonical(w))} (SHA-256 of the canonical JSON)")
+                for w in sequence(props.get("webhooks"))] or [(who, "(webhook)", "webhooks (none)")]
+    if resource_type in POLICY_TYPES:
         who = _key("ValidatingAdmissionPolicy", meta, resource_name)
         return [(who, "(policy)", f"spec {sha256(canonical(spec))} (SHA-256 of the canonical JSON)")]
     who = _key("ValidatingAdmissionPolicyBinding", meta, resource_name)
@@ -183,8 +200,12 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any], accou
     """The grant rows of one resource (of TYPES); none for anything else. `account` is own_account of the stack."""
     if resource_type in ROLE_TYPES or resource_type in BINDING_TYPES:
         return _rbac_rows(resource_type, resource_name, props)
-    if resource_type in (POLICY_TYPE, POLICY_BINDING_TYPE):
+    if resource_type in POLICY_TYPES or resource_type in POLICY_BINDING_TYPES or resource_type in WEBHOOK_TYPES:
         return _admission_rows(resource_type, resource_name, props)
+    if resource_type == IAM_OIDC_PROVIDER:
+        # A trust anchor: every role that trusts it as a Federated principal trusts what it signs.
+        who = f"IAM OIDC provider {text(props.get('url')) or resource_name}"
+        return [(who, "(trust anchor)", f"clientIdList {canonical(sorted(text(c) for c in sequence(props.get('clientIdLists'))))}")]
     if resource_type in TYPES:
         return _iam_rows(resource_type, resource_name, props, account)
     return []

@@ -150,8 +150,8 @@ def _current(resources) -> tuple[str, int]:
     "that hold them, where those workloads run and the ConfigMaps they read, "
     "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
     "what the node image bake runs as root and downloads, who may administer the cluster, every RBAC rule and binding, "
-    "every IAM role's trust policy, attached and inline policies, customer-managed IAM and KMS key policies, and every "
-    "admission policy and its binding) hashes to the value the "
+    "every IAM role's trust policy, attached and inline policies, customer-managed IAM and KMS key policies, every "
+    "admission policy and its binding, admission webhook and IAM OIDC provider) hashes to the value the "
     "approval recorded.",
     fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
         "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",

@@ -218,3 +218,35 @@ def test_an_expression_replaced_with_true_or_deny_switched_to_audit_changes_the_
     base = ledger.digest(ledger.rows([_policy(SPEC), _policy_binding(["Deny"])]))
     assert ledger.digest(ledger.rows([_policy({**SPEC, "validations": [{"expression": "true"}]}), _policy_binding(["Deny"])])) != base
     assert ledger.digest(ledger.rows([_policy(SPEC), _policy_binding(["Audit"])])) != base
+
+
+def test_an_admission_policy_of_an_older_api_version_has_the_same_rows_as_v1():
+    spec = {"failurePolicy": "Fail", "validations": [{"expression": "true"}]}
+    v1 = ledger.rows([(ADMISSION + "ValidatingAdmissionPolicy", "p", {"metadata": {"name": "guard"}, "spec": spec})])
+    beta = ledger.rows([("kubernetes:admissionregistration.k8s.io/v1beta1:ValidatingAdmissionPolicy", "p",
+                         {"metadata": {"name": "guard"}, "spec": spec})])
+    assert beta == v1 and len(v1) == 1 and v1[0][0] == "ValidatingAdmissionPolicy guard"
+
+
+def test_a_webhook_configuration_is_in_the_ledger_one_row_per_webhook():
+    hook = {"name": "inject.example.com", "clientConfig": {"url": "https://hooks.example.com/inject"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]}
+    mutating = ("kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "m",
+                {"metadata": {"name": "injector"}, "webhooks": [hook]})
+    (row,) = ledger.rows([mutating])
+    # hook by hand: keys sorted, no spaces, lists in their order.
+    by_hand = ('{"admissionReviewVersions":["v1"],"clientConfig":{"url":"https://hooks.example.com/inject"},'
+               '"name":"inject.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],'
+               '"resources":["pods"]}],"sideEffects":"None"}')
+    assert row == ("MutatingWebhookConfiguration injector", "(webhook)",
+                   f"webhook inject.example.com {_sha(by_hand)} (SHA-256 of the canonical JSON)")
+    elsewhere = {**hook, "clientConfig": {"url": "https://evil.example.com/inject"}}
+    assert ledger.rows([(mutating[0], "m", {"metadata": {"name": "injector"}, "webhooks": [elsewhere]})]) != [row]
+
+
+def test_an_oidc_provider_is_a_trust_anchor_row():
+    provider = ("aws:iam/openIdConnectProvider:OpenIdConnectProvider", "oidc",
+                {"url": "https://oidc.eks.us-west-2.amazonaws.com/id/ABC", "clientIdLists": ["sts.amazonaws.com"]})
+    assert ledger.rows([provider]) == [("IAM OIDC provider https://oidc.eks.us-west-2.amazonaws.com/id/ABC", "(trust anchor)",
+                                        'clientIdList ["sts.amazonaws.com"]')]

@@ -19,6 +19,7 @@ CLASSES = {
     "LAUNCH_TEMPLATE": aws.ec2.LaunchTemplate, "IAM_ROLE": aws.iam.Role, "IAM_POLICY": aws.iam.Policy,
     "IAM_ATTACHMENT": aws.iam.RolePolicyAttachment, "IAM_EXCLUSIVE": aws.iam.RolePolicyAttachmentsExclusive,
     "IAM_INLINE": aws.iam.RolePolicy, "IAM_INSTANCE_PROFILE": aws.iam.InstanceProfile,
+    "IAM_OIDC_PROVIDER": aws.iam.OpenIdConnectProvider,
     "IMAGE_COMPONENT": aws.imagebuilder.Component, "IMAGE": aws.imagebuilder.Image,
     "IMAGE_RECIPE": aws.imagebuilder.ImageRecipe, "IMAGE_INFRASTRUCTURE": aws.imagebuilder.InfrastructureConfiguration,
     "KMS_KEY": aws.kms.Key,
@@ -26,6 +27,8 @@ CLASSES = {
     "NETWORK_POLICY": k8s.networking.v1.NetworkPolicy,
     "ADMISSION_POLICY": k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
     "ADMISSION_BINDING": k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
+    "MUTATING_WEBHOOKS": k8s.admissionregistration.v1.MutatingWebhookConfiguration,
+    "VALIDATING_WEBHOOKS": k8s.admissionregistration.v1.ValidatingWebhookConfiguration,
 }
 
 
