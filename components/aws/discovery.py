@@ -10,6 +10,7 @@ from typing import Optional
 
 import re
 
+import pulumi
 import pulumi_aws as aws
 
 from components.aws import base_image
@@ -191,6 +192,16 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
             f"gpu-platform:cluster.admins: the adopted cluster {cfg.name!r} authenticates through the aws-auth "
             "ConfigMap only (authenticationMode CONFIG_MAP), which has no access entries; switch it to "
             "API_AND_CONFIG_MAP (aws eks update-cluster-config --access-config) or leave admins empty"
+        )
+    if mode != "API":
+        # The privilege ledger reads the stack's resources; an adopted cluster's aws-auth mappings
+        # and access entries made outside the stack are none of them, so say where they are.
+        pulumi.log.warn(
+            f"gpu-platform:cluster: the adopted cluster {cfg.name!r} has authenticationMode {mode}: IAM principals its "
+            f"kube-system aws-auth ConfigMap maps are admitted too, and the privilege ledger does not show them (it shows "
+            f"the stack's own access entries); review them with `kubectl -n kube-system get configmap aws-auth -o yaml`, "
+            f"or switch the cluster to API (aws eks update-cluster-config --access-config authenticationMode=API) once "
+            f"every mapping has an access entry"
         )
     return AdoptedCluster(
         name=found.name,

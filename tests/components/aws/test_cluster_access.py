@@ -140,3 +140,18 @@ def test_an_admin_left_with_its_existing_entry_is_still_in_the_privilege_ledger(
         ("EKS cluster access", "arn:aws:iam::123456789012:role/platform-admins", "AmazonEKSClusterAdminPolicy (cluster scope)"),
         ("EKS cluster access", "arn:aws:iam::123456789012:user/alice", "AmazonEKSClusterAdminPolicy (cluster scope)"),
     ]
+
+
+def test_adopting_a_cluster_that_reads_aws_auth_warns_that_the_ledger_does_not_show_its_mappings(record_variant, monkeypatch, tmp_path):
+    # gpu-shared (preview/offline/fixtures/aws.yaml) authenticates with API_AND_CONFIG_MAP.
+    adopted = record_variant("adopt-gpu-shared-without-admins-aws-auth", lambda c: (c["gpu-platform:cluster"].update(ADOPT),
+                                                                                    c["gpu-platform:cluster"].pop("admins")))
+    assert any("API_AND_CONFIG_MAP" in w and "aws-auth" in w and "privilege ledger" in w for w in adopted.warnings)
+    # The same cluster switched to API admits through access entries only: nothing to warn about.
+    fixtures = copy.deepcopy(aws_answers._fixtures())
+    fixtures["clusters"]["gpu-shared"]["authenticationMode"] = "API"
+    monkeypatch.setattr(aws_answers, "_fixtures", lambda: fixtures)
+    config = stack_config("dev")
+    config["gpu-platform:cluster"].update(ADOPT)
+    config["gpu-platform:cluster"].pop("admins")
+    assert not any("aws-auth" in w for w in engine.run(write_stack(tmp_path, config, name="dev")).warnings)
