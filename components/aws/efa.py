@@ -10,6 +10,14 @@ The interface layout, from the card and EFA counts the provider's getInstanceTyp
   takes no EFA, as on p6-b300);
 - each further EFA card gets an `efa-only` interface at device index 1: no IP address, so a p5 with
   32 cards does not take 31 more addresses from the subnet (VPC CNI 1.18.5 or later leaves them alone).
+This is the layout of the EC2 User Guide's earlier text ("Maximize network bandwidth on accelerated
+instances", as the docs.amazonaws.cn copy still reads: the primary `efa` on card 0, device index 0;
+each further card at device index 1, `efa` or `efa-only`). AWS's current text of that page puts a
+plain ENA primary on card 0 with an `efa-only` at device index 1 of the same card, and the other
+cards' `efa-only` at device index 0. Both give one EFA device per card that takes one, so NCCL sees
+the same devices; the earlier layout is kept because the EKS User Guide's rules hold for it (no
+`efa-only` as card 0's primary, 4d52b4d0 latest/ug/ml/node-efa.adoc:35-37) and the tests check it
+against moto's per-card InterfaceTypes (tests/components/aws/test_efa.py).
 More than one interface means no AssociatePublicIpAddress at all (one interface keeps it false): EC2 refuses it with more than one
 interface in the request (botocore 0e6e2404b, ec2 service-2.json, InstanceNetworkInterfaceSpecification.
 AssociatePublicIpAddress), and assigns no public address then.
