@@ -6,7 +6,9 @@ Its pod is AWS's chart's (gpu_platform/aws_limits.yaml `efa_device_plugin`, with
 commit): privileged, as root, on the host network, with the kubelet's device-plugin directory and
 /dev/infiniband read-write; no API token (it talks to the kubelet over its socket only). The plugin's
 source is not public, so nothing narrower is claimed to work; the audit annotations say what it
-holds. The chart's /opt/aws/neuron mount serves Neuron devices and is left out on GPU nodes.
+holds. The chart's /opt/aws/neuron/ mount (Neuron tools, created empty where absent) is kept, read
+only: the plugin is the same binary on Neuron and GPU nodes and its source is not public, so nothing
+shows that it starts without the path; read-only since a GPU node has nothing there to change.
 
 It runs on the nodes of the pools whose launch templates have EFA interfaces (the pool label), with
 the GPU taint tolerated, and needs none of the NVIDIA operands: it is created with the namespace,
@@ -27,6 +29,7 @@ from gpu_platform.config import Audit
 NAME = "aws-efa-k8s-device-plugin"
 DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
 INFINIBAND = "/dev/infiniband"
+NEURON_TOOLS = "/opt/aws/neuron/"
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,12 @@ def manifest_spec(args: EfaDevicePluginArgs) -> dict:
                     # The chart's requests; the limit is ours (the chart sets none): five times the request.
                     "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}, "limits": {"memory": "100Mi"}},
                     "volumeMounts": [{"name": "device-plugin", "mountPath": DEVICE_PLUGINS},
-                                     {"name": "infiniband", "mountPath": INFINIBAND + "/"}],
+                                     {"name": "infiniband", "mountPath": INFINIBAND + "/"},
+                                     {"name": "neuron-tools", "mountPath": NEURON_TOOLS, "readOnly": True}],
                 }],
                 "volumes": [{"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGINS}},
-                            {"name": "infiniband", "hostPath": {"path": INFINIBAND + "/"}}],
+                            {"name": "infiniband", "hostPath": {"path": INFINIBAND + "/"}},
+                            {"name": "neuron-tools", "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"}}],
             },
         },
     }

@@ -42,10 +42,16 @@ def test_the_prod_h100_pool_gets_the_plugin_as_the_chart_runs_it(prod):
     assert pod["priorityClassName"] == "system-node-critical"
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
-    # The kubelet's device-plugin socket directory and the EFA devices, read-write; no Neuron tools.
-    assert {volumes[m["name"]] for m in mounts.values()} == {"/var/lib/kubelet/device-plugins", "/dev/infiniband/"}
-    assert not any(m.get("readOnly") for m in mounts.values())
-    assert "/opt/aws/neuron/" not in volumes.values()
+    # Every host path the chart mounts (eks-charts 5239609 stable/aws-efa-k8s-device-plugin/templates/
+    # daemonset.yaml:74-91) at the same place: the kubelet's device-plugin socket directory and the EFA
+    # devices read-write, the Neuron tools read-only and created where absent (empty on a GPU node).
+    assert {m["mountPath"]: (volumes[m["name"]], bool(m.get("readOnly"))) for m in mounts.values()} == {
+        "/var/lib/kubelet/device-plugins": ("/var/lib/kubelet/device-plugins", False),
+        "/dev/infiniband/": ("/dev/infiniband/", False),
+        "/opt/aws/neuron/": ("/opt/aws/neuron/", True),
+    }
+    (neuron,) = [v for v in pod["volumes"] if v["hostPath"]["path"] == "/opt/aws/neuron/"]
+    assert neuron["hostPath"]["type"] == "DirectoryOrCreate"
 
 
 def test_it_runs_only_on_efa_pools_tolerating_their_taint(prod):
@@ -60,7 +66,7 @@ def test_it_waits_for_the_efa_node_groups_and_declares_its_privileges(prod):
     (h100_group,) = [r for r in prod.of_type("aws:eks/nodeGroup:NodeGroup") if r.name == "gpu-pool-h100-mig-ng"]
     assert h100_group.urn in prod.waits_for(plugin.urn)
     notes = plugin.inputs["metadata"]["annotations"]
-    assert notes["audit.gpu-platform.io/host-paths"] == "/dev/infiniband/:rw,/var/lib/kubelet/device-plugins:rw"
+    assert notes["audit.gpu-platform.io/host-paths"] == "/dev/infiniband/:rw,/opt/aws/neuron/:ro,/var/lib/kubelet/device-plugins:rw"
     assert "vpc.amazonaws.com/efa" in notes["audit.gpu-platform.io/reason"]
     assert notes["pulumi.com/waitFor"] == "jsonpath={.status.observedGeneration}"
 
