@@ -427,14 +427,15 @@ def _verify_ami(args: argparse.Namespace) -> int:
     with _reading(shown):
         # A stack that pins no AMI is answered from its config alone, without the program run.
         config = parse(engine.read_stack_file(path, shown))
-        pools = None
+        pools = efa = None
         if config.node_image.source == "ami":
             # Checked as the preview checks it, the program's own checks included (a pool's instance
             # type, the admins' partition), before AWS is asked about the stack.
             recording = engine.run(path, mode=engine.UP, shown=shown)
             config = parse(recording.config)
             pools = verify_ami.pool_gpus(config, recording)
-    return verify_ami.verify(config, shown, pools)
+            efa = verify_ami.efa_pools(config, recording)
+    return verify_ami.verify(config, shown, pools, efa)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 First checks the stack as the preview checks it (the program run offline), then asks EC2 (boto3, the
 stack's `aws:region`, the caller's credentials) whether the AMI exists and whether its tags declare
 what the stack expects: the driver version, the Kubernetes version, the architecture, whether the
-toolkit is baked (and which, when it is), and the kernel module flavour every pool's GPU loads. The
+toolkit is baked (and which, when it is), the kernel module flavour every pool's GPU loads, and, when
+a pool has EFA, a base release whose image carries the EFA kernel driver. The
 keys are the ones a baked image carries (`components.aws.node_image.image_tags`, and the flavour in
 its privileged-software audit tag, `node_image.kernel_module_declared`), so a pinned AMI is held to
 the same record.
@@ -22,8 +23,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-from components.aws.node_image import ARCHITECTURE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
-from gpu_platform import contract, matrix
+from components.aws.node_image import ARCHITECTURE_TAG, BASE_RELEASE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
+from gpu_platform import aws_limits, contract, matrix
 from gpu_platform.resource_types import EKS_NODE_GROUP as _NODE_GROUP
 
 EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG, EXIT_UNASKED = 0, 1, 2, 3
@@ -56,6 +57,34 @@ def pool_gpus(config: Any, recording: Any) -> list[PoolGpu]:
     return [(i, p.instance_type, models[p.name]) for i, p in enumerate(config.node_pools) if models.get(p.name)]
 
 
+def efa_pools(config: Any, recording: Any) -> list[int]:
+    """The indexes of the pools whose node groups have EFA interfaces (the efa-interfaces tag)."""
+    with_efa = {(r.inputs.get("tags") or {}).get(contract.POOL_LABEL) for r in recording.of_type(_NODE_GROUP)
+                if (r.inputs.get("tags") or {}).get(contract.EFA_INTERFACES_TAG, "0") != "0"}
+    return [i for i, p in enumerate(config.node_pools) if p.name in with_efa]
+
+
+def _efa_problems(tags: dict[str, str], ami_id: str, efa: list[int]) -> list[str]:
+    """An EFA pool needs the EFA kernel driver in the image: a base release from the first one whose
+    standard AL2023 image carries it (gpu_platform/aws_limits.yaml efa.standard_ami_from_release),
+    declared as the bake declares its base (tag BASE_RELEASE_TAG). Without it NCCL falls back to TCP
+    between the nodes, and nothing fails."""
+    if not efa:
+        return []
+    key, need = "gpu-platform:nodeImage.amiId", aws_limits.efa_in_standard_ami_from()
+    pools = ", ".join(f"gpu-platform:nodePools[{i}]" for i in efa)
+    base = tags.get(BASE_RELEASE_TAG)
+    if base is None:
+        return [f"{key}: {ami_id} declares no base image release (tag {BASE_RELEASE_TAG}, as the bake writes it), so "
+                f"nothing shows it has the EFA kernel driver {pools} needs (EKS AL2023 images carry it from {need}); "
+                f"tag the AMI with the release it was built from, or set efa: false on the pool"]
+    if base < need:  # releases are vYYYYMMDD: text order is date order
+        return [f"{key}: {ami_id} was built from EKS AMI release {base} (tag {BASE_RELEASE_TAG}), before {need}, the "
+                f"first whose AL2023 image carries the EFA kernel driver {pools} needs; rebuild it from {need} or "
+                f"later, or set efa: false on the pool"]
+    return []
+
+
 def _flavour_problems(tags: dict[str, str], ami_id: str, pools: list[PoolGpu]) -> list[str]:
     """The kernel module flavour the AMI declares (its privileged-software tag, as the bake writes it)
     against the flavours the pools' GPUs accept (gpu_platform/matrix.yaml kernelModules): a baked
@@ -78,7 +107,7 @@ def _flavour_problems(tags: dict[str, str], ami_id: str, pools: list[PoolGpu]) -
 
 
 def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, str],
-             pools: Optional[list[PoolGpu]] = None) -> list[str]:
+             pools: Optional[list[PoolGpu]] = None, efa: Optional[list[int]] = None) -> list[str]:
     """Every way the AMI (as DescribeImages returns it, or None) falls short of the stack."""
     key = "gpu-platform:nodeImage.amiId"
     if image is None:
@@ -96,7 +125,7 @@ def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, s
             found.append(f"{key}: {ami_id} has no tag {tag}; the stack expects {want!r} ({source})")
         elif tags[tag] != want:
             found.append(f"{key}: {ami_id} tag {tag} is {tags[tag]!r}; the stack expects {want!r} ({source})")
-    return found + _flavour_problems(tags, ami_id, pools or [])
+    return found + _flavour_problems(tags, ami_id, pools or []) + _efa_problems(tags, ami_id, efa or [])
 
 
 def describe(ec2: Any, ami_id: str) -> Optional[dict[str, Any]]:
@@ -118,9 +147,10 @@ _NOTHING_PINNED = {
 }
 
 
-def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None) -> int:
+def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None, efa: Optional[list[int]] = None) -> int:
     """Ask EC2 about the stack's pinned AMI (the stack already checked as the preview checks it);
-    `pools`: each pool's GPU (pool_gpus), for the kernel module flavour."""
+    `pools`: each pool's GPU (pool_gpus), for the kernel module flavour; `efa`: the pools with EFA
+    (efa_pools), for the EFA kernel driver."""
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
@@ -139,7 +169,7 @@ def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None) -> in
         print(f"error: {shown}: could not ask AWS: {reason}; nothing is verified ({image.ami_id} in {config.region})",
               file=sys.stderr)
         return EXIT_UNASKED
-    wrong = problems(found, image.ami_id, expected, pools)
+    wrong = problems(found, image.ami_id, expected, pools, efa)
     if wrong:
         print(f"{shown}: {image.ami_id} in {config.region} does not match the stack:", file=sys.stderr)
         for line in wrong:
@@ -148,5 +178,7 @@ def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None) -> in
     declared = ", ".join(f"{k}={v}" for k, v in sorted(expected.items()))
     flavour = kernel_module_declared({t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(contract.AUDIT_TAG_SOFTWARE))
     modules = f", and the {flavour} kernel modules every pool's GPU loads" if flavour and pools else ""
-    print(f"{shown}: {image.ami_id} in {config.region} exists and declares {declared}{modules}")
+    base = {t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(BASE_RELEASE_TAG)
+    fabric = f", and base release {base}, whose image has the EFA kernel driver the EFA pools need" if efa else ""
+    print(f"{shown}: {image.ami_id} in {config.region} exists and declares {declared}{modules}{fabric}")
     return EXIT_OK

@@ -258,3 +258,38 @@ def test_the_flavour_verify_ami_reads_is_the_one_the_bake_writes(ec2, tmp_path, 
     code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
     assert code == 0, err
     assert "the proprietary kernel modules" in out
+
+
+# A p5.48xlarge pool gets EFA by default; EKS AL2023 images carry the EFA kernel driver from v20260505
+# (amazon-eks-ami 5d224e1a, gpu_platform/aws_limits.yaml efa.standard_ami_from_release).
+BASE = "gpu-platform.io/base-image-release"
+
+
+def test_an_efa_pool_on_an_ami_that_declares_no_base_release_fails(ec2, tmp_path, capsys):
+    ami = _register(ec2, GOOD_TAGS)
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="p5.48xlarge"))
+    assert code == 1
+    assert f"{ami} declares no base image release (tag {BASE}" in err and "gpu-platform:nodePools[0]" in err
+    assert "EFA kernel driver" in err and "efa: false" in err
+
+
+def test_an_efa_pool_on_an_ami_built_before_the_efa_driver_fails_naming_both_releases(ec2, tmp_path, capsys):
+    ami = _register(ec2, {**GOOD_TAGS, BASE: "v20260318"})
+    code, _, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="p5.48xlarge"))
+    assert code == 1
+    assert f"{ami} was built from EKS AMI release v20260318 (tag {BASE}), before v20260505" in err
+
+
+def test_an_efa_pool_on_an_ami_from_the_first_release_with_the_driver_passes(ec2, tmp_path, capsys):
+    ami = _register(ec2, {**GOOD_TAGS, BASE: "v20260505"})
+    code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="p5.48xlarge"))
+    assert code == 0, err
+    assert "base release v20260505, whose image has the EFA kernel driver" in out
+
+
+def test_a_pool_without_efa_does_not_ask_for_a_base_release(ec2, tmp_path, capsys):
+    # The dev pool (g6, no EFA) on an AMI that declares no base release: nothing to say about EFA.
+    ami = _register(ec2, GOOD_TAGS)
+    code, out, err = _run(capsys, _pinned_stack(tmp_path, ami))
+    assert code == 0, err
+    assert "EFA" not in out
