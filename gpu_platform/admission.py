@@ -35,6 +35,11 @@ GPU_ACCESS = "gpu-platform-gpu-access"
 # Owned by the DRA driver's component (components/kubernetes/operands/dra_driver.py), required by
 # policy/dra.py (dra-kubelet-plugin-slices-own-node), not by REQUIRED_FOR: it exists only in mode dra.
 DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
+# A refused write shows in the plugin's log as the ResourceSlice controller's "processing ResourceSlice
+# objects" error (kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 vendor/k8s.io/dynamic-resource-
+# allocation/resourceslice/resourceslicecontroller.go:652-654, "create resource slice: %w" :898-900)
+# wrapping the API server's "ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied
+# request: <message>" (kubernetes/apiserver v0.34.0 pkg/admission/plugin/policy/validating/dispatcher.go:294).
 REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", NFD_MASTER_NODES: "node-feature-discovery",
                 GPU_ACCESS: None}
 
