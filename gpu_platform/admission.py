@@ -86,9 +86,11 @@ SYSTEM_PRIORITY_PREFIX = "system-"
 # create, update and delete every node's (GPU Operator v26.7.0 manifests/state-dra-driver/
 # 0200_kubeletplugin-clusterrole.yaml:22-32): a compromised plugin could advertise devices on other
 # nodes, or delete theirs. Upstream narrows it with a ValidatingAdmissionPolicy (0700_resourceslices-
-# policy.yaml at v26.7.0, 10ee5b36; the same CEL as kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
-# templates/validatingadmissionpolicy.yaml): failurePolicy Fail (:6); resource.k8s.io resourceslices,
-# versions v1, v1beta1, v1beta2, CREATE/UPDATE/DELETE (:7-12); only for the user
+# policy.yaml at v26.7.0, 10ee5b36; the same CEL as the driver's chart at v0.4.1 and at main 95932046,
+# v0.5.0-dev, as no v0.5.0 tag exists: deployments/helm/dra-driver-nvidia-gpu/templates/
+# validatingadmissionpolicy.yaml:1-36 and validatingadmissionpolicybinding.yaml). Lines of 0700:
+# failurePolicy Fail (:6); resource.k8s.io resourceslices, versions v1, v1beta1, v1beta2,
+# CREATE/UPDATE/DELETE (:7-12); only for the user
 # system:serviceaccount:<namespace>:nvidia-dra-driver-kubeletplugin (:13-16); the node from the token's
 # extra authentication.kubernetes.io/node-name, '' without it (:18-20); the slice is oldObject on
 # DELETE, else object (:21-29); a write is refused without a node (:31-33) and admitted when the

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from preview.reports import ledger
 from tests.components.kubernetes.admission_cel import evaluate
 from tests.components.kubernetes.conftest import daemonset_of, pod_spec
 from tests.release_stacks import strict_error
@@ -191,6 +192,16 @@ def test_the_policy_and_binding_are_valid_kubernetes(dra, policy, kubernetes):
     binding = next(b.inputs for b in dra.of_type(BINDING) if b.inputs["spec"]["policyName"] == policy["metadata"]["name"])
     for obj in (policy, binding):
         assert strict_error(obj, kubernetes) is None
+
+
+def test_the_policy_and_its_binding_are_rows_of_the_privilege_ledger(dra, policy):
+    # Loosening either (another account, `true`, Audit) changes the ledger, so it needs a new approval.
+    name = policy["metadata"]["name"]
+    rows = {row for row in ledger.of(dra) if row[0].endswith(f" {name}")}
+    assert {(who, part) for who, part, _ in rows} == {(f"ValidatingAdmissionPolicy {name}", "(policy)"),
+                                                      (f"ValidatingAdmissionPolicyBinding {name}", "(binding)")}
+    assert (f"ValidatingAdmissionPolicyBinding {name}", "(binding)", f"policyName {name}") in rows
+    assert (f"ValidatingAdmissionPolicyBinding {name}", "(binding)", 'validationActions ["Deny"]') in rows
 
 
 def test_the_device_plugin_stacks_have_no_resourceslice_policy(stack):
