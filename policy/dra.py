@@ -15,8 +15,8 @@ from pulumi_policy import EnforcementLevel
 
 from gpu_platform import admission, contract, dra, matrix, versions
 from gpu_platform.props import dig, sequence, text
+from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY
 from policy import facts, workloads
-from policy.admission import BINDING, POLICY
 from policy.declare import stack_policy
 
 _MINOR = re.compile(r"1\.\d{1,2}")
