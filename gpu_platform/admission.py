@@ -32,6 +32,14 @@ VALIDATOR_PODS = "gpu-platform-validator-pods"
 MIG_MANAGER_NODES = "gpu-platform-mig-manager-nodes"
 NFD_MASTER_NODES = "gpu-platform-nfd-master-nodes"
 GPU_ACCESS = "gpu-platform-gpu-access"
+# Owned by the DRA driver's component (components/kubernetes/operands/dra_driver.py), required by
+# policy/dra.py (dra-kubelet-plugin-slices-own-node), not by REQUIRED_FOR: it exists only in mode dra.
+DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
+# A refused write shows in the plugin's log as the ResourceSlice controller's "processing ResourceSlice
+# objects" error (kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 vendor/k8s.io/dynamic-resource-
+# allocation/resourceslice/resourceslicecontroller.go:652-654, "create resource slice: %w" :898-900)
+# wrapping the API server's "ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied
+# request: <message>" (kubernetes/apiserver v0.34.0 pkg/admission/plugin/policy/validating/dispatcher.go:294).
 REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", NFD_MASTER_NODES: "node-feature-discovery",
                 GPU_ACCESS: None}
 
@@ -73,6 +81,34 @@ VALIDATOR_RUNTIME_CLASS = "nvidia"
 # preempt system pods, whose names Kubernetes reserves with this prefix (system-node-critical,
 # system-cluster-critical; pkg/apis/scheduling SystemPriorityClassPrefix).
 SYSTEM_PRIORITY_PREFIX = "system-"
+
+# The DRA kubelet plugin publishes its node's devices as ResourceSlices, and its ClusterRole lets it
+# create, update and delete every node's (GPU Operator v26.7.0 manifests/state-dra-driver/
+# 0200_kubeletplugin-clusterrole.yaml:22-32): a compromised plugin could advertise devices on other
+# nodes, or delete theirs. Upstream narrows it with a ValidatingAdmissionPolicy (0700_resourceslices-
+# policy.yaml at v26.7.0, 10ee5b36; the same CEL as the driver's chart at v0.4.1 and at main 95932046,
+# v0.5.0-dev, as no v0.5.0 tag exists: deployments/helm/dra-driver-nvidia-gpu/templates/
+# validatingadmissionpolicy.yaml:1-36 and validatingadmissionpolicybinding.yaml). Lines of 0700:
+# failurePolicy Fail (:6); resource.k8s.io resourceslices, versions v1, v1beta1, v1beta2,
+# CREATE/UPDATE/DELETE (:7-12); only for the user
+# system:serviceaccount:<namespace>:nvidia-dra-driver-kubeletplugin (:13-16); the node from the token's
+# extra authentication.kubernetes.io/node-name, '' without it (:18-20); the slice is oldObject on
+# DELETE, else object (:21-29); a write is refused without a node (:31-33) and admitted when the
+# slice's spec.nodeName is that node, or when it is a cluster slice (allNodes true or a nodeSelector,
+# :34-36); bound with validationActions [Deny] (:38-44).
+# Ours is narrower on three points, each a write the GPU plugin never makes: its slices are all node
+# slices (every pool it publishes is keyed by its NODE_NAME, and the kubeletplugin helper owns them by
+# that Node, which sets spec.nodeName: kubernetes-sigs/dra-driver-nvidia-gpu main 95932046
+# cmd/gpu-kubelet-plugin/driver.go:247-250, 302-305, 489-491, 556-558;
+# vendor/k8s.io/dynamic-resource-allocation/kubeletplugin/draplugin.go:900-913;
+# vendor/k8s.io/dynamic-resource-allocation/resourceslice/resourceslicecontroller.go:244-247, 877-880),
+# so a cluster slice (allNodes, nodeSelector, perDeviceNodeSelection) is refused, not waved through;
+# they all carry its driver name (resourceslicecontroller.go:878 Driver: c.driverName), so another
+# driver's name is refused; and an UPDATE is judged on the slice before and after (spec.nodeName is
+# immutable, kubernetes/api v0.34.0 resource/v1/types.go:124, so this only costs an expression).
+# Every API version: the rule names "*" (the plugin picks what the cluster serves).
+RESOURCE_SLICE_RULE = {"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE", "DELETE"],
+                       "resources": ["resourceslices"]}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 
 import yaml
 
-from gpu_platform import image_refs
+from gpu_platform import image_refs, versions
 
 DRA_FILE = Path(__file__).with_name("dra.yaml")
 OPERAND = "dra-driver"  # its key in gpu_platform/operands.yaml and a release's images
@@ -55,7 +55,17 @@ def _driver(version: str, row: dict) -> Driver:
 @functools.lru_cache(maxsize=None)
 def load(path: Path = DRA_FILE) -> dict[str, Driver]:
     document = yaml.safe_load(path.read_text())
-    return {version: _driver(version, row) for version, row in document["drivers"].items()}
+    drivers = {version: _driver(version, row) for version, row in document["drivers"].items()}
+    # The kubelet plugin's ResourceSlice admission policy refuses every write whose token names no
+    # node: a driver row that allowed a Kubernetes where the node may be missing would deploy a plugin
+    # that can publish nothing.
+    locked = str(document["tokenNodeName"]["lockedOn"])
+    for driver in drivers.values():
+        if not versions.at_least(driver.kubernetes, locked):
+            raise ValueError(f"{path.name}: drivers.{driver.version}.requires.kubernetes: {driver.kubernetes!r} is below "
+                             f"{locked}, where {document['tokenNodeName']['feature']} (the token's node, which the "
+                             f"kubelet plugin's ResourceSlice admission policy reads) is locked on; use {locked} or later")
+    return drivers
 
 
 def driver_of_image(image: str) -> Optional[Driver]:

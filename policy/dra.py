@@ -2,7 +2,9 @@
 cluster, the operator release and the nodes (gpu_platform/dra.yaml, per driver version), and its
 alpha feature gates turned on only knowingly. Both compare resources with one another (the mode and
 the acknowledgements are on the operands' namespace, the driver and the kubelet version on the node
-image and node groups, the gates on the kubelet plugin's DaemonSet): stack policies."""
+image and node groups, the gates on the kubelet plugin's DaemonSet), and the admission policy that
+keeps the kubelet plugin to its own node's ResourceSlices (the plugin's DaemonSet, the policy and its
+binding): stack policies."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, dra, matrix, versions
-from gpu_platform.props import sequence, text
+from gpu_platform import admission, contract, dra, matrix, versions
+from gpu_platform.props import dig, sequence, text
+from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY
 from policy import facts, workloads
 from policy.declare import stack_policy
 
@@ -122,3 +125,66 @@ def dra_alpha_features_acknowledged(args, report_violation) -> None:
                     f"or go without notice); acknowledge it (allocation.acknowledgeAlpha: [{name}]) or turn it off",
                     r.urn,
                 )
+
+
+def _user(r) -> str:
+    """The username the API server gives a workload's pods: its service account in its namespace (the
+    `default` account where the pod names none)."""
+    spec = workloads.pod_spec(r.resource_type, r.props)
+    account = text(spec.get("serviceAccountName")) or text(spec.get("serviceAccount")) or "default"
+    return f"system:serviceaccount:{text(dig(r.props, 'metadata').get('namespace')) or 'default'}:{account}"
+
+
+def _on_slices(spec) -> bool:
+    """The policy sees every create, update and delete of resource.k8s.io ResourceSlices."""
+    for rule in sequence(dig(spec, "matchConstraints").get("resourceRules")):
+        groups, resources = [text(v) for v in sequence(rule.get("apiGroups"))], [text(v) for v in sequence(rule.get("resources"))]
+        operations = {text(v) for v in sequence(rule.get("operations"))}
+        if ({"resource.k8s.io", "*"} & set(groups) and {"resourceslices", "*"} & set(resources)
+                and ("*" in operations or {"CREATE", "UPDATE", "DELETE"} <= operations)):
+            return True
+    return False
+
+
+def _names(spec, user: str) -> bool:
+    """A match condition names the user, quoted as a CEL string."""
+    return any(f"'{user}'" in text(c.get("expression")) or f'"{user}"' in text(c.get("expression"))
+               for c in sequence(spec.get("matchConditions")))
+
+
+@stack_policy(
+    "dra-kubelet-plugin-slices-own-node", EnforcementLevel.MANDATORY,
+    "The DRA kubelet plugin, whose ClusterRole may write every node's ResourceSlices, is held to its own node's by a "
+    "ValidatingAdmissionPolicy on resourceslices that names its service account, reads the token's node, fails closed "
+    "and is bound with Deny.",
+    fix="no stack key: the program builds it with the DRA driver (components/kubernetes/operands/dra_driver.py); report it",
+)
+def dra_kubelet_plugin_slices_own_node(args, report_violation) -> None:
+    plugins = _plugins(args.resources)
+    if not plugins:
+        return
+    on_slices = [r for r in args.resources if r.resource_type == POLICY and _on_slices(dig(r.props, "spec"))]
+    denying = {text(dig(r.props, "spec").get("policyName")) for r in args.resources if r.resource_type == BINDING
+               and "Deny" in [text(a) for a in sequence(dig(r.props, "spec").get("validationActions"))]}
+    for plugin in plugins:
+        user, who = _user(plugin), f"the DRA kubelet plugin ({facts.kind(plugin.resource_type)} {plugin.name!r})"
+        guarding = [r for r in on_slices if _names(dig(r.props, "spec"), user)]
+        if not guarding:
+            others = "; ".join(f"{text(dig(r.props, 'metadata').get('name'))!r} matches other users" for r in on_slices)
+            report_violation(f"{who} runs as {user}, which may write every node's ResourceSlices, but no ValidatingAdmissionPolicy "
+                             f"on resource.k8s.io resourceslices (CREATE, UPDATE, DELETE) names it in a match condition"
+                             f"{f' ({others})' if others else ''}: a compromised plugin could publish or delete any node's devices",
+                             plugin.urn)
+            continue
+        policy = guarding[0]
+        name, spec = text(dig(policy.props, "metadata").get("name")), dig(policy.props, "spec")
+        expressions = [text(e.get("expression")) for key in ("variables", "validations") for e in sequence(spec.get(key))]
+        if text(spec.get("failurePolicy")) == "Ignore":
+            report_violation(f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has failurePolicy "
+                             "Ignore: an expression error would admit the write", policy.urn)
+        elif not any(admission.NODE_NAME_EXTRA in e for e in expressions):
+            report_violation(f"ValidatingAdmissionPolicy {name!r}, on {who}'s ResourceSlice writes, never reads the token's node "
+                             f"({admission.NODE_NAME_EXTRA}): it cannot keep the plugin to its own node", policy.urn)
+        elif name not in denying:
+            report_violation(f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has no binding "
+                             "with validationActions Deny: it would deny nothing", policy.urn)

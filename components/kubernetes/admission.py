@@ -16,6 +16,8 @@ the API server sends them.
    own node. Node status writes are checked too (`nodes/status`: NFD patches its extended resources there).
 3. GPU access: outside the operator namespace no pod selects devices through the runtime's environment
    variables (but "no device"), CDI annotations or device volume mounts, and `runtimeClassName: nvidia` comes only with a GPU request.
+4. DRA ResourceSlices (allocation mode dra): the DRA kubelet plugin writes only its own node's slices
+   of its own driver. Built here, registered by the DRA driver's component, which owns it.
 """
 
 from __future__ import annotations
@@ -246,6 +248,34 @@ def gpu_access(operator_namespace: str) -> dict:
              "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
             {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",
              "message": f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"},
+        ],
+    }
+
+
+# The slices a write touches: the one it deletes, the one it creates, or on update both the stored
+# and the new one.
+_SLICES = {"name": "slices", "expression": (
+    "request.operation == 'DELETE' ? [oldObject] : request.operation == 'UPDATE' ? [object, oldObject] : [object]")}
+
+
+def resource_slices(namespace: str, account: str, driver: str) -> dict:
+    """The spec of the DRA kubelet plugin's ResourceSlice policy: it writes only its own node's
+    slices of its own driver (the facts and how they differ from upstream's: gpu_platform/admission.py)."""
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [admission.RESOURCE_SLICE_RULE]},
+        "matchConditions": _is_account(service_account(namespace, account)),
+        "variables": [_NODE, _SLICES],
+        "validations": [
+            {"expression": "variables.node != ''",
+             "message": (f"the DRA kubelet plugin's token names no node ({admission.NODE_NAME_EXTRA}): it must run in a pod, on a "
+                         "cluster whose API server puts the pod's node in its token (ServiceAccountTokenPodNodeInfo, locked on from "
+                         "Kubernetes 1.32)")},
+            {"expression": "variables.slices.all(s, has(s.spec.nodeName) && s.spec.nodeName == variables.node)",
+             "message": ("the DRA kubelet plugin writes only the ResourceSlices of the node its pod runs on (spec.nodeName = its "
+                         "token's node), no other node's and no cluster-wide slice (allNodes, nodeSelector, perDeviceNodeSelection)")},
+            {"expression": f"variables.slices.all(s, s.spec.driver == {cel_string(driver)})",
+             "message": f"the DRA kubelet plugin writes only ResourceSlices of its own driver, {driver}"},
         ],
     }
 

@@ -42,3 +42,23 @@ def test_a_row_with_an_unknown_maturity_is_refused(tmp_path):
                    "    gates:\n      Foo: {maturity: experimental, default: false}\n")
     with pytest.raises(ValueError, match="Foo"):
         dra.load(bad)
+
+
+def _table(tmp_path, kubernetes: str):
+    path = tmp_path / f"dra-{kubernetes}.yaml"  # one file each: load() caches by path
+    path.write_text(f"drivers:\n  v1.0.0:\n    source: x\n    requires: {{kubernetes: '{kubernetes}', driverBranch: 580, cdiKubelet: '1.32'}}\n"
+                    "    gates: {}\ntokenNodeName: {feature: ServiceAccountTokenPodNodeInfo, lockedOn: '1.32'}\n")
+    return path
+
+
+def test_every_driver_row_needs_a_kubernetes_whose_tokens_always_name_their_node():
+    # ServiceAccountTokenPodNodeInfo is GA and locked on from Kubernetes 1.32 (kube_features.go's versioned
+    # entry; kubernetes/website feature-gates/ServiceAccountTokenPodNodeInfo.md:17-20): the shipped table's
+    # rows all start later, so the ResourceSlice policy always finds the plugin's node.
+    assert all(tuple(map(int, d.kubernetes.split("."))) >= (1, 32) for d in dra.load().values())
+
+
+def test_a_driver_row_below_the_token_node_name_lock_is_refused(tmp_path):
+    assert dra.load(_table(tmp_path, "1.32"))["v1.0.0"].kubernetes == "1.32"
+    with pytest.raises(ValueError, match=r"drivers\.v1\.0\.0\.requires\.kubernetes: '1\.31'.*ServiceAccountTokenPodNodeInfo"):
+        dra.load(_table(tmp_path, "1.31"))

@@ -2,12 +2,15 @@
 stacks (exit 2), so only resources made another way (or a real `pulumi preview` of them) reach the
 pack. The expectations are restated from upstream (NVIDIA's v26.7 docs: Kubernetes 1.34+, driver
 580+; nodeadm: CDI on for kubelet 1.32+; dra-driver-nvidia-gpu featuregates.go: which gates are
-alpha), never read from gpu_platform/dra.yaml."""
+alpha), never read from gpu_platform/dra.yaml. The kubelet plugin's ResourceSlice policy is judged on the
+dra stack's own recording, with its admission policy or binding taken away or spoilt."""
 
 from __future__ import annotations
 
+import copy
+
 from gpu_platform import contract
-from policy.dra import dra_alpha_features_acknowledged, dra_mode_supported
+from policy.dra import dra_alpha_features_acknowledged, dra_kubelet_plugin_slices_own_node, dra_mode_supported
 from tests.policy import resources as rs
 from tests.policy.verdict import violations
 
@@ -132,3 +135,107 @@ def test_a_driver_version_the_table_lacks_is_judged_by_the_newest_it_has():
     found = supported(namespace(kubernetes="1.33"), other, *pool_resources())
     assert len(found) == 1 and "Kubernetes 1.33" in found[0] and "v0.5.1" in found[0]
     assert supported(namespace(), other, *pool_resources()) == []
+
+
+# ---------------------------------------------------------------- the kubelet plugin's ResourceSlices
+
+POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
+BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+SLICES_POLICY = "gpu-platform-dra-resourceslices"
+# The username the API server gives the dra stack's kubelet plugin: its DaemonSet's account in the
+# operator namespace (nvidia-dra-driver-kubelet-plugin, the name of every object of the operand).
+PLUGIN_USER = "system:serviceaccount:gpu-operator:nvidia-dra-driver-kubelet-plugin"
+
+
+def slices(*found):
+    return [message for message, _ in violations(dra_kubelet_plugin_slices_own_node, found)]
+
+
+def _recorded(dra_recording, change=None):
+    """The dra stack's resources as the preview hands them over, `change(type, props)` applied to each."""
+    found = []
+    for r in dra_recording.resources:
+        if not r.custom:
+            continue
+        props = copy.deepcopy(r.inputs)
+        if change is not None:
+            props = change(r.type, props)
+            if props is None:
+                continue
+        found.append(rs.resource(r.type, r.name, props))
+    return found
+
+
+def _slices_policy(type_, props, edit):
+    if type_ == POLICY and props["metadata"]["name"] == SLICES_POLICY:
+        return edit(props)
+    return props
+
+
+def test_the_dra_stacks_kubelet_plugin_is_held_to_its_node(dra):
+    assert slices(*_recorded(dra)) == []
+
+
+def test_a_dra_stack_without_the_slices_policy_fails_naming_the_plugins_user(dra):
+    found = slices(*_recorded(dra, lambda t, p: _slices_policy(t, p, lambda _: None)))
+    assert len(found) == 1
+    assert PLUGIN_USER in found[0] and "gpu-dra-driver-ds" in found[0] and "every node's ResourceSlices" in found[0]
+
+
+def test_a_slices_policy_naming_another_account_fails(dra):
+    # Upstream's account name, which this stack's plugin does not run as.
+    def rename(props):
+        for c in props["spec"]["matchConditions"]:
+            c["expression"] = c["expression"].replace("nvidia-dra-driver-kubelet-plugin", "nvidia-dra-driver-kubeletplugin")
+        return props
+    found = slices(*_recorded(dra, lambda t, p: _slices_policy(t, p, rename)))
+    assert len(found) == 1 and PLUGIN_USER in found[0] and repr(SLICES_POLICY) in found[0] and "other users" in found[0]
+
+
+def test_a_dra_stack_without_the_slices_binding_fails(dra):
+    found = slices(*_recorded(dra, lambda t, p: None if t == BINDING and p["spec"]["policyName"] == SLICES_POLICY else p))
+    assert len(found) == 1 and "no binding with validationActions Deny" in found[0] and repr(SLICES_POLICY) in found[0]
+
+
+def test_a_slices_binding_that_only_audits_fails(dra):
+    def audit(t, p):
+        if t == BINDING and p["spec"]["policyName"] == SLICES_POLICY:
+            p["spec"]["validationActions"] = ["Audit", "Warn"]
+        return p
+    found = slices(*_recorded(dra, audit))
+    assert len(found) == 1 and "no binding with validationActions Deny" in found[0]
+
+
+def test_a_binding_that_names_another_policy_does_not_count(dra):
+    def elsewhere(t, p):
+        if t == BINDING and p["spec"]["policyName"] == SLICES_POLICY:
+            p["spec"]["policyName"] = "gpu-platform-gpu-access"
+        return p
+    found = slices(*_recorded(dra, elsewhere))
+    assert len(found) == 1 and "no binding with validationActions Deny" in found[0]
+
+
+def test_a_slices_policy_that_ignores_its_errors_fails(dra):
+    found = slices(*_recorded(dra, lambda t, p: _slices_policy(t, p, lambda q: {**q, "spec": {**q["spec"], "failurePolicy": "Ignore"}})))
+    assert len(found) == 1 and "failurePolicy Ignore" in found[0]
+
+
+def test_a_slices_policy_that_never_reads_the_tokens_node_fails(dra):
+    def blind(props):
+        props["spec"]["variables"] = []
+        props["spec"]["validations"] = [{"expression": "object.spec.driver == 'gpu.nvidia.com'", "message": "driver only"}]
+        return props
+    found = slices(*_recorded(dra, lambda t, p: _slices_policy(t, p, blind)))
+    assert len(found) == 1 and "authentication.kubernetes.io/node-name" in found[0]
+
+
+def test_a_slices_policy_on_pods_does_not_count(dra):
+    def on_pods(props):
+        props["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = ["pods"]
+        return props
+    found = slices(*_recorded(dra, lambda t, p: _slices_policy(t, p, on_pods)))
+    assert len(found) == 1 and PLUGIN_USER in found[0]
+
+
+def test_a_stack_without_the_kubelet_plugin_needs_no_slices_policy(prod):
+    assert slices(*_recorded(prod)) == []

@@ -57,6 +57,7 @@ EXPECTED = [
     ("one-runtime-owner", STACK, MANDATORY),
     ("dra-mode-supported", STACK, MANDATORY),
     ("dra-alpha-features-acknowledged", STACK, ADVISORY),
+    ("dra-kubelet-plugin-slices-own-node", STACK, MANDATORY),
     ("gpu-admission-policies-deployed", STACK, MANDATORY),
     ("operator-namespace-default-deny", STACK, MANDATORY),
     ("declared-facts-agree", STACK, MANDATORY),

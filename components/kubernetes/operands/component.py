@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.manifests import daemonset_manifest, deployment_manifest
-from components.kubernetes.operands.spec import OperandArgs, with_wait
+from components.kubernetes.operands.spec import OperandArgs, OperandSpec, with_wait
 
 class Operand(pulumi.ComponentResource):
     """One GPU operand and everything it needs. Subclasses only build their `OperandSpec`."""
@@ -48,6 +48,7 @@ class Operand(pulumi.ComponentResource):
             )
             for class_name, expression in spec.device_classes
         ]
+        waits += self._guards(name, spec)
         configmap_names = {}
         for suffix, data in spec.config_maps.items():
             cm_name = f"{object_name}-{suffix}"
@@ -93,6 +94,11 @@ class Operand(pulumi.ComponentResource):
                 opts=self._child,
             )
         self.register_outputs({"daemonset": self.daemonset.metadata["name"]})
+
+    def _guards(self, name: str, spec: OperandSpec) -> list[pulumi.Resource]:
+        """Admission policies that narrow this operand's own rights, made before its workloads so that
+        their first requests are already checked; none by default."""
+        return []
 
     def _meta(self, object_name: str, operand: str) -> dict:
         return {"name": object_name, "namespace": self._args.namespace,

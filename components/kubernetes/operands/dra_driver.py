@@ -30,10 +30,14 @@ What the image needs from the DaemonSet, clause by clause: gpu_platform/operand_
 
 from __future__ import annotations
 
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.kubernetes.admission import resource_slices
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
-from gpu_platform import dra
+from gpu_platform import admission, dra
 
 # The driver name its devices carry (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
 # cmd/gpu-kubelet-plugin/main.go:42) and the DeviceClasses that select them by type, as the operator
@@ -132,3 +136,23 @@ def spec(ctx: OperandContext) -> OperandSpec:
 
 class DraDriver(Operand):
     """`gpu-platform:operands:DraDriver`."""
+
+    def _guards(self, name: str, spec: OperandSpec) -> list[pulumi.Resource]:
+        # Its ClusterRole lets the plugin write every node's ResourceSlices; this policy keeps each
+        # plugin to its own node's (components/kubernetes/admission.py resource_slices). It names the
+        # plugin's service account, the DaemonSet's own (the operand base gives both the object name):
+        # upstream's is nvidia-dra-driver-kubeletplugin (0100_kubeletplugin-service_account.yaml:4,
+        # 0500_daemonset.yaml:46 at v26.7.0), but nothing in the image reads its account's name, and
+        # one name per operand keeps the RBAC subjects, the DaemonSet and this policy from drifting.
+        policy_name = admission.DRA_RESOURCE_SLICES
+        labels = {"app.kubernetes.io/name": spec.operand, "app.kubernetes.io/part-of": "gpu-platform"}
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-resourceslices", metadata={"name": policy_name, "labels": labels},
+            spec=pulumi.Output.from_input(self._args.namespace).apply(lambda ns: resource_slices(ns, spec.name, DRIVER)),
+            opts=self._child)
+        # After its policy, as the platform's other bindings (components/kubernetes/admission.py).
+        binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-resourceslices-binding", metadata={"name": policy_name, "labels": labels},
+            spec={"policyName": policy_name, "validationActions": ["Deny"]},
+            opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[policy])))
+        return [policy, binding]
