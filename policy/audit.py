@@ -7,6 +7,7 @@ hash, gpu_platform/ledger.py)."""
 from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
+from pulumi_policy.proxy import UnknownValueError
 
 import re
 
@@ -136,9 +137,30 @@ def _approved(resources) -> dict[str, list[str]]:
     return found
 
 
-def _current(resources) -> tuple[str, int]:
-    rows = ledger.rows((r.resource_type, r.name, r.props) for r in resources)
+def _current(resources, report_violation) -> tuple[str, int] | None:
+    """The ledger's hash and size; None, with a violation, when a value it reads is unknown. Left to
+    the analyzer, an unknown value would make this policy "can't run during preview", an advisory
+    (pulumi-policy 1.21.0 policy.py:1098-1108), and a privilege the program hides behind a value known
+    only at the update (a generated name, an output) would pass the gate unapproved."""
+    resources = list(resources)
+    try:
+        rows = ledger.rows((r.resource_type, r.name, r.props) for r in resources)
+    except UnknownValueError as unknown:
+        where = next((f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r)), "a resource")
+        report_violation(
+            f"the privilege ledger cannot be computed in this preview: {unknown.message} (in {where}), so no approval can "
+            f"be checked against it; write that value in the program (a name it chooses, not one generated at the "
+            f"update), or create the resource in an update of its own and approve the ledger after it")
+        return None
     return ledger.digest(rows), len(rows)
+
+
+def _unknown_in(r) -> bool:
+    try:
+        ledger.rows([(r.resource_type, r.name, r.props)])
+    except UnknownValueError:
+        return True
+    return False
 
 
 # A stack policy: the ledger is all of the stack's resources at once. The engine runs stack policies
@@ -160,7 +182,10 @@ def privilege_ledger_approved(args, report_violation) -> None:
     approved = _approved(args.resources)
     if not approved:
         return  # privilege-ledger-recorded says what to record
-    current, count = _current(args.resources)
+    found = _current(args.resources, report_violation)
+    if found is None:
+        return
+    current, count = found
     where = "; ".join(f"{value} on {', '.join(who)}" for value, who in sorted(approved.items()))
     if len(approved) > 1:
         report_violation(f"the approved privilege ledger hash is stated differently by the namespaces ({where}); one "
@@ -192,7 +217,10 @@ def privilege_ledger_approved(args, report_violation) -> None:
 def privilege_ledger_recorded(args, report_violation) -> None:
     if _approved(args.resources):
         return
-    current, count = _current(args.resources)
+    found = _current(args.resources, report_violation)
+    if found is None:
+        return
+    current, count = found
     if count == 0:
         return
     report_violation(

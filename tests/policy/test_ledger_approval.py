@@ -187,3 +187,18 @@ def test_each_grant_the_review_changed_fails_the_old_approval_and_reordered_rule
                    {"actions": ["Audit"]}):
         found = violations(privilege_ledger_approved, [_namespace(approved), *_grants(**change)])
         assert len(found) == 1 and f"approval covers {approved}" in found[0][0], change
+
+
+def test_a_privilege_whose_value_is_unknown_at_preview_fails_the_gate_not_an_advisory():
+    # A cluster-admin binding named by a value generated at the update (random.RandomId(...).hex):
+    # left to the analyzer, the unknown would make the policy "can't run during preview", an advisory.
+    from tests.policy.verdict import UNKNOWN, diagnostics
+    binding = resource("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding", "evil", {
+        "metadata": {"name": UNKNOWN},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": "nvidia-device-plugin", "namespace": "gpu-operator"}]})
+    found = [d for d in diagnostics([_namespace(APPROVED), workload(), binding]) if d.policyName == privilege_ledger_approved.name]
+    assert len(found) == 1
+    assert found[0].enforcementLevel == 1  # MANDATORY (analyzer_pb2.EnforcementLevel), not "can't run"
+    assert "the privilege ledger cannot be computed in this preview" in found[0].message
+    assert ".metadata.name can't be known during preview" in found[0].message and "'evil'" in found[0].message
