@@ -68,16 +68,23 @@ HOST_PATHS = (
 )
 
 # The kubelet plugin's ClusterRole at v26.7.0 (manifests/state-dra-driver/0200_kubeletplugin-clusterrole.yaml),
-# less the rule on resource.nvidia.com computedomains (:6-13), which only ComputeDomains use and whose
-# CRD this stack does not create. Each as upstream has it:
+# less what only ComputeDomains use, whose CRD and plugin this stack does not create: the rule on
+# resource.nvidia.com computedomains (:6-13) and the update and patch verbs on nodes (:33-42). The role
+# is shared upstream with the compute-domain kubelet plugin, which labels its node
+# (kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 cmd/compute-domain-kubelet-plugin/
+# computedomain.go:393, 419, 448, 471); the GPU plugin's own code never calls the Node API (no Nodes()
+# in cmd/gpu-kubelet-plugin at that commit) and the vendored ResourceSlice controller only reads its
+# Node (vendor/k8s.io/dynamic-resource-allocation/resourceslice/resourceslicecontroller.go:716, a Get
+# for the slices' owner). A node write would let a compromised plugin label system nodes or lift
+# taints cluster-wide. The rest as upstream has it:
 CLUSTER_RULES = (
     # :14-21 the claims it prepares
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
     # :22-32 the ResourceSlices that publish its node's devices
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
      "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-    # :33-42 nodes
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "patch"]},
+    # :33-42 nodes, read only (above)
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
     # :43-50 pods
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
 )

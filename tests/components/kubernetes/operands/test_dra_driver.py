@@ -14,12 +14,14 @@ CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 
-# 0200_kubeletplugin-clusterrole.yaml at v26.7.0, lines 14-50 (the rule of lines 6-13, on
-# resource.nvidia.com computedomains, serves ComputeDomains only, which the stack leaves out).
+# 0200_kubeletplugin-clusterrole.yaml at v26.7.0, lines 14-50, less what serves ComputeDomains only,
+# which the stack leaves out: the rule of lines 6-13 (resource.nvidia.com computedomains) and update
+# and patch on nodes (lines 33-42: the compute-domain plugin labels its node; the GPU plugin only
+# reads its Node: dra-driver-nvidia-gpu 95932046 resourceslicecontroller.go:716).
 UPSTREAM_GPU_RULES = [
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "patch"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
 ]
 # 0400_deviceclass-gpu.yaml and 0410_deviceclass-mig.yaml at v26.7.0, lines 4-8 each.
