@@ -96,14 +96,25 @@ def _masked(value: str, account: str) -> str:
     return re.sub(rf"(?<![0-9]){account}(?![0-9])", OWN_ACCOUNT, value) if account else value
 
 
+def _masked_strings(value: Any, account: str) -> Any:
+    if isinstance(value, str):
+        return _masked(value, account)
+    if isinstance(value, Mapping):
+        return {_masked(str(k), account): _masked_strings(v, account) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked_strings(v, account) for v in value]
+    return value
+
+
 def document(raw: Any, account: str = "") -> str:
-    """A policy document's canonical JSON, every list sorted and the stack's account masked."""
+    """A policy document's canonical JSON, the stack's account masked, then every list sorted: masked
+    first, so the order of a list never depends on the account's digits or an autoname suffix, which
+    differ between the offline and the real preview."""
     raw = text(raw)
     try:
-        form = canonical(json.loads(raw), sets=True)
+        return canonical(_masked_strings(json.loads(raw), account), sets=True)
     except ValueError:
-        form = raw
-    return _masked(form, account)
+        return _masked(raw, account)
 
 
 def _hashed(label: str, raw: Any, account: str) -> str:

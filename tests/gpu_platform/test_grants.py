@@ -250,3 +250,15 @@ def test_an_oidc_provider_is_a_trust_anchor_row():
                 {"url": "https://oidc.eks.us-west-2.amazonaws.com/id/ABC", "clientIdLists": ["sts.amazonaws.com"]})
     assert ledger.rows([provider]) == [("IAM OIDC provider https://oidc.eks.us-west-2.amazonaws.com/id/ABC", "(trust anchor)",
                                         'clientIdList ["sts.amazonaws.com"]')]
+
+
+def test_a_list_naming_the_stack_account_and_another_sorts_alike_offline_and_for_real():
+    # Sorted before masking, the own account's digits (123... offline, 999... for real) would put
+    # the foreign principal first in one preview and second in the other.
+    def key(account: str, suffix: str) -> tuple[str, str, dict]:
+        statement = {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*", "Principal": {"AWS": [
+            f"arn:aws:iam::{account}:root", "arn:aws:iam::555555555555:role/partner",
+            f"arn:aws:iam::{account}:role/gpu-node-role-{suffix}", f"arn:aws:iam::{account}:role/gpu-node-role-builder"]}}
+        return "aws:kms/key:Key", "k", {"policy": json.dumps({"Statement": [statement]})}
+    offline = ledger.rows([_namespace(ACCOUNT), key(ACCOUNT, "0a1b2c3")])
+    assert ledger.rows([_namespace("999999999999"), key("999999999999", "f00d123")]) == offline
