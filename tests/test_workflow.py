@@ -159,6 +159,10 @@ def test_the_real_preview_runs_the_policy_pack_only_with_credentials_configured(
     [pulumi] = [s for s in steps(real) if action(s) == "pulumi/actions"]
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
+    # The engine is the release of the pinned SDK, not the newest 3.x of the day.
+    sdk = next(line.split("==")[1].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
+               if line.startswith("pulumi=="))
+    assert str(pulumi["with"]["pulumi-version"]) == sdk
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
     assert steps(real).index(aws) < steps(real).index(pulumi)
 
