@@ -49,8 +49,8 @@ import json
 import re
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import contract
-from gpu_platform.canonical_form import canonical, sha256, subject, without_autoname
+from gpu_platform import contract, server_defaults
+from gpu_platform.canonical_form import canonical, plain, sha256, subject, without_autoname
 from gpu_platform.iam_document import statements, values
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.workload_binding import shown
@@ -148,17 +148,25 @@ def _admission_rows(resource_type: str, resource_name: str, props: Mapping[str, 
         # Each webhook's backend sees every object its rules match (and a mutating one rewrites it):
         # the whole webhook (client, rules, selectors, failure policy) by SHA-256.
         who = _key(WEBHOOK_TYPES[resource_type], meta, resource_name)
-        return [(who, "(webhook)", f"webhook {text(mapping(w).get('name'))} {sha256(canonical(w))} (SHA-256 of the canonical JSON)")
+        mutating = resource_type == MUTATING_WEBHOOKS
+        return [(who, "(webhook)", f"webhook {text(mapping(w).get('name'))} "
+                                   f"{sha256(canonical(server_defaults.webhook(w, mutating)))} (SHA-256 of the canonical JSON)")
                 for w in sequence(props.get("webhooks"))] or [(who, "(webhook)", "webhooks (none)")]
     if resource_type in POLICY_TYPES:
         who = _key("ValidatingAdmissionPolicy", meta, resource_name)
-        return [(who, "(policy)", f"spec {sha256(canonical(spec))} (SHA-256 of the canonical JSON)")]
+        # With the API server's defaults, so the live policy (a real preview of a deployed stack) hashes alike.
+        return [(who, "(policy)", f"spec {sha256(canonical(server_defaults.policy_spec(spec)))} (SHA-256 of the canonical JSON)")]
     who = _key("ValidatingAdmissionPolicyBinding", meta, resource_name)
     actions = sorted({text(a) for a in sequence(spec.get("validationActions"))})
     found = [(who, "(binding)", f"policyName {text(spec.get('policyName'))}"),
              (who, "(binding)", f"validationActions {canonical(actions)}")]
-    for key in ("matchResources", "paramRef"):
-        found.append((who, "(binding)", shown(key, spec.get(key)) if key in spec else f"{key} (none)"))
+    if "matchResources" in spec:
+        found.append((who, "(binding)", shown("matchResources", server_defaults.binding_match(spec.get("matchResources")))))
+    else:
+        found.append((who, "(binding)", "matchResources (none)"))
+    # paramRef.parameterNotFoundAction defaults to Deny (admissionregistration/v1beta1/defaults.go SetDefaults_ParamRef).
+    found.append((who, "(binding)", shown("paramRef", {"parameterNotFoundAction": "Deny", **plain(mapping(spec.get("paramRef")))})
+                  if "paramRef" in spec else "paramRef (none)"))
     return found
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from gpu_platform import server_defaults
 from gpu_platform.canonical_form import canonical, number, sha256
 from gpu_platform.props import dig, mapping, sequence, text
 
@@ -87,9 +88,11 @@ def placement_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     if not (selector or node or affinity):
         found.append((key, POD, "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"))
     found += [(key, POD, toleration(mapping(t))) for t in sequence(spec.get("tolerations"))]
-    # `serviceAccount` is the deprecated alias the API still accepts (PodSpec.serviceAccount).
-    account = text(spec.get("serviceAccountName")) or text(spec.get("serviceAccount"))
-    found.append((key, POD, f"serviceAccountName {account}" if account else "serviceAccountName default (none set)"))
+    # `serviceAccount` is the deprecated alias the API still accepts (PodSpec.serviceAccount). Unset,
+    # the ServiceAccount admission plugin writes `default` into the pod (the live object says so), so
+    # one row for both.
+    account = text(spec.get("serviceAccountName")) or text(spec.get("serviceAccount")) or "default"
+    found.append((key, POD, f"serviceAccountName {account}"))
     return found
 
 
@@ -149,5 +152,5 @@ def config_rows(key: str, namespace: str, spec: Mapping[str, Any], containers: l
 def container_rows(key: str, name: str, c: Mapping[str, Any]) -> list[Row]:
     """What the container runs: command, args, env and envFrom, where set (unset, the image's own
     entrypoint and env run, which the image row binds)."""
-    return [(key, name, shown(field, c.get(field))) for field in ("command", "args", "env", "envFrom")
-            if sequence(c.get(field))]
+    return [(key, name, shown(field, server_defaults.env(c.get(field)) if field == "env" else c.get(field)))
+            for field in ("command", "args", "env", "envFrom") if sequence(c.get(field))]

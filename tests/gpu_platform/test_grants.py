@@ -207,7 +207,9 @@ def test_an_admission_policy_is_its_spec_hash_and_its_binding_readable():
     assert ledger.rows([_policy(SPEC), _policy_binding(["Warn", "Deny"])]) == [
         ("ValidatingAdmissionPolicy gpu-platform-validator-pods", "(policy)",
          f"spec {_sha(spec_by_hand)} (SHA-256 of the canonical JSON)"),
-        (subject, "(binding)", 'matchResources {"namespaceSelector":{"matchLabels":{"gpu":"yes"}}}'),
+        # With the API server's defaults (matchPolicy, an empty objectSelector), as the live object has them.
+        (subject, "(binding)", 'matchResources {"matchPolicy":"Equivalent","namespaceSelector":{"matchLabels":{"gpu":"yes"}},'
+                               '"objectSelector":{}}'),
         (subject, "(binding)", "paramRef (none)"),
         (subject, "(binding)", "policyName gpu-platform-validator-pods"),
         (subject, "(binding)", 'validationActions ["Deny","Warn"]'),
@@ -235,10 +237,12 @@ def test_a_webhook_configuration_is_in_the_ledger_one_row_per_webhook():
     mutating = ("kubernetes:admissionregistration.k8s.io/v1:MutatingWebhookConfiguration", "m",
                 {"metadata": {"name": "injector"}, "webhooks": [hook]})
     (row,) = ledger.rows([mutating])
-    # hook by hand: keys sorted, no spaces, lists in their order.
+    # hook by hand: keys sorted, no spaces, lists in their order, with the API server's defaults for a
+    # mutating webhook (failure and match policy, selectors, timeout, reinvocation, the rule's scope).
     by_hand = ('{"admissionReviewVersions":["v1"],"clientConfig":{"url":"https://hooks.example.com/inject"},'
-               '"name":"inject.example.com","rules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],'
-               '"resources":["pods"]}],"sideEffects":"None"}')
+               '"failurePolicy":"Fail","matchPolicy":"Equivalent","name":"inject.example.com","namespaceSelector":{},'
+               '"objectSelector":{},"reinvocationPolicy":"Never","rules":[{"apiGroups":[""],"apiVersions":["v1"],'
+               '"operations":["CREATE"],"resources":["pods"],"scope":"*"}],"sideEffects":"None","timeoutSeconds":10}')
     assert row == ("MutatingWebhookConfiguration injector", "(webhook)",
                    f"webhook inject.example.com {_sha(by_hand)} (SHA-256 of the canonical JSON)")
     elsewhere = {**hook, "clientConfig": {"url": "https://evil.example.com/inject"}}
@@ -262,3 +266,29 @@ def test_a_list_naming_the_stack_account_and_another_sorts_alike_offline_and_for
         return "aws:kms/key:Key", "k", {"policy": json.dumps({"Statement": [statement]})}
     offline = ledger.rows([_namespace(ACCOUNT), key(ACCOUNT, "0a1b2c3")])
     assert ledger.rows([_namespace("999999999999"), key("999999999999", "f00d123")]) == offline
+
+
+def test_the_live_objects_with_the_api_servers_defaults_give_the_program_objects_rows():
+    # A real preview of a deployed stack hands the pack the live objects: the program's policy,
+    # binding and webhook, and below them the same as the API server stores them (written by hand).
+    spec = {"validations": [{"expression": "true"}],
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}]}}
+    live = {"failurePolicy": "Fail", "validations": [{"expression": "true"}],
+            "matchConstraints": {"matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+                                 "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                                    "resources": ["pods"], "scope": "*"}]}}
+    binding = {"policyName": "p", "validationActions": ["Deny"], "matchResources": {"namespaceSelector": {"matchLabels": {"a": "b"}}}}
+    live_binding = {**binding, "matchResources": {"matchPolicy": "Equivalent", "objectSelector": {},
+                                                  "namespaceSelector": {"matchLabels": {"a": "b"}}}}
+    hook = {"name": "h.example.com", "clientConfig": {"service": {"name": "s", "namespace": "n"}}, "sideEffects": "None",
+            "admissionReviewVersions": ["v1"]}
+    live_hook = {**hook, "clientConfig": {"service": {"name": "s", "namespace": "n", "port": 443}}, "failurePolicy": "Fail",
+                 "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {}, "timeoutSeconds": 10}
+
+    def objects(policy, bound, webhook):
+        return [(ADMISSION + "ValidatingAdmissionPolicy", "p", {"metadata": {"name": "p"}, "spec": policy}),
+                (ADMISSION + "ValidatingAdmissionPolicyBinding", "b", {"metadata": {"name": "b"}, "spec": bound}),
+                (ADMISSION + "ValidatingWebhookConfiguration", "w", {"metadata": {"name": "w"}, "webhooks": [webhook]})]
+    assert ledger.rows(objects(live, live_binding, live_hook)) == ledger.rows(objects(spec, binding, hook))
+    # A default the program overrides is its own value, not the default: Ignore is another policy.
+    assert ledger.rows(objects({**spec, "failurePolicy": "Ignore"}, binding, hook)) != ledger.rows(objects(spec, binding, hook))

@@ -16,7 +16,7 @@ WORKLOAD = "DaemonSet gpu-operator/plugin"
 TINY = (b"gpu-platform privilege ledger v1\n"
         b"DaemonSet gpu-operator/plugin\t(pod)\thostPID\n"
         b"DaemonSet gpu-operator/plugin\t(pod)\truns on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)\n"
-        b"DaemonSet gpu-operator/plugin\t(pod)\tserviceAccountName default (none set)\n"
+        b"DaemonSet gpu-operator/plugin\t(pod)\tserviceAccountName default\n"
         b"DaemonSet gpu-operator/plugin\tmain\tcapability SYS_ADMIN\n"
         b"DaemonSet gpu-operator/plugin\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
         b"DaemonSet gpu-operator/plugin\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
@@ -56,7 +56,7 @@ def test_a_tiny_ledger_hashes_to_the_sha256_of_its_canonical_form_written_by_han
             (WORKLOAD, "wait", "image nvcr.io/nvidia/gpu-operator:v25.10.1"),
             (WORKLOAD, "main", "image nvcr.io/nvidia/k8s-device-plugin:v0.18.1"),
             (WORKLOAD, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
-            (WORKLOAD, "(pod)", "serviceAccountName default (none set)")]
+            (WORKLOAD, "(pod)", "serviceAccountName default")]
     assert ledger.canonical(rows) == TINY
     assert ledger.digest(rows) == TINY_HASH
 
@@ -222,7 +222,7 @@ APP = "Deployment apps/app"
 def test_a_weakened_isolation_gets_its_rows(path, value, expected):
     # Where the privileged pod runs and as whom are rows too (gpu_platform/workload_binding.py).
     placement = {(APP, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
-                 (APP, "(pod)", "serviceAccountName default (none set)")}
+                 (APP, "(pod)", "serviceAccountName default")}
     assert set(ledger.rows([("kubernetes:apps/v1:Deployment", "app", _set(_plain(), path, value))])) == expected | placement
 
 

@@ -42,5 +42,24 @@ def test_a_node_group_selector_is_named_by_its_key_since_its_value_is_known_only
         ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector eks.amazonaws.com/nodegroup=(the name of a managed node group "
                                                  "the stack creates, known once it exists; not bound)"),
         ("DaemonSet gpu-operator/gate", "(pod)", "nodeSelector gpu-platform.io/pool=l40s"),
-        ("DaemonSet gpu-operator/gate", "(pod)", "serviceAccountName default (none set)"),
+        ("DaemonSet gpu-operator/gate", "(pod)", "serviceAccountName default"),
     ]
+
+
+def test_a_containers_env_reads_alike_as_written_and_as_the_api_server_stores_it():
+    # The API server drops an empty value (omitempty) and gives a fieldRef apiVersion v1; the live
+    # container below is the program's as it comes back from the cluster, written by hand.
+    written = {"name": "c", "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                                    {"name": "EMPTY", "value": ""}, {"name": "MODE", "value": "x"}]}
+    live = {"name": "c", "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "spec.nodeName"}}},
+                                 {"name": "EMPTY"}, {"name": "MODE", "value": "x"}]}
+    rows = workload_binding.container_rows("DaemonSet gpu-operator/x", "c", written)
+    assert rows == workload_binding.container_rows("DaemonSet gpu-operator/x", "c", live)
+    assert rows == [("DaemonSet gpu-operator/x", "c", 'env [{"name":"NODE_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1",'
+                                                      '"fieldPath":"spec.nodeName"}}},{"name":"EMPTY"},{"name":"MODE","value":"x"}]')]
+
+
+def test_a_pod_without_a_service_account_runs_as_default_as_the_live_pod_says():
+    written = workload_binding.placement_rows("DaemonSet gpu-operator/x", {"nodeName": "n"})
+    live = workload_binding.placement_rows("DaemonSet gpu-operator/x", {"nodeName": "n", "serviceAccountName": "default"})
+    assert written == live and ("DaemonSet gpu-operator/x", "(pod)", "serviceAccountName default") in written

@@ -16,7 +16,7 @@ from tests.policy.verdict import violations
 APPROVED = "sha256:" + hashlib.sha256(
     b"gpu-platform privilege ledger v1\n"
     b"DaemonSet gpu-device-plugin-ds\t(pod)\tnodeSelector nvidia.com/gpu.deploy.device-plugin=true\n"
-    b"DaemonSet gpu-device-plugin-ds\t(pod)\tserviceAccountName default (none set)\n"
+    b"DaemonSet gpu-device-plugin-ds\t(pod)\tserviceAccountName default\n"
     b"DaemonSet gpu-device-plugin-ds\t(pod)\ttoleration nvidia.com/gpu operator Exists, effect NoSchedule\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\tcapability SYS_ADMIN\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
