@@ -38,6 +38,16 @@ def service_monitor(config: StackConfig, found: Discovered) -> dict[str, str] | 
     return dict(config.monitoring.service_monitor_labels)
 
 
+def node_image_identity(config: StackConfig, found: Discovered) -> str:
+    """The node image as the stack pins it (contract.NODE_IMAGE_KEY): what every GPU node boots as root."""
+    image = config.node_image
+    if image.source == "ami":
+        return f"ami {image.ami_id}"
+    if image.source == "eks-nvidia":
+        return f"eks-nvidia release {image.release}"
+    return f"bake from EKS AMI release {found.base_image.release if found.base_image else '?'}"
+
+
 def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]) -> list[tuple[stages.Stage, OperandSpec]]:
     """Every active stage with its spec, in the declared order."""
     mig_pools = []
@@ -115,7 +125,10 @@ class GpuPlatform(pulumi.ComponentResource):
                           config.monitoring.prometheus_namespace, tuple(sorted(config.monitoring.prometheus_pod_labels.items())),
                           approved_ledger=config.audit.approved_ledger, admins=config.cluster.admins,
                           allocation_mode=config.allocation.mode,
-                          acknowledged_alpha=config.allocation.acknowledge_alpha, aws_account=found.account),
+                          acknowledged_alpha=config.allocation.acknowledge_alpha, aws_account=found.account,
+                          node_image=node_image_identity(config, found),
+                          cluster=f"{config.cluster.name} in {config.region}, {'created' if config.cluster.create else 'adopted'}",
+                          audit=(config.audit.owner, config.audit.approval)),
             opts=child,
         )
         # Before the first operand: the validator's first workload pod and the first node patch are

@@ -91,6 +91,15 @@ def _cluster_rows(props: Mapping[str, Any]) -> list[Row]:
     # default value is true"); authenticationMode defaults to CONFIG_MAP through the API.
     if access.get("bootstrapClusterCreatorAdminPermissions") is not False:
         found.append((SUBJECT, CREATOR, f"{ADMIN_GRANT}, bootstrapClusterCreatorAdminPermissions"))
+    # Who may reach the API server: public unless turned off (CreateCluster's endpointPublicAccess
+    # "default true", botocore 1.44.8 eks service-2.json VpcConfigRequest). EKS returns
+    # publicAccessCidrs (0.0.0.0/0) for a private endpoint too, so the CIDRs are read only when public.
+    vpc = dig(props, "vpcConfig")
+    if vpc.get("endpointPublicAccess") is not False:
+        cidrs = ", ".join(sorted(text(c) for c in sequence(vpc.get("publicAccessCidrs")))) or "0.0.0.0/0 (none given)"
+        found.append((SUBJECT, "(endpoint)", f"public endpoint, reachable from {cidrs}"))
+    else:
+        found.append((SUBJECT, "(endpoint)", "private endpoint only"))
     mode = text(access.get("authenticationMode")) or "CONFIG_MAP"
     if mode != "API":
         found.append((SUBJECT, "(aws-auth ConfigMap)", f"authenticationMode {mode}: IAM principals the kube-system "
@@ -98,10 +107,25 @@ def _cluster_rows(props: Mapping[str, Any]) -> list[Row]:
     return found
 
 
+def _stack_rows(props: Mapping[str, Any]) -> list[Row]:
+    """What the namespace declares of the stack as a whole: the cluster, the node image every GPU
+    node boots as root, and the approval record (contract.CLUSTER_KEY, NODE_IMAGE_KEY, AUDIT_*)."""
+    notes = dig(props, "metadata", "annotations")
+    found = []
+    if contract.CLUSTER_KEY in notes:
+        found.append((SUBJECT, "(cluster)", f"cluster {text(notes.get(contract.CLUSTER_KEY))}"))
+    if contract.NODE_IMAGE_KEY in notes:
+        found.append(("GPU node image", "(boots as root)", text(notes.get(contract.NODE_IMAGE_KEY))))
+    if contract.AUDIT_APPROVAL in notes or contract.AUDIT_OWNER in notes:
+        found.append(("Approval record", "(gpu-platform:audit)", f"approval {text(notes.get(contract.AUDIT_APPROVAL))}, "
+                                                                 f"owner {text(notes.get(contract.AUDIT_OWNER))}"))
+    return found
+
+
 def rows(resource_type: str, props: Mapping[str, Any]) -> list[Row]:
     """The cluster access rows of one resource (of TYPES); none for anything else."""
     if resource_type == NAMESPACE_TYPE:
-        return [(SUBJECT, principal(arn), ADMIN_GRANT) for arn in declared(props) or ()]
+        return [(SUBJECT, principal(arn), ADMIN_GRANT) for arn in declared(props) or ()] + _stack_rows(props)
     who = principal(text(props.get("principalArn")))
     if resource_type == ASSOCIATION_TYPE:
         return [(SUBJECT, who, grant(text(props.get("policyArn")), mapping(props.get("accessScope"))))]

@@ -768,6 +768,20 @@ class StackConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _toolkit_override_applies(self) -> "StackConfig":
+        # A baked toolkit is the release's version, installed by the bake (or AWS's, in its AMI): no
+        # toolkit DaemonSet runs for the override to change, and a patch the user believes applied
+        # (a CVE fix) would not be on any node.
+        if "container-toolkit" in self.operator.overrides and self.node_image.toolkit_baked:
+            raise ValueError(_at("gpu-platform:operator.overrides.container-toolkit", (
+                f"{self.operator.overrides['container-toolkit']!r}: the node image bakes the container toolkit "
+                f"(gpu-platform:nodeImage.toolkitBaked is true, source {self.node_image.source!r}), at the version of "
+                f"release {self.operator.release} ({self.release.toolkit_version}); no toolkit DaemonSet runs for the "
+                "override to change (valid: remove the override and move to a release or node image with the toolkit "
+                "you need, or set nodeImage.toolkitBaked: false to run the toolkit as a DaemonSet)")))
+        return self
+
+    @model_validator(mode="after")
     def _dra_renderable(self) -> "StackConfig":
         if self.allocation.mode != "dra":
             return self

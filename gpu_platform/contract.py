@@ -79,6 +79,13 @@ ACKNOWLEDGED_ALPHA_KEY = "gpu-platform.io/acknowledged-alpha"
 # looks up), so the privilege ledger can tell the stack's own account from any other in the IAM and
 # KMS documents without guessing (gpu_platform/grants.py own_account).
 AWS_ACCOUNT_KEY = "gpu-platform.io/aws-account"
+# On the same namespace, for the privilege ledger (neither is otherwise the same offline and in a
+# real preview: the AMI a launch template boots is an output, the cluster an adopted stack joins is
+# no resource of it): the node image every GPU node boots, as the stack pins it ("ami ami-...",
+# "eks-nvidia release v...", "bake from EKS AMI release v..."), and the cluster the operands run in
+# ("NAME in REGION, created" or ", adopted").
+NODE_IMAGE_KEY = "gpu-platform.io/node-image"
+CLUSTER_KEY = "gpu-platform.io/cluster"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

@@ -55,11 +55,15 @@ reads back, so `--audit-against` shows the new rows as added, which is what the 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, workload_binding, workloads
+import yaml
+
+from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, isolation, workload_binding, workloads
 from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
@@ -204,6 +208,34 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
                                           "gpu_platform/addon_privileges.py for this version")]
 
 
+SCOPE_FILE = Path(__file__).with_name("ledger_scope.yaml")
+# Types no module reads and that need no row: the program's own components (their children carry
+# what they hold), providers (their configuration is a credential path, not a grant), the stack.
+_NO_ROW_PREFIXES = ("gpu-platform:", "pulumi:providers:", "pulumi:pulumi:Stack")
+
+
+@functools.lru_cache(maxsize=None)
+def no_privilege_types() -> frozenset[str]:
+    """The types ledger_scope.yaml lists as holding no privilege of their own."""
+    return frozenset(yaml.safe_load(SCOPE_FILE.read_text())["no_privilege"])
+
+
+def reviewed(resource_type: str) -> bool:
+    """Whether the ledger knows the type: a module reads it, or it is listed as holding nothing."""
+    return (resource_type in (ADDON_TYPE, IMAGE_COMPONENT) or resource_type in cluster_admins.TYPES
+            or resource_type in grants.TYPES or resource_type in isolation.TYPES
+            or workloads.kind(resource_type) is not None or resource_type in no_privilege_types()
+            or resource_type.startswith(_NO_ROW_PREFIXES))
+
+
+def unreviewed_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+    """A resource of a type the ledger does not know (the program makes none): its whole input, so
+    that adding it, or changing it, is a new approval."""
+    return [(f"{resource_type} {resource_name}", "(not reviewed)",
+             f"inputs {sha256(canonical_json(props))} (SHA-256 of the canonical JSON; the ledger does not read this type: "
+             f"approve it as a whole)")]
+
+
 def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
                   config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
                   account: str = "") -> list[Row]:
@@ -215,6 +247,10 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
         return cluster_admins.rows(resource_type, props)
     if resource_type in grants.TYPES:
         return grants.rows(resource_type, resource_name, props, account)
+    if resource_type in isolation.TYPES:
+        return isolation.rows(resource_type, resource_name, props)
+    if not reviewed(resource_type):
+        return unreviewed_rows(resource_type, resource_name, props)
     return workload_rows(resource_type, resource_name, props, config_maps)
 
 

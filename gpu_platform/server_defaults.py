@@ -69,6 +69,23 @@ def binding_match(match: Any) -> Any:
     return _match(plain(match))
 
 
+def network_policy_spec(spec: Mapping[str, Any]) -> dict:
+    """A NetworkPolicy's spec as the live object has it (networking/v1/defaults.go
+    SetDefaults_NetworkPolicyPort: protocol TCP; SetDefaults_NetworkPolicy: policyTypes Ingress, and
+    Egress when there are egress rules, where none are given)."""
+    found = plain(spec)
+    if not isinstance(found, dict):
+        return {}
+    if not found.get("policyTypes"):
+        found["policyTypes"] = ["Ingress", *(["Egress"] if found.get("egress") else [])]
+    for direction in ("ingress", "egress"):
+        if isinstance(found.get(direction), list):
+            found[direction] = [{**rule, "ports": [{"protocol": "TCP", **p} if isinstance(p, dict) else p for p in rule["ports"]]}
+                                if isinstance(rule, dict) and isinstance(rule.get("ports"), list) else rule
+                                for rule in found[direction]]
+    return found
+
+
 def webhook(hook: Any, mutating: bool) -> Any:
     """One webhook of a webhook configuration as the live object has it."""
     hook = plain(hook)

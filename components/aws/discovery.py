@@ -198,7 +198,8 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
         # and access entries made outside the stack are none of them, so say where they are.
         pulumi.log.warn(
             f"gpu-platform:cluster: the adopted cluster {cfg.name!r} has authenticationMode {mode}: IAM principals its "
-            f"kube-system aws-auth ConfigMap maps are admitted too, and the privilege ledger does not show them (it shows "
+            f"kube-system aws-auth ConfigMap maps are admitted{' too' if mode != 'CONFIG_MAP' else ' (the only way in, in this mode)'}, "
+            f"and the privilege ledger does not show them (it shows "
             f"the stack's own access entries); review them with `kubectl -n kube-system get configmap aws-auth -o yaml`, "
             f"or switch the cluster to API (aws eks update-cluster-config --access-config authenticationMode=API) once "
             f"every mapping has an access entry"

@@ -35,6 +35,9 @@ class NamespaceArgs:
     allocation_mode: str = "device-plugin"  # gpu-platform:allocation.mode
     acknowledged_alpha: tuple[str, ...] = ()  # gpu-platform:allocation.acknowledgeAlpha
     aws_account: str = ""  # the caller identity's account (the one the stack deploys into)
+    node_image: str = ""  # contract.NODE_IMAGE_KEY
+    cluster: str = ""  # contract.CLUSTER_KEY
+    audit: tuple[str, str] | None = None  # (owner, approval): gpu-platform:audit, bound by the ledger
 
 
 class GpuNamespace(pulumi.ComponentResource):
@@ -65,6 +68,9 @@ class GpuNamespace(pulumi.ComponentResource):
                     contract.KUBERNETES_VERSION_TAG: args.kubernetes_version,
                     contract.CLUSTER_ADMINS_KEY: cluster_admins.annotation(args.admins),
                     **({contract.AWS_ACCOUNT_KEY: args.aws_account} if args.aws_account else {}),
+                    **({contract.NODE_IMAGE_KEY: args.node_image} if args.node_image else {}),
+                    **({contract.CLUSTER_KEY: args.cluster} if args.cluster else {}),
+                    **({contract.AUDIT_OWNER: args.audit[0], contract.AUDIT_APPROVAL: args.audit[1]} if args.audit else {}),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                     # Only off the default, so the device-plugin stacks' namespace is unchanged.
                     **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),

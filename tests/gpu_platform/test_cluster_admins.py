@@ -58,17 +58,25 @@ def test_an_access_entry_with_kubernetes_groups_or_a_node_type_has_rows():
 
 
 def test_a_created_cluster_with_the_creators_bootstrap_admin_or_the_config_map_has_rows():
-    shipped = {"name": "gpu", "version": "1.33", "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}}
-    assert ledger.rows([(CLUSTER, "c", shipped)]) == []
+    shipped = {"name": "gpu", "version": "1.33", "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
+               "vpcConfig": {"endpointPrivateAccess": True, "endpointPublicAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]}}
+    private = ("EKS cluster access", "(endpoint)", "private endpoint only")
+    assert ledger.rows([(CLUSTER, "c", shipped)]) == [private]
     bootstrap = {**shipped, "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}}
     assert ledger.rows([(CLUSTER, "c", bootstrap)]) == [
-        ("EKS cluster access", "(cluster creator)", "AmazonEKSClusterAdminPolicy (cluster scope), bootstrapClusterCreatorAdminPermissions")]
-    # Left out, EKS's defaults: the creator's entry, and the aws-auth ConfigMap only.
+        ("EKS cluster access", "(cluster creator)", "AmazonEKSClusterAdminPolicy (cluster scope), bootstrapClusterCreatorAdminPermissions"),
+        private]
+    # Left out, EKS's defaults: the creator's entry, the aws-auth ConfigMap only, a public endpoint.
     assert ledger.rows([(CLUSTER, "c", {"name": "gpu", "version": "1.33"})]) == [
         ("EKS cluster access", "(aws-auth ConfigMap)", "authenticationMode CONFIG_MAP: IAM principals the kube-system aws-auth "
                                                        "ConfigMap maps are admitted too"),
         ("EKS cluster access", "(cluster creator)", "AmazonEKSClusterAdminPolicy (cluster scope), bootstrapClusterCreatorAdminPermissions"),
+        ("EKS cluster access", "(endpoint)", "public endpoint, reachable from 0.0.0.0/0 (none given)"),
     ]
+    # Opening the endpoint, or to more addresses, is another approval.
+    opened = {**shipped, "vpcConfig": {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "10.0.0.0/8"]}}
+    assert ("EKS cluster access", "(endpoint)", "public endpoint, reachable from 10.0.0.0/8, 203.0.113.0/24") in \
+        ledger.rows([(CLUSTER, "c", opened)])
 
 
 def test_adding_an_admin_changes_the_hash():

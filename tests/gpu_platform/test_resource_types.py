@@ -25,6 +25,7 @@ CLASSES = {
     "KMS_KEY": aws.kms.Key,
     "NAMESPACE": k8s.core.v1.Namespace, "DAEMONSET": k8s.apps.v1.DaemonSet,
     "NETWORK_POLICY": k8s.networking.v1.NetworkPolicy,
+    "RUNTIME_CLASS": k8s.node.v1.RuntimeClass, "DEVICE_CLASS": k8s.resource.v1.DeviceClass,
     "ADMISSION_POLICY": k8s.admissionregistration.v1.ValidatingAdmissionPolicy,
     "ADMISSION_BINDING": k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding,
     "MUTATING_WEBHOOKS": k8s.admissionregistration.v1.MutatingWebhookConfiguration,

@@ -90,13 +90,22 @@ def test_policy_config_can_disable_a_policy(tmp_path):
 
 
 def test_a_public_cluster_endpoint_limited_to_named_networks_is_advisory(tmp_path):
-    config = stack_config("dev")
+    config = unapproved(stack_config("dev"))
     config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]})
-    # Named dev: the stack's name is in its IAM policy's name, which its approved ledger covers.
     code, report = run(tmp_path, write_stack(tmp_path, config, "dev"))
     assert code == 0
-    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [("cluster-endpoint-private", "advisory")]
+    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [
+        ("cluster-endpoint-private", "advisory"), (LEDGER_RECORDED, "advisory")]
     assert "203.0.113.0/24, 198.51.100.0/24" in report["violations"][0]["message"]
+
+
+def test_opening_the_endpoint_of_an_approved_stack_needs_a_new_approval(tmp_path):
+    # The endpoint's exposure is in the privilege ledger: dev's approval covered a private endpoint.
+    config = stack_config("dev")
+    config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]})
+    code, report = run(tmp_path, write_stack(tmp_path, config, "dev"))
+    assert code == 1
+    assert ("privilege-ledger-approved", "mandatory") in [(v["policy"], v["enforcementLevel"]) for v in report["violations"]]
 
 
 def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):

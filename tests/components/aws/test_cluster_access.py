@@ -136,6 +136,7 @@ def test_an_admin_left_with_its_existing_entry_is_still_in_the_privilege_ledger(
     rows = ledger.of(record_variant("adopted-with-admins", change))
     access = sorted(row for row in rows if row[0] == "EKS cluster access")
     assert access == [
+        ("EKS cluster access", "(cluster)", "cluster gpu-shared in us-west-2, adopted"),
         ("EKS cluster access", "arn:aws:iam::123456789012:role/cluster-creator", "AmazonEKSClusterAdminPolicy (cluster scope)"),
         ("EKS cluster access", "arn:aws:iam::123456789012:role/platform-admins", "AmazonEKSClusterAdminPolicy (cluster scope)"),
         ("EKS cluster access", "arn:aws:iam::123456789012:user/alice", "AmazonEKSClusterAdminPolicy (cluster scope)"),

@@ -111,3 +111,29 @@ def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stac
     assert declared == "123456789012"  # preview/offline/outputs.py ACCOUNT, the caller identity's account
     trust = json.loads(stack.one("aws:iam/role:Role", "gpu-cluster-control-plane").inputs["assumeRolePolicy"])
     assert {s["Condition"]["StringEquals"]["aws:SourceAccount"] for s in trust["Statement"]} == {declared}
+
+
+def test_the_namespace_names_the_cluster_the_node_image_and_the_approval_the_ledger_binds(dev):
+    # dev: created cluster gpu-dev in us-west-2, a bake from the default EKS AMI release for 1.33
+    # (gpu_platform/eks_ami_releases.yaml), audit owner ml-platform / approval from its stack file.
+    (namespace,) = [n for n in dev.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+    notes = namespace.inputs["metadata"]["annotations"]
+    assert notes[contract.CLUSTER_KEY] == "gpu-dev in us-west-2, created"
+    assert notes[contract.NODE_IMAGE_KEY] == "bake from EKS AMI release v20260714"
+    assert notes[contract.AUDIT_OWNER] == dev.config["gpu-platform:audit"]["owner"]
+
+
+def test_a_pinned_ami_is_named_on_the_namespace_so_swapping_it_changes_the_ledger(tmp_path):
+    from gpu_platform import ledger as privilege_ledger
+    from preview.offline import engine
+    from tests.conftest import stack_config, write_stack
+
+    def ledger_of(ami: str) -> str:
+        config = stack_config("dev")
+        config["gpu-platform:nodeImage"] = {"source": "ami", "amiId": ami, "driverVersion": config["gpu-platform:nodeImage"]["driverVersion"]}
+        (tmp_path / ami).mkdir()
+        recording = engine.run(write_stack(tmp_path / ami, config, name="dev"))
+        (ns,) = [n for n in recording.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+        assert ns.inputs["metadata"]["annotations"][contract.NODE_IMAGE_KEY] == f"ami {ami}"
+        return privilege_ledger.digest(privilege_ledger.rows((r.type, r.name, r.inputs) for r in recording.resources))
+    assert ledger_of("ami-0123456789abcdef0") != ledger_of("ami-0fedcba9876543210")

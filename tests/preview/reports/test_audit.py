@@ -113,7 +113,13 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
     # replaced by the same binding with its new hash, never dropped.
     removed = changes[changes.index("### Removed"):]
     rows = [line for line in removed.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
-    workload_removed = [line for line in rows if not line.startswith(("| node image bake ", "| IAM "))]
+    workload_removed = [line for line in rows if not line.startswith(("| node image bake ", "| IAM ", "| Approval record ",
+                                                                      "| EKS cluster access "))]
+    # The other stack's cluster and approval record (dev's), replaced by prod's.
+    assert sorted(line for line in rows if line.startswith(("| Approval record ", "| EKS cluster access "))) == [
+        "| Approval record | (gpu-platform:audit) | approval SEC-1042, owner ml-platform |",
+        "| EKS cluster access | (cluster) | cluster gpu-dev in us-west-2, created |",
+    ]
     # The stack's name is in its customer-managed IAM policy's name and in the cluster ARN the EKS and
     # Pod Identity trust policies name: those rows are the other stack's, not a privilege dropped.
     assert sorted(line.split(" sha256:")[0] for line in rows if line.startswith("| IAM ")) == [

@@ -1,0 +1,51 @@
+"""gpu_platform/isolation.py through the ledger: network policies, runtime classes and device classes
+are rows, so an allow-all policy beside the default-deny one, another runtime handler or a device
+class that selects everything is a new approval. Expectations written by hand."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from gpu_platform import ledger
+
+NP = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RC = "kubernetes:node.k8s.io/v1:RuntimeClass"
+DC = "kubernetes:resource.k8s.io/v1:DeviceClass"
+DENY = {"metadata": {"name": "default-deny-ingress", "namespace": "gpu-operator"}, "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+
+
+def _sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_network_policy_is_its_spec_with_the_api_servers_defaults():
+    # The live object (ports' protocol TCP, policyTypes from the rules) hashes as the program's.
+    written = {"metadata": {"name": "m", "namespace": "gpu-operator"}, "spec": {"podSelector": {}, "ingress": [{"ports": [{"port": 9400}]}]}}
+    live = {"metadata": {"name": "m", "namespace": "gpu-operator"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": [{"port": 9400, "protocol": "TCP"}]}]}}
+    by_hand = '{"ingress":[{"ports":[{"port":9400,"protocol":"TCP"}]}],"podSelector":{},"policyTypes":["Ingress"]}'
+    assert ledger.rows([(NP, "n", written)]) == ledger.rows([(NP, "n", live)]) == [
+        ("NetworkPolicy gpu-operator/m", "(network)", f"spec {_sha(by_hand)} (SHA-256 of the canonical JSON)")]
+
+
+def test_an_allow_all_policy_beside_the_default_deny_is_a_new_approval():
+    allow_all = {"metadata": {"name": "open", "namespace": "gpu-operator"}, "spec": {"podSelector": {}, "ingress": [{}]}}
+    assert ledger.digest(ledger.rows([(NP, "d", DENY), (NP, "o", allow_all)])) != ledger.digest(ledger.rows([(NP, "d", DENY)]))
+
+
+def test_a_runtime_class_is_its_handler_and_its_scheduling():
+    props = {"metadata": {"name": "nvidia"}, "handler": "nvidia", "scheduling": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}}
+    assert ledger.rows([(RC, "r", props)]) == [
+        ("RuntimeClass nvidia", "(runtime)", "handler nvidia"),
+        ("RuntimeClass nvidia", "(runtime)", 'scheduling {"nodeSelector":{"nvidia.com/gpu.present":"true"}}')]
+    assert ("RuntimeClass nvidia", "(runtime)", "handler runc") in ledger.rows([(RC, "r", {**props, "handler": "runc"})])
+
+
+def test_a_device_class_selecting_everything_is_another_row():
+    spec = {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}
+    rows = ledger.rows([(DC, "g", {"metadata": {"name": "gpu.nvidia.com"}, "spec": spec})])
+    assert rows == [("DeviceClass gpu.nvidia.com", "(devices)", f"spec {_sha(json.dumps(spec, separators=(',', ':')))} "
+                                                                "(SHA-256 of the canonical JSON)")]
+    anything = {"selectors": [{"cel": {"expression": "true"}}]}
+    assert ledger.rows([(DC, "g", {"metadata": {"name": "gpu.nvidia.com"}, "spec": anything})]) != rows
