@@ -470,3 +470,19 @@ def test_the_namespace_binds_the_cluster_the_node_image_and_the_approval_record(
         ("EKS cluster access", "(cluster)", "cluster gpu-dev in us-west-2, adopted"),
         ("GPU node image", "(boots as root)", "ami ami-0123456789abcdef0"),
         ("Approval record", "(gpu-platform:audit)", "approval SEC-1, owner ml")])
+
+
+def test_every_type_the_scope_file_lists_is_one_an_sdk_class_registers_or_the_crd_the_program_makes():
+    # A misspelt token would never match a resource and would list nothing (gpu_platform/ledger_scope.yaml).
+    import importlib
+    import inspect
+    custom = {"kubernetes:monitoring.coreos.com/v1:ServiceMonitor"}  # a CustomResource of the Prometheus operator's CRD
+    for token in ledger.no_privilege_types() - custom:
+        package, module, name = token.split(":")
+        if package == "aws":
+            path = f"pulumi_aws.{module.split('/')[0]}"
+        else:
+            group, version = module.split("/")
+            path = f"pulumi_kubernetes.{group.split('.')[0]}.{version}"
+        cls = getattr(importlib.import_module(path), name)
+        assert f"'{token}'" in inspect.getsource(cls), token
