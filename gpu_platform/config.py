@@ -5,7 +5,8 @@ GPU) are config errors, raised before anything is registered. Combinations of kn
 not work together (release and Kubernetes, driver and CUDA, MIG profile and GPU) are left to the
 policy pack, which sees the whole stack; except what allocation mode dra cannot render at all (a
 release without the DRA driver, a Kubernetes without resource.k8s.io/v1, a pool setting only the
-device plugin reads): the program would otherwise deploy a cluster whose GPUs nothing allocates.
+device plugin reads): the program would otherwise deploy a cluster whose GPUs nothing allocates; and
+a DCGM exporter too old to name the pods of DRA-allocated GPUs, whose metrics would silently lose them.
 """
 
 from __future__ import annotations
@@ -626,6 +627,13 @@ class Allocation(_Model):
 # gpu-operator-v26.7-1 gpu-operator/dra-intro-install.rst:193).
 DRA_MIN_KUBERNETES = (1, 34)
 DRA_OPERAND = "dra-driver"
+# In mode dra the DCGM exporter finds which pod holds a GPU only with KUBERNETES_ENABLE_DRA (the
+# kubelet names DRA devices by pool and device, not by GPU UUID), a flag the exporter has from 4.4.0
+# (NVIDIA/dcgm-exporter 4.3.1-4.4.0 pkg/cmd/app.go:315, absent at 4.2.3-4.2.0; 4.5.3-4.8.2
+# pkg/cmd/app.go:329-334). An older one ignores the variable and exports metrics with no pod,
+# namespace or container label.
+DRA_EXPORTER = "dcgm-exporter"
+DRA_EXPORTER_SINCE = "4.4.0"
 
 
 class Audit(_Model):
@@ -812,11 +820,13 @@ class StackConfig(_Model):
                     f"'blue-green' {mode}: the pool's readiness gate waits for the device plugin's plugin-ready "
                     "marker, which no node writes in DRA mode, so the old node group would never go "
                     "(valid: surge, in-place)")))
-        for key, on in (("dashboard", self.monitoring.dashboard), ("serviceMonitor", self.monitoring.service_monitor)):
-            if on:
-                raise ValueError(_at(f"gpu-platform:monitoring.{key}", (
-                    f"true {mode}: it reads the DCGM exporter, which waits for the device plugin's plugin-ready "
-                    "marker and is not deployed in DRA mode (valid: false, or allocation.mode device-plugin)")))
+        tag = self.operator.overrides.get(DRA_EXPORTER)
+        exporter = versions.image_tag_version(tag.partition("@")[0]).split("-")[-1] if tag else ""
+        if tag and versions.is_version(exporter) and not versions.at_least(exporter, DRA_EXPORTER_SINCE):
+            raise ValueError(_at(f"gpu-platform:operator.overrides.{DRA_EXPORTER}", (
+                f"{tag!r} {mode}: exporter {exporter} has no KUBERNETES_ENABLE_DRA, so its GPU metrics would name no pod "
+                f"holding the GPU (the kubelet reports DRA devices by name, not UUID) (valid: an exporter from "
+                f"{DRA_EXPORTER_SINCE} on, e.g. 4.3.1-4.4.0-ubuntu22.04, or remove the override)")))
         return self
 
     @model_validator(mode="after")

@@ -38,7 +38,9 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   policy (SHA-256, and its trusted principals), attached managed policies by ARN, inline,
   customer-managed and KMS key policies by SHA-256 (canonical JSON, every list sorted, the stack's own
   account written `(stack account)`); every ValidatingAdmissionPolicy's spec by SHA-256 and every
-  binding's policy, validation actions, match resources and parameter reference.
+  binding's policy, validation actions, match resources and parameter reference;
+- admin access to DRA devices (gpu_platform/device_access.py): every ResourceClaim(Template) request
+  with `adminAccess: true`, and every Namespace labelled `resource.kubernetes.io/admin-access: "true"`.
 
 The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONICAL_VERSION):
 
@@ -63,7 +65,7 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, grants, isolation, workload_binding, workloads
+from gpu_platform import addon_privileges, bake_document, cluster_admins, device_access, grants, isolation, workload_binding, workloads
 from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
@@ -223,7 +225,7 @@ def no_privilege_types() -> frozenset[str]:
 def reviewed(resource_type: str) -> bool:
     """Whether the ledger knows the type: a module reads it, or it is listed as holding nothing."""
     return (resource_type in (ADDON_TYPE, IMAGE_COMPONENT) or resource_type in cluster_admins.TYPES
-            or resource_type in grants.TYPES or resource_type in isolation.TYPES
+            or resource_type in grants.TYPES or resource_type in isolation.TYPES or resource_type in device_access.TYPES
             or workloads.kind(resource_type) is not None or resource_type in no_privilege_types()
             or resource_type.startswith(_NO_ROW_PREFIXES))
 
@@ -243,6 +245,9 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
         return addon_rows(props, kubernetes)
     if resource_type == IMAGE_COMPONENT:
         return bake_document.rows(resource_name, props)
+    if resource_type in device_access.TYPES:  # a Namespace has cluster-admin rows too
+        return device_access.rows(resource_type, resource_name, props) + (
+            cluster_admins.rows(resource_type, props) if resource_type in cluster_admins.TYPES else [])
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props)
     if resource_type in grants.TYPES:

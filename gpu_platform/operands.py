@@ -11,6 +11,7 @@ from typing import Optional
 import yaml
 
 REGISTRY_FILE = Path(__file__).with_name("operands.yaml")
+MODES = ("device-plugin", "dra")  # gpu-platform:allocation.mode
 PLACEMENTS = ("every-node", "gpu-nodes", "mig-pools", "toolkit-daemonset", "device-plugin-nodes", "dra-nodes")
 
 
@@ -20,9 +21,14 @@ class OperandRow:
     module: str
     component: str
     gate: Optional[str]
-    waits_for: Optional[str]
+    waits_for: Optional[str]  # in allocation mode device-plugin (the default)
     on: str
     since: str
+    waits_for_dra: Optional[str] = None  # in allocation mode dra
+
+    def marker(self, dra: bool) -> Optional[str]:
+        """The readiness marker its pods wait for in the stack's allocation mode."""
+        return self.waits_for_dra if dra else self.waits_for
 
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
         """Whether the operand runs in a stack (or on a pool) with these facts; `dra`: the stack
@@ -34,15 +40,19 @@ class OperandRow:
 @functools.lru_cache(maxsize=None)
 def rows(path: Path = REGISTRY_FILE) -> tuple[OperandRow, ...]:
     raw = yaml.safe_load(path.read_text())["operands"]
-    found = tuple(
-        OperandRow(operand=r["operand"], module=r["module"], component=r["component"], gate=r["gate"],
-                   waits_for=r["waitsFor"], on=r["on"], since=str(r["since"]))
-        for r in raw
-    )
+    found = []
+    for r in raw:
+        waits = r["waitsFor"]
+        if isinstance(waits, dict) and set(waits) != set(MODES):
+            raise ValueError(f"{path.name}: {r['operand']}: waitsFor names {sorted(waits)}, not the modes {', '.join(MODES)}")
+        by_mode = waits if isinstance(waits, dict) else {mode: waits for mode in MODES}
+        found.append(OperandRow(operand=r["operand"], module=r["module"], component=r["component"], gate=r["gate"],
+                                waits_for=by_mode["device-plugin"], on=r["on"], since=str(r["since"]),
+                                waits_for_dra=by_mode["dra"]))
     for row in found:
         if row.on not in PLACEMENTS:
             raise ValueError(f"{path.name}: {row.operand}: on {row.on!r} is not one of {', '.join(PLACEMENTS)}")
-    return found
+    return tuple(found)
 
 
 def names() -> tuple[str, ...]:

@@ -88,7 +88,10 @@ def operand_table(recordings=None) -> str:
         gate = f"`{contract.gate_label(row.gate)}`" if row.gate else "none"
         name = f"`{found.inputs['metadata']['name']}`" if found else row.operand
         token = "yes" if pod.get("automountServiceAccountToken") else "no"
-        lines.append(f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {row.waits_for or 'nothing'} | {kept} | {token} |")
+        waits = row.waits_for or "nothing"
+        if row.on == "gpu-nodes" and row.marker(dra=True) != row.waits_for:
+            waits += f" (`allocation.mode: dra`: {row.marker(dra=True) or 'nothing'})"
+        lines.append(f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {waits} | {kept} | {token} |")
     lines.append(OPERANDS_END)
     return "\n".join(lines)
 

@@ -18,6 +18,18 @@ RUNTIME_CLASS = "nvidia"
 # the namespace takes connections: the operands talk to the API server and the node, never to each
 # other (NFD's worker publishes NodeFeature objects through the API since 0.14, not over gRPC).
 METRICS_PORTS = ("metrics", "http")
+# In allocation mode dra the DCGM exporter takes every GPU through a claim with adminAccess: true
+# (operands/dcgm_exporter.py). The API server refuses a ResourceClaim or ResourceClaimTemplate that
+# asks for admin access unless its namespace carries this label, in the strategies' Validate
+# (kubernetes/kubernetes pkg/registry/resource/utils.go AuthorizedForAdmin, called from
+# resourceclaimtemplate/strategy.go Validate and resourceclaim/strategy.go; the key is
+# resource.DRAAdminNamespaceLabelKey), with the DRAAdminAccess feature, beta and on by default from
+# 1.34 (pkg/features/kube_features.go, DRAAdminAccess: beta, default true, at 1.34). The GPU
+# Operator labels its own namespace the same way before it renders its DRA operands
+# (v26.7.0 controllers/gpucluster_controller.go:55-57, 116-120, 176-189). The label is a privilege:
+# any ResourceClaim anyone may create in this namespace can then take admin access to every GPU of
+# the cluster (the privilege ledger shows it: gpu_platform/device_access.py). Only in mode dra.
+ADMIN_ACCESS_LABEL = {"resource.kubernetes.io/admin-access": "true"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,8 @@ class GpuNamespace(pulumi.ComponentResource):
             name,
             metadata={
                 "name": NAMESPACE,
-                "labels": {**psa, "app.kubernetes.io/part-of": "gpu-platform"},
+                "labels": {**psa, "app.kubernetes.io/part-of": "gpu-platform",
+                           **(ADMIN_ACCESS_LABEL if args.allocation_mode == "dra" else {})},
                 "annotations": {
                     contract.OPERATOR_RELEASE_KEY: args.release,
                     contract.CUDA_VERSIONS_KEY: contract.join_values(args.cuda_versions),

@@ -9,7 +9,7 @@ from typing import Optional
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.operands.manifests import daemonset_manifest, deployment_manifest
+from components.kubernetes.operands.manifests import claim_template_name, claim_template_spec, daemonset_manifest, deployment_manifest
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec, with_wait
 
 class Operand(pulumi.ComponentResource):
@@ -49,6 +49,16 @@ class Operand(pulumi.ComponentResource):
             for class_name, expression in spec.device_classes
         ]
         waits += self._guards(name, spec)
+        # Before the DaemonSet: a pod whose claim template does not exist yet stays Pending.
+        waits += [
+            k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-claim-{template.suffix}",
+                metadata=self._meta(claim_template_name(object_name, template), spec.operand),
+                spec=claim_template_spec(template),
+                opts=self._child,
+            )
+            for template in spec.claim_templates
+        ]
         configmap_names = {}
         for suffix, data in spec.config_maps.items():
             cm_name = f"{object_name}-{suffix}"

@@ -16,6 +16,23 @@ The `-distroless` images (operator 25.10.0 on) have no general shell, so nothing
 the exporter's image: the probes are HTTP, and the wait for the readiness marker is an init
 container of the validator's image (spec.with_wait), as the operator's own toolkit-validation init
 container is at every release.
+
+In allocation mode dra (the GPU Operator v26.7.0's DRA variant, manifests/state-dcgm-exporter/, which
+its GPUCluster path renders: internal/state/dcgm_exporter.go:48-71, dcgm_exporter_test.go:68-112) the
+device plugin is not there, so the exporter takes every GPU of its node through a ResourceClaim: a
+ResourceClaimTemplate asking for all devices of class gpu.nvidia.com with admin access
+(0400_resourceclaimtemplate.yaml:1-20), the pod's resourceClaims naming it and the container listing
+the claim in resources.claims (0700_daemonset.yaml:68-70, 148-149). The DRA driver prepares the claim
+as CDI devices that bring the GPUs and the host driver's libraries and hooks into the container
+(kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/cdi.go:126, 160, 187: the
+toolkit's common edits and per-device specs), so, as upstream (0700_daemonset.yaml:41-71, 83-122), no
+runtime class and no NVIDIA_VISIBLE_DEVICES of ours. Admin access is what lets it see GPUs other
+pods' claims hold, and takes none from them. The kubelet reports DRA-allocated devices by pool and
+device name, not UUID, so pod attribution needs KUBERNETES_ENABLE_DRA (0700_daemonset.yaml:102-106),
+which starts an informer on ResourceSlices (dcgm-exporter 4.5.3-4.8.2 pkg/cmd/app.go:329-334,
+internal/pkg/transformation/dra.go:34-43; the flag exists from 4.3.1-4.4.0) beside the pod informer
+that any in-cluster exporter runs (internal/pkg/transformation/kubernetes.go:122-140, 281-284): hence
+the two read-only ClusterRole rules below, the only API rights it gets.
 """
 
 from __future__ import annotations
@@ -23,12 +40,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from components.kubernetes.operands.component import Operand
-from components.kubernetes.operands.spec import Container, HostPath, OperandSpec, Service
+from components.kubernetes.operands.spec import ClaimTemplate, Container, HostPath, OperandSpec, Service
 from components.kubernetes.operands.version_table import row_for
 from components.kubernetes.operands.context import OperandContext
 from gpu_platform import image_refs, versions
 
 PORT = 9400
+
+# The DRA variant's claim (GPU Operator v26.7.0 manifests/state-dcgm-exporter/): the pod's claim and
+# the request are both admin-gpus (0700_daemonset.yaml:69, 0400_resourceclaimtemplate.yaml:10), the
+# template nvidia-dcgm-exporter-admin (:4), all devices of the DRA driver's gpu.nvidia.com class
+# (:13-15), which the DRA driver operand creates (dra_driver.DEVICE_CLASSES, tests check they agree).
+GPU_CLASS = "gpu.nvidia.com"
+ADMIN_CLAIM = ClaimTemplate(claim="admin-gpus", suffix="admin", request="admin-gpus", device_class=GPU_CLASS,
+                            allocation_mode="All", admin_access=True)
+# What the exporter's informers read in mode dra, list and watch only (an informer's calls; nothing
+# gets a single object): its node's pods (field selector spec.nodeName, which RBAC cannot narrow)
+# and the ResourceSlices that map a DRA device to its GPU. Upstream's DRA variant grants get too,
+# plus a Role on resourceclaims and configmaps (0200_role.yaml:7-21, 0210_clusterrole.yaml:8-23):
+# the exporter reads no ResourceClaim, and a ConfigMap only with DCGM_EXPORTER_CONFIGMAP_DATA, unset
+# here (the metrics list is a mounted file).
+DRA_CLUSTER_RULES = (
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch"]},
+)
 _METRICS_DIR = "/etc/dcgm-exporter/gpu-platform"
 
 # Counters worth alerting on; the profiling (DCP) fields are what need SYS_ADMIN.
@@ -99,7 +134,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("DCGM_EXPORTER_LISTEN", f":{PORT}"),
             ("DCGM_EXPORTER_KUBERNETES", "true"),
             ("DCGM_EXPORTER_COLLECTORS", f"{_METRICS_DIR}/metrics.csv"),
-            ("NVIDIA_VISIBLE_DEVICES", "all"),
+            *((("KUBERNETES_ENABLE_DRA", "true"),) if ctx.dra else (("NVIDIA_VISIBLE_DEVICES", "all"),)),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"),),
         host_paths=("pod-gpu-resources",),
@@ -111,6 +146,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ports=(("metrics", PORT),),
         readiness=health,
         liveness=health,
+        claims=(ADMIN_CLAIM.claim,) if ctx.dra else (),
     )
     monitors = ({
         "apiVersion": "monitoring.coreos.com/v1",
@@ -127,6 +163,8 @@ def spec(ctx: OperandContext) -> OperandSpec:
         reason=(
             "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter "
             "README); reads the kubelet pod-resources socket (read-only) to attribute GPUs to pods"
+            + ("; every GPU of its node through an admin-access ResourceClaim (no device plugin in DRA mode)"
+               if ctx.dra else "")
         ),
         containers=(exporter,),
         host_paths=(HostPath("pod-gpu-resources", "/var/lib/kubelet/pod-resources", "/var/lib/kubelet/pod-resources", True, "Directory"),),
@@ -134,7 +172,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
         config_maps={"metrics": {"metrics.csv": METRICS}},
         services=(Service("metrics", PORT),),
         custom_resources=monitors,
-        runtime_class="nvidia",
+        claim_templates=(ADMIN_CLAIM,) if ctx.dra else (),
+        cluster_rules=DRA_CLUSTER_RULES if ctx.dra else (),
+        runtime_class=None if ctx.dra else "nvidia",
         # The MIG manager waits for pods with this label to leave a node before repartitioning
         # (mig-parted v0.13.1 pkg/mig/reconfigure/reconfigure.go:392-395).
         app_label="nvidia-dcgm-exporter",

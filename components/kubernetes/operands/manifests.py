@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any
 
-from components.kubernetes.operands.spec import Container, Deployment, OperandArgs, OperandSpec
+from components.kubernetes.operands.spec import ClaimTemplate, Container, Deployment, OperandArgs, OperandSpec
 from gpu_platform import contract, workloads
 from gpu_platform.config import Audit
 
@@ -95,6 +95,7 @@ def _container(c: Container, spec: OperandSpec) -> dict:
         "resources": {
             "requests": {"cpu": c.requests[0], "memory": c.requests[1]},
             "limits": {"memory": c.memory_limit},
+            **({"claims": [{"name": claim} for claim in c.claims]} if c.claims else {}),
         },
     }
     optional = {
@@ -202,6 +203,9 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         "shareProcessNamespace": spec.share_process_namespace,
     }
     pod_spec.update({k: v for k, v in optional.items() if v})
+    if spec.claim_templates:
+        pod_spec["resourceClaims"] = [{"name": t.claim, "resourceClaimTemplateName": claim_template_name(name, t)}
+                                      for t in spec.claim_templates]
     annotations = {**_declared(args), **audit_annotations(pod_spec, spec.reason, args.audit)}
     pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
     return {
@@ -215,3 +219,17 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
             },
         },
     }
+
+
+def claim_template_name(object_name: str, template: ClaimTemplate) -> str:
+    return f"{object_name}-{template.suffix}"
+
+
+def claim_template_spec(template: ClaimTemplate) -> dict:
+    """A ResourceClaimTemplate's spec in resource.k8s.io/v1, where a request names its devices under
+    `exactly` (the v1beta1 form put the fields on the request itself: GPU Operator v26.7.0
+    manifests/state-dcgm-exporter/0400_resourceclaimtemplate.yaml:11-19 renders both)."""
+    exactly: dict[str, Any] = {"deviceClassName": template.device_class, "allocationMode": template.allocation_mode}
+    if template.admin_access:
+        exactly["adminAccess"] = True
+    return {"spec": {"devices": {"requests": [{"name": template.request, "exactly": exactly}]}}}

@@ -52,6 +52,9 @@ class Container:
     liveness: Optional[dict] = None
     startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
     pre_stop: tuple[str, ...] = ()  # a command the kubelet runs in the container before stopping it
+    # The pod's resourceClaims (ClaimTemplate.claim) this container uses: listed in its
+    # resources.claims, without which the kubelet injects none of the claim's devices into it.
+    claims: tuple[str, ...] = ()
     # This container alone gets the pod's API token (the others of the pod none): set on the
     # containers that make API calls when others in the pod make none (config-manager beside the plugin).
     api_token: bool = False
@@ -81,6 +84,8 @@ class OperandSpec:
     # resource.k8s.io/v1 DeviceClasses (cluster-wide): (name, CEL selector) each, what a DRA driver's
     # devices are claimed by.
     device_classes: tuple[tuple[str, str], ...] = ()
+    # resource.k8s.io/v1 ResourceClaimTemplates, one claim of the pod each (DRA: devices by class).
+    claim_templates: tuple["ClaimTemplate", ...] = ()
     # The DaemonSet's, service account's and RBAC objects' name; None: nvidia-<operand>. An image that
     # looks itself up by name (the validator) gets the name it looks up.
     object_name: Optional[str] = None
@@ -103,6 +108,21 @@ class Deployment:
     cluster_rules: tuple[dict, ...] = ()
     namespace_rules: tuple[dict, ...] = ()
     replicas: int = 1
+
+
+@dataclass(frozen=True)
+class ClaimTemplate:
+    """A ResourceClaimTemplate (resource.k8s.io/v1) and the pod claim made from it: every pod gets its
+    own ResourceClaim with one request (`exactly`: a device class, how many, admin access or not)."""
+
+    claim: str  # the pod's resourceClaims[].name, which containers list in resources.claims
+    suffix: str  # the template's name is <operand object name>-<suffix>
+    request: str  # the request's name inside the claim
+    device_class: str
+    allocation_mode: str = "All"  # All | ExactCount
+    # Access to devices whatever else uses them, and no exclusive hold on them; the API server admits it
+    # only in a namespace labelled resource.kubernetes.io/admin-access=true (components/kubernetes/namespace.py).
+    admin_access: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
     MIG manager    waits for toolkit-ready
     DRA driver     waits for toolkit-ready (allocation mode dra only)
     device plugin  waits for toolkit-ready (allocation mode device-plugin only)
-    GFD, DCGM      wait for plugin-ready (allocation mode device-plugin only: in mode dra nothing
-                   writes plugin-ready, so they are not deployed there, and the validator leaves out
-                   its plugin check)
+    GFD, DCGM      wait for plugin-ready (GFD in allocation mode device-plugin only: in mode dra
+                   nothing writes plugin-ready, so GFD is not deployed there, and the validator
+                   leaves out its plugin check)
+    DCGM (dra)     no marker: its pod takes the GPUs through a ResourceClaim, which the kubelet has
+                   the DRA driver prepare before any container starts (operands.yaml)
 
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
 that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
@@ -62,7 +64,7 @@ the pinned SDK 4.34.2 runs provider 4.34.2, and the mirror's newest code has the
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Collection, Optional
 
 from components.kubernetes.operands.component import Operand
@@ -77,7 +79,7 @@ class Stage:
     component: type[Operand]
     spec: Callable[[OperandContext], OperandSpec]
     gate: Optional[str]  # None: every node (NFD must see a node to discover its GPU)
-    waits_for: Optional[str]
+    waits_for: Optional[str]  # in the allocation mode `active` was asked for (device-plugin in STAGES)
     row: operands.OperandRow  # the registry row (gpu_platform/operands.yaml)
 
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
@@ -108,7 +110,8 @@ STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[Stage, ...]:
     """The stages a stack deploys; `carried`: the operands its release pins an image for (all when
     None); `dra`: the stack allocates GPUs through the DRA driver, not the device plugin."""
-    return tuple(s for s in STAGES if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried))
+    return tuple(replace(s, waits_for=s.row.marker(dra)) for s in STAGES
+                 if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried))
 
 
 def gates_for_pool(mig: bool, toolkit_baked: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[str, ...]:

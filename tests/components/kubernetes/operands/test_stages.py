@@ -100,6 +100,36 @@ def test_every_operand_of_a_dra_node_starts():
         assert "dra-driver" in [s.operand for s in order] and "device-plugin" not in [s.operand for s in order]
 
 
+def _dra_node_boot(baked: bool) -> list[str]:
+    """The operands that end up running on one node of a dra stack: a pod starts when the marker it
+    waits for exists and, if it has a ResourceClaim (the DCGM exporter), once the DRA driver runs on
+    the node to prepare it (the kubelet starts no container of the pod before that); the validator's
+    init checks are the only marker writers here (no device plugin, so no plugin-ready)."""
+    order = stages.active(baked, any_mig=False, dra=True)
+    claims = {"dcgm-exporter"}  # the one operand with a resourceClaim in mode dra
+    running: list[str] = []
+    markers: set[str] = set()
+    for _ in range(len(order) + 1):
+        for stage in order:
+            ready = stage.waits_for is None or stage.waits_for in markers
+            prepared = stage.operand not in claims or "dra-driver" in running
+            if stage.operand not in running and ready and prepared:
+                running.append(stage.operand)
+        if "validator" in running:
+            markers |= {"driver-ready", "toolkit-ready", "cuda-ready"}
+    return running
+
+
+def test_a_dra_node_gets_its_gpu_metrics_without_the_device_plugin():
+    for baked in (False, True):
+        running = _dra_node_boot(baked)
+        assert {"dra-driver", "dcgm-exporter"} <= set(running), running
+        assert set(running) == {s.operand for s in stages.active(baked, any_mig=False, dra=True)}, running
+        # and the DRA driver is an earlier stage, so a new pool's first pulumi up creates it first
+        operands = [s.operand for s in stages.active(baked, any_mig=False, dra=True)]
+        assert operands.index("dra-driver") < operands.index("dcgm-exporter")
+
+
 def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
     pools = {ng.name: ng.inputs.get("labels", {}) for ng in gpu_node_groups(stack)}
     for stage in active_stages(stack):
