@@ -140,6 +140,7 @@ PROTECTED = (
     "components/aws/image_component.py",
     "components/aws/node_image.py",
     "components/aws/image_build_role.py",  # the build instance's IAM rights
+    "components/aws/user_data.py",  # what GPU nodes run as root at boot, not in the ledger
     "tests/golden/audit/prod.md",
     "tests/golden/audit/dev.md",
     "tests/golden.py",
