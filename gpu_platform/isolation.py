@@ -8,7 +8,12 @@ Rows, part by kind:
 - `NetworkPolicy NS/NAME`, `(network)`: `spec sha256:...` over the spec with the API server's
   defaults (gpu_platform/server_defaults.py: a port's protocol TCP, policyTypes from the rules);
 - `RuntimeClass NAME`, `(runtime)`: `handler H` and `scheduling ...` / `overhead ...` where set;
-- `DeviceClass NAME`, `(devices)`: `spec sha256:...` (selectors, config, extendedResourceName).
+- `DeviceClass NAME`, `(devices)`: `spec sha256:...` (selectors, config, extendedResourceName);
+- `Service NS/NAME`, `(exposure)`: its type (ClusterIP unless set: a LoadBalancer or NodePort one
+  takes traffic from outside the cluster) and any externalIPs or loadBalancerSourceRanges;
+- a VPC security group rule with an address source or destination (`security group rule NAME`,
+  `(network)`): `ingress from CIDR` / `egress to CIDR` with its protocol and ports. A rule naming
+  another group is not read: that group's id is an output, unknown in a first preview.
 """
 
 from __future__ import annotations
@@ -16,12 +21,16 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from gpu_platform import server_defaults
-from gpu_platform.canonical_form import canonical, sha256, subject
-from gpu_platform.props import dig, text
+from gpu_platform.canonical_form import canonical, number, sha256, subject
+from gpu_platform.props import dig, sequence, text
 from gpu_platform.resource_types import DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS
 
 Row = tuple[str, str, str]
-TYPES = (NETWORK_POLICY, RUNTIME_CLASS, DEVICE_CLASS)
+SERVICE = "kubernetes:core/v1:Service"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
+TYPES = (NETWORK_POLICY, RUNTIME_CLASS, DEVICE_CLASS, SERVICE, SECURITY_GROUP, INGRESS_RULE, EGRESS_RULE)
 _HASHED = "(SHA-256 of the canonical JSON)"
 
 
@@ -38,4 +47,29 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         return found
     if resource_type == DEVICE_CLASS:
         return [(subject("DeviceClass", "", name), "(devices)", f"spec {sha256(canonical(dig(props, 'spec')))} {_HASHED}")]
+    if resource_type == SERVICE:
+        spec = dig(props, "spec")
+        who = subject("Service", text(meta.get("namespace")), name)
+        found = [(who, "(exposure)", f"type {text(spec.get('type')) or 'ClusterIP'}")]
+        return found + [(who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
+                        for key in ("externalIPs", "loadBalancerSourceRanges") if sequence(spec.get(key))]
+    if resource_type == SECURITY_GROUP:
+        # Inline rules with address sources (the image build's egress): each address a row.
+        found = []
+        for key, way in (("ingress", "ingress from"), ("egress", "egress to")):
+            for rule in map(dict, map(dig, sequence(props.get(key)))):
+                addresses = [text(a) for k in ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds") for a in sequence(rule.get(k))]
+                ports = "all ports" if text(rule.get("protocol")) == "-1" else \
+                    f"{text(rule.get('protocol'))} {number(rule.get('fromPort'))}-{number(rule.get('toPort'))}"
+                found += [(f"security group {resource_name}", "(network)", f"{way} {a}, {ports}")
+                          for a in addresses]
+        return found
+    if resource_type in (INGRESS_RULE, EGRESS_RULE):
+        source = next((text(props.get(k)) for k in ("cidrIpv4", "cidrIpv6", "prefixListId") if text(props.get(k))), "")
+        if not source:
+            return []
+        ports = "all ports" if text(props.get("ipProtocol")) == "-1" else \
+            f"{text(props.get('ipProtocol'))} {number(props.get('fromPort'))}-{number(props.get('toPort'))}"
+        way = "ingress from" if resource_type == INGRESS_RULE else "egress to"
+        return [(f"security group rule {resource_name}", "(network)", f"{way} {source}, {ports}")]
     return []

@@ -49,3 +49,24 @@ def test_a_device_class_selecting_everything_is_another_row():
                                                                 "(SHA-256 of the canonical JSON)")]
     anything = {"selectors": [{"cel": {"expression": "true"}}]}
     assert ledger.rows([(DC, "g", {"metadata": {"name": "gpu.nvidia.com"}, "spec": anything})]) != rows
+
+
+def test_a_service_reads_as_its_exposure_and_a_load_balancer_is_another_row():
+    svc = {"metadata": {"name": "nvidia-dcgm-exporter", "namespace": "gpu-operator"}, "spec": {"ports": [{"port": 9400}]}}
+    assert ledger.rows([("kubernetes:core/v1:Service", "s", svc)]) == [
+        ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", "type ClusterIP")]
+    public = {**svc, "spec": {**svc["spec"], "type": "LoadBalancer", "loadBalancerSourceRanges": ["0.0.0.0/0"]}}
+    assert ledger.rows([("kubernetes:core/v1:Service", "s", public)]) == [
+        ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", 'loadBalancerSourceRanges ["0.0.0.0/0"]'),
+        ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", "type LoadBalancer")]
+
+
+def test_security_group_rules_with_addresses_are_rows_and_a_rule_naming_a_group_is_not_read():
+    open_ssh = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "ssh",
+                {"cidrIpv4": "0.0.0.0/0", "ipProtocol": "tcp", "fromPort": 22.0, "toPort": 22.0})
+    assert ledger.rows([open_ssh]) == [("security group rule ssh", "(network)", "ingress from 0.0.0.0/0, tcp 22-22")]
+    itself = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "efa", {"ipProtocol": "-1", "referencedSecurityGroupId": "sg-1"})
+    assert ledger.rows([itself]) == []
+    inline = ("aws:ec2/securityGroup:SecurityGroup", "build", {"egress": [
+        {"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]}]})
+    assert ledger.rows([inline]) == [("security group build", "(network)", "egress to 0.0.0.0/0, tcp 443-443")]
