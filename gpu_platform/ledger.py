@@ -65,7 +65,8 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from gpu_platform import addon_privileges, bake_document, cluster_admins, device_access, grants, isolation, workload_binding, workloads
+from gpu_platform import (addon_privileges, aws_settings, bake_document, cluster_admins, device_access, grants, isolation,
+                          workload_binding, workloads)
 from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
 from gpu_platform.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
@@ -226,6 +227,7 @@ def reviewed(resource_type: str) -> bool:
     """Whether the ledger knows the type: a module reads it, or it is listed as holding nothing."""
     return (resource_type in (ADDON_TYPE, IMAGE_COMPONENT) or resource_type in cluster_admins.TYPES
             or resource_type in grants.TYPES or resource_type in isolation.TYPES or resource_type in device_access.TYPES
+            or resource_type in aws_settings.TYPES
             or workloads.kind(resource_type) is not None or resource_type in no_privilege_types()
             or resource_type.startswith(_NO_ROW_PREFIXES))
 
@@ -249,7 +251,9 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
         return device_access.rows(resource_type, resource_name, props) + (
             cluster_admins.rows(resource_type, props) if resource_type in cluster_admins.TYPES else [])
     if resource_type in cluster_admins.TYPES:
-        return cluster_admins.rows(resource_type, props)
+        return cluster_admins.rows(resource_type, props) + aws_settings.rows(resource_type, resource_name, props)
+    if resource_type in aws_settings.TYPES:
+        return aws_settings.rows(resource_type, resource_name, props)
     if resource_type in grants.TYPES:
         return grants.rows(resource_type, resource_name, props, account)
     if resource_type in isolation.TYPES:

@@ -141,6 +141,9 @@ PROTECTED = (
     "components/aws/node_image.py",
     "components/aws/image_build_role.py",  # the build instance's IAM rights
     "components/aws/user_data.py",  # what GPU nodes run as root at boot, not in the ledger
+    "components/platform.py",  # the node image and cluster the namespace declares to the ledger
+    "components/aws/node_pool.py",  # the AMI a launch template boots (an output, not in the ledger)
+    "__main__.py",
     "tests/golden/audit/prod.md",
     "tests/golden/audit/dev.md",
     "tests/golden.py",

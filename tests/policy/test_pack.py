@@ -18,13 +18,13 @@ ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform
                    "gpu_platform.workloads", "gpu_platform.operands", "gpu_platform.eks_lifecycle", "gpu_platform.aws_limits",
                    "gpu_platform.ledger", "gpu_platform.cluster_admins", "gpu_platform.bake_document", "gpu_platform.addon_privileges", "gpu_platform.admission",
                    "gpu_platform.workload_binding", "gpu_platform.grants", "gpu_platform.dra", "gpu_platform.canonical_form", "gpu_platform.iam_document", "gpu_platform.resource_types", "gpu_platform.server_defaults",
-                   "gpu_platform.isolation", "gpu_platform.device_access", "gpu_platform"}
+                   "gpu_platform.isolation", "gpu_platform.device_access", "gpu_platform.aws_settings", "gpu_platform"}
 ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 # What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
 CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py", "eks_lifecycle.py", "aws_limits.py",
            "image_refs.py", "ledger.py", "cluster_admins.py", "bake_document.py", "addon_privileges.py", "admission.py", "workload_binding.py",
            "grants.py", "dra.py", "canonical_form.py", "iam_document.py", "resource_types.py", "server_defaults.py", "isolation.py",
-           "device_access.py")
+           "device_access.py", "aws_settings.py")
 
 RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
 MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
