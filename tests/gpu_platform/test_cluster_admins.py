@@ -57,17 +57,22 @@ def test_an_access_entry_with_kubernetes_groups_or_a_node_type_has_rows():
     assert ledger.rows([(ENTRY, "e", {"clusterName": "gpu", "principalArn": DEPLOYER, "type": "STANDARD"})]) == []
 
 
+def _access(rows: list) -> list:
+    """The cluster access rows (the cluster's control-plane settings are gpu_platform/aws_settings.py's)."""
+    return [row for row in rows if row[0] == "EKS cluster access"]
+
+
 def test_a_created_cluster_with_the_creators_bootstrap_admin_or_the_config_map_has_rows():
     shipped = {"name": "gpu", "version": "1.33", "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
                "vpcConfig": {"endpointPrivateAccess": True, "endpointPublicAccess": False, "publicAccessCidrs": ["0.0.0.0/0"]}}
     private = ("EKS cluster access", "(endpoint)", "private endpoint only")
-    assert ledger.rows([(CLUSTER, "c", shipped)]) == [private]
+    assert _access(ledger.rows([(CLUSTER, "c", shipped)])) == [private]
     bootstrap = {**shipped, "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": True}}
-    assert ledger.rows([(CLUSTER, "c", bootstrap)]) == [
+    assert _access(ledger.rows([(CLUSTER, "c", bootstrap)])) == [
         ("EKS cluster access", "(cluster creator)", "AmazonEKSClusterAdminPolicy (cluster scope), bootstrapClusterCreatorAdminPermissions"),
         private]
     # Left out, EKS's defaults: the creator's entry, the aws-auth ConfigMap only, a public endpoint.
-    assert ledger.rows([(CLUSTER, "c", {"name": "gpu", "version": "1.33"})]) == [
+    assert _access(ledger.rows([(CLUSTER, "c", {"name": "gpu", "version": "1.33"})])) == [
         ("EKS cluster access", "(aws-auth ConfigMap)", "authenticationMode CONFIG_MAP: IAM principals the kube-system aws-auth "
                                                        "ConfigMap maps are admitted too"),
         ("EKS cluster access", "(cluster creator)", "AmazonEKSClusterAdminPolicy (cluster scope), bootstrapClusterCreatorAdminPermissions"),
