@@ -40,7 +40,18 @@ A row is (subject, part, privilege), the three columns of the audit report's led
   account written `(stack account)`); every ValidatingAdmissionPolicy's spec by SHA-256 and every
   binding's policy, validation actions, match resources and parameter reference;
 - admin access to DRA devices (gpu_platform/device_access.py): every ResourceClaim(Template) request
-  with `adminAccess: true`, and every Namespace labelled `resource.kubernetes.io/admin-access: "true"`.
+  with `adminAccess: true`, and every Namespace labelled `resource.kubernetes.io/admin-access: "true"`;
+- what keeps workloads apart or exposes them (gpu_platform/isolation.py): NetworkPolicies,
+  RuntimeClasses, DeviceClasses, Services' exposure, security group rules to or from addresses;
+- the settings that guard the nodes, the image build and the control plane
+  (gpu_platform/aws_settings.py), and, from the operands' namespace, the cluster, the node image every
+  GPU node boots and the approval record (gpu_platform/cluster_admins.py);
+- a resource of any type none of these reads and ledger_scope.yaml does not list as holding nothing:
+  its whole input by SHA-256, part `(not reviewed)` (the program makes none).
+
+What is hashed is read with the API server's defaults (gpu_platform/server_defaults.py), so the
+objects the program writes and the live ones a real preview of a deployed stack hands the pack give
+the same rows; values that are outputs of other resources (unknown in a first preview) are not read.
 
 The hash, `sha256:<64 hex>`, is SHA-256 over the canonical form (version CANONICAL_VERSION):
 
