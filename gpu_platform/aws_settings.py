@@ -54,9 +54,10 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         return found
     if resource_type == EKS_NODE_GROUP:
         who, part = f"node group {resource_name}", "(node settings)"
+        # A null is the provider's way of saying "not set" in a live object: read as absent.
         found = [(who, part, f"amiType {text(props.get('amiType')) or '(EKS default)'}"),
-                 (who, part, "launch template set" if "launchTemplate" in props else "NO launch template: EKS's own node settings")]
-        if "remoteAccess" in props:
+                 (who, part, "launch template set" if props.get("launchTemplate") else "NO launch template: EKS's own node settings")]
+        if props.get("remoteAccess"):
             found.append((who, part, f"SSH remote access {canonical(props.get('remoteAccess'))}"))
         return found
     if resource_type == IMAGE_INFRASTRUCTURE:
@@ -69,7 +70,7 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         found = []
         for d in map(mapping, sequence(props.get("distributions"))):
             ami = dig(d, "amiDistributionConfiguration")
-            found.append((who, part, f"launchPermission {canonical(ami.get('launchPermission')) if 'launchPermission' in ami else '(none: this account only)'}"))
+            found.append((who, part, f"launchPermission {canonical(ami.get('launchPermission')) if ami.get('launchPermission') else '(none: this account only)'}"))
             if sequence(ami.get("targetAccountIds")):
                 found.append((who, part, f"copied to accounts {canonical(sorted(text(a) for a in sequence(ami.get('targetAccountIds'))))}"))
         return found
@@ -86,7 +87,7 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         found = []
         if IRSA_ANNOTATION in dig(meta, "annotations"):
             found.append((who, "(identity)", f"an IAM role through {IRSA_ANNOTATION}"))
-        if "automountServiceAccountToken" in props:
+        if props.get("automountServiceAccountToken") is not None:
             found.append((who, "(identity)", f"automountServiceAccountToken {canonical(props.get('automountServiceAccountToken'))}"))
         return found
     return []

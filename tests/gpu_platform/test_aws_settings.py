@@ -45,3 +45,13 @@ def test_the_build_host_the_ami_distribution_the_cluster_and_irsa_are_rows():
     sa = ("kubernetes:core/v1:ServiceAccount", "sa", {"metadata": {"name": "x", "namespace": "gpu-operator",
                                                                    "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"}}})
     assert ledger.rows([sa]) == [("ServiceAccount gpu-operator/x", "(identity)", "an IAM role through eks.amazonaws.com/role-arn")]
+
+
+def test_a_null_the_provider_reads_back_is_read_as_not_set():
+    # A live object may carry the key with null where the program left it out.
+    ng = "aws:eks/nodeGroup:NodeGroup"
+    written = {"amiType": "AL2023_x86_64_STANDARD", "launchTemplate": {"id": "lt-1", "version": "1"}}
+    assert ledger.rows([(ng, "pool", {**written, "remoteAccess": None})]) == ledger.rows([(ng, "pool", written)])
+    dist = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
+    assert ledger.rows([(dist, "d", {"distributions": [{"amiDistributionConfiguration": {"launchPermission": None}}]})]) == \
+        ledger.rows([(dist, "d", {"distributions": [{"amiDistributionConfiguration": {}}]})])
