@@ -25,12 +25,10 @@ from typing import Any, Mapping
 
 from gpu_platform.canonical_form import canonical, number, subject, without_autoname
 from gpu_platform.props import dig, mapping, sequence, text
-from gpu_platform.resource_types import (EKS_CLUSTER, EKS_NODE_GROUP, IAM_INSTANCE_PROFILE, IMAGE_INFRASTRUCTURE,
-                                         LAUNCH_TEMPLATE)
+from gpu_platform.resource_types import (EKS_CLUSTER, EKS_NODE_GROUP, IAM_INSTANCE_PROFILE, IMAGE_DISTRIBUTION as DISTRIBUTION,
+                                         IMAGE_INFRASTRUCTURE, LAUNCH_TEMPLATE, SERVICE_ACCOUNT)
 
 Row = tuple[str, str, str]
-DISTRIBUTION = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
-SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 TYPES = (LAUNCH_TEMPLATE, EKS_NODE_GROUP, IMAGE_INFRASTRUCTURE, DISTRIBUTION, IAM_INSTANCE_PROFILE, EKS_CLUSTER, SERVICE_ACCOUNT)
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"  # EKS User Guide, "IAM roles for service accounts"
 

@@ -23,13 +23,10 @@ from typing import Any, Mapping
 from gpu_platform import server_defaults
 from gpu_platform.canonical_form import canonical, number, sha256, subject
 from gpu_platform.props import dig, sequence, text
-from gpu_platform.resource_types import DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS
+from gpu_platform.resource_types import (DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS, SECURITY_GROUP, SERVICE,
+                                         SECURITY_GROUP_EGRESS as EGRESS_RULE, SECURITY_GROUP_INGRESS as INGRESS_RULE)
 
 Row = tuple[str, str, str]
-SERVICE = "kubernetes:core/v1:Service"
-SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
-INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
-EGRESS_RULE = "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"
 TYPES = (NETWORK_POLICY, RUNTIME_CLASS, DEVICE_CLASS, SERVICE, SECURITY_GROUP, INGRESS_RULE, EGRESS_RULE)
 _HASHED = "(SHA-256 of the canonical JSON)"
 
