@@ -75,6 +75,11 @@ def change_of(name: str) -> str:
     return " / ".join(f"{line[0]} {line[1:].strip()}" for line in changed)
 
 
+def _function(name: str) -> str:
+    """`pkg.module.x_function__mutmut_12` -> `pkg.module.x_function`."""
+    return name.rsplit("__mutmut_", 1)[0]
+
+
 def load_explained(path: Path = EXPLAINED) -> dict[str, dict[str, str]]:
     if not path.exists():
         return {}
@@ -133,18 +138,22 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
 
     open_ones, stale = [], []
     rows = []
+    # mutmut numbers a function's mutants in order, so an edit elsewhere in the function renames them:
+    # an explanation holds for the survivor of the same function making the same change.
+    by_change = {(_function(name), note.get("change")): note for name, note in explained.items()}
+    explained_used = set()
     for m in survivors:
-        note = explained.get(m.name)
         change = changes.get(m.name, "")
-        if note and note.get("change") == change:
+        note = by_change.get((_function(m.name), change))
+        if note:
             fate = f"explained: {note['why']}"
+            explained_used.add((_function(m.name), change))
         else:
             fate = "open"
             open_ones.append(m.name)
         rows.append(f"| `{m.name}` | {m.status} | `{_cell(change)}` | {_cell(fate)} |")
-    survivor_names = {m.name for m in survivors}
     stale = sorted(name for name, note in explained.items()
-                   if name not in survivor_names or note.get("change") != changes.get(name))
+                   if (_function(name), note.get("change")) not in explained_used)
     lines += [f"## Survivors ({len(survivors)}; {len(open_ones)} without a fate)", ""]
     if rows:
         lines += ["| mutant | status | change | fate |", "| --- | --- | --- | --- |", *rows]

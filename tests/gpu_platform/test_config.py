@@ -131,22 +131,57 @@ def test_a_merge_entry_in_the_cuda_list_is_named_a_mapping_not_told_to_quote_its
     assert "write it quoted" not in message and "read as a number" not in message
 
 
-@pytest.mark.parametrize("key, place", [
-    ("aws:region", lambda raw, v: raw.update({"aws:region": v})),
-    ("gpu-platform:cluster", lambda raw, v: raw.update({"gpu-platform:cluster": v})),
-    ("gpu-platform:nodePools", lambda raw, v: raw.update({"gpu-platform:nodePools": v})),
-    ("gpu-platform:cluster.name", lambda raw, v: raw["gpu-platform:cluster"].update(name=v)),
-    ("gpu-platform:nodePools[0].instanceType", lambda raw, v: raw["gpu-platform:nodePools"][0].update(instanceType=v)),
-    ("gpu-platform:nodePools[0].timeSlicing", lambda raw, v: raw["gpu-platform:nodePools"][0].update(timeSlicing=v)),
-    ("gpu-platform:nodePools[0].rollout", lambda raw, v: raw["gpu-platform:nodePools"][0].update(rollout=v)),
-    ("gpu-platform:nodeImage.toolkitBaked", lambda raw, v: raw["gpu-platform:nodeImage"].update(toolkitBaked=v)),
-    ("gpu-platform:audit.owner", lambda raw, v: raw["gpu-platform:audit"].update(owner=v)),
+# Each key, and the whole answer when it is required (what to give, nothing after it); a key with a
+# default (None here) may also be removed, and its answer says so.
+@pytest.mark.parametrize("key, place, required_answer", [
+    ("aws:region", lambda raw, v: raw.update({"aws:region": v}), "a region (e.g. us-west-2)"),
+    ("gpu-platform:cluster", lambda raw, v: raw.update({"gpu-platform:cluster": v}),
+     "a mapping with keys name, kubernetesVersion, create, subnetIds, endpointPublicAccess, publicAccessCidrs, admins"),
+    ("gpu-platform:nodePools", lambda raw, v: raw.update({"gpu-platform:nodePools": v}),
+     "a list of pools (mappings with name, instanceType, minSize, desiredSize, maxSize)"),
+    ("gpu-platform:cluster.name", lambda raw, v: raw["gpu-platform:cluster"].update(name=v), "a name"),
+    ("gpu-platform:nodePools[0].instanceType", lambda raw, v: raw["gpu-platform:nodePools"][0].update(instanceType=v),
+     "an EC2 instance type (e.g. g6.2xlarge)"),
+    ("gpu-platform:nodePools[0].timeSlicing", lambda raw, v: raw["gpu-platform:nodePools"][0].update(timeSlicing=v), None),
+    ("gpu-platform:nodePools[0].rollout", lambda raw, v: raw["gpu-platform:nodePools"][0].update(rollout=v), None),
+    ("gpu-platform:nodeImage.toolkitBaked", lambda raw, v: raw["gpu-platform:nodeImage"].update(toolkitBaked=v), None),
+    ("gpu-platform:audit.owner", lambda raw, v: raw["gpu-platform:audit"].update(owner=v),
+     "a team that owns the privileged software"),
 ])
 @pytest.mark.parametrize("nothing", [None, ""], ids=["null", "empty"])
-def test_every_key_given_nothing_gets_the_same_answer(key, place, nothing):
+def test_every_key_given_nothing_gets_the_same_answer(key, place, required_answer, nothing):
     message = _message_for(lambda raw: place(raw, nothing))
-    assert f"\n  {key}: has no value (null or empty): give " in message
+    line = next(line for line in message.splitlines() if line.startswith(f"  {key}: "))
+    assert line.startswith(f"  {key}: has no value (null or empty): give ")
     assert "(got" not in message and "is not a region" not in message
+    if required_answer is None:
+        assert ", or remove the key for the default" in line
+    else:
+        assert line == f"  {key}: has no value (null or empty): give {required_answer}"
+
+
+@pytest.mark.parametrize("pool_key, given, says", [
+    ("rootVolumeGiB", 99, "must be at least 100 (got 99)"),
+    ("rootVolumeGiB", 16385, "must be at most 16384 (got 16385)"),
+    ("maxSize", 0, "must be at least 1 (got 0)"),
+])
+def test_a_number_outside_its_bounds_is_refused_naming_the_bound(pool_key, given, says):
+    message = _message_for(lambda raw: raw["gpu-platform:nodePools"][0].update({pool_key: given}))
+    assert f"\n  gpu-platform:nodePools[0].{pool_key}: {says}" in message
+
+
+@pytest.mark.parametrize("given, shown", [(2.5, "2.5"), (2.0, "2.0"), ("3", "'3'"), (True, "true")])
+def test_a_count_given_anything_but_a_whole_number_is_refused_naming_what_was_given(given, shown):
+    message = _message_for(lambda raw: raw["gpu-platform:nodePools"][0].update(maxSize=given))
+    assert f"\n  gpu-platform:nodePools[0].maxSize: expected a whole number (got {shown})" in message
+
+
+@pytest.mark.parametrize("given, shown", [(5, "5"), ("prod", "'prod'"), ([1], "[1]")])
+def test_a_section_given_a_value_that_is_not_a_mapping_is_refused_naming_it(given, shown):
+    message = _message_for(lambda raw: raw.update({"gpu-platform:cluster": given}))
+    # (the keys it takes, in the order the README's config reference gives them)
+    assert (f"\n  gpu-platform:cluster: expected a mapping with keys name, kubernetesVersion, create, subnetIds, "
+            f"endpointPublicAccess, publicAccessCidrs, admins (got {shown})") in message
 
 
 @pytest.mark.parametrize("minor", ["1.25", "1.36"])

@@ -63,6 +63,22 @@ def test_the_command_writes_the_data_file_and_refuses_bad_input(tmp_path, capsys
     with pytest.raises(SystemExit) as exit_:
         eks_amis.main([str(changelog), "--commit", "main", "--out", str(out)])
     assert exit_.value.code == 2
+    assert "--commit 'main' is not a git commit id" in capsys.readouterr().err
+
+
+def test_the_data_file_lists_minors_in_version_order_and_flavours_as_the_changelog_names_them(tmp_path):
+    # A reader diffing two generations of the file sees 1.9 before 1.35 (not "1.35" < "1.9" as text),
+    # the standard AMI before the nvidia one, and `source` first: the file is kept in that order.
+    changelog, out = tmp_path / "CHANGELOG.md", tmp_path / "eks_amis.yaml"
+    changelog.write_text(CHANGELOG)
+    assert eks_amis.main([str(changelog), "--commit", "81fec2e8", "--out", str(out)]) == 0
+    lines = [line for line in out.read_text().splitlines() if not line.startswith("#")]
+    top = [line.split(":")[0] for line in lines if line and not line.startswith(" ")]
+    assert top == ["source", "abandoned", "published"]
+    minors = [line.strip().rstrip(":").strip("'\"") for line in lines if line.startswith("  ") and not line.startswith("   ")
+              and line.strip().rstrip(":").strip("'\"").startswith("1.")]
+    assert minors == ["1.9", "1.35", "1.36"]
+    assert out.read_text().index("standard: [v20260714]") < out.read_text().index("nvidia: [v20260714]")
 
 
 def test_the_data_file_has_what_the_changelog_at_its_commit_lists():

@@ -45,6 +45,9 @@ def test_well_formed_references_have_no_problem(ref):
     (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{HEX.upper()}", "is malformed"),  # the spec forbids A-F
     (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{HEX}0", "(this one has 65 characters after 'sha256:')"),
     (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha512:{HEX}{HEX}", "is not a sha256 digest"),
+    # The algorithm pasted twice is a sha256 digest with 71 characters after the first 'sha256:', not
+    # another algorithm called "sha256:sha256".
+    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:sha256:{HEX}", "(this one has 71 characters after 'sha256:')"),
     (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@{HEX}", "is malformed"),
     ("nvcr.io/nvidia/k8s-device-plugin:v0.18.1@", "is malformed"),
     (f"nvcr.io/nvidia/k8s-device-plugin@sha256:{HEX}", "is not repository:tag"),

@@ -83,6 +83,21 @@ def test_an_explanation_of_another_change_under_the_same_name_does_not_apply():
     assert "## Stale explanations" in text and not ok
 
 
+def test_an_explanation_follows_its_change_when_an_edit_renumbers_the_mutant():
+    # An edit above the line renumbers the function's mutants: the same change in the same function
+    # keeps its fate; the same change in another function does not borrow it.
+    mutants = _mutants(killed=98, survived=2)
+    renumbered, other = "policy.m.x_survived__mutmut_0", "policy.m.x_survived__mutmut_1"
+    changes = {renumbered: "- a / + b", other: "- c / + d"}
+    explained = {"policy.m.x_survived__mutmut_7": {"change": "- a / + b", "why": "equivalent"},
+                 "policy.m.x_elsewhere__mutmut_1": {"change": "- c / + d", "why": "other function"}}
+    text, ok = report.render(mutants, changes, explained)
+    assert f"| `{renumbered}` | survived | `- a / + b` | explained: equivalent |" in text
+    assert f"| `{other}` | survived | `- c / + d` | open |" in text
+    assert "- `policy.m.x_elsewhere__mutmut_1`" in text and "- `policy.m.x_survived__mutmut_7`" not in text
+    assert not ok
+
+
 def test_the_report_is_the_same_text_for_the_same_results():
     mutants = _mutants(killed=5, survived=2, timeout=1)
     changes = {"policy.m.x_survived__mutmut_0": "- a / + b", "policy.m.x_survived__mutmut_1": "- c / + d"}
