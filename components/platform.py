@@ -128,6 +128,7 @@ class GpuPlatform(pulumi.ComponentResource):
                           acknowledged_alpha=config.allocation.acknowledge_alpha, aws_account=found.account,
                           node_image=node_image_identity(config, found),
                           cluster=f"{config.cluster.name} in {config.region}, {'created' if config.cluster.create else 'adopted'}",
+                          aws_provider=config.aws_provider,
                           audit=(config.audit.owner, config.audit.approval)),
             opts=child,
         )

@@ -12,6 +12,13 @@ ADDON = "eks-node-monitoring-agent"
 # describe-addon-versions --addon-name eks-node-monitoring-agent` says; a version EKS does not offer
 # fails the add-on's create).
 ADDON_VERSION = "v1.7.0-eksbuild.1"
+# The tag an add-on the program does not pin carries (components/aws/vpc_cni.py), value UNPINNED. An
+# add-on's addonVersion is Optional and Computed (terraform-provider-aws internal/service/eks/addon.go,
+# addon_version): left out, it is unknown in a first preview and, once deployed, the version EKS chose,
+# so the ledger cannot tell "left to EKS" from "pinned" by the version; the tag, an input that reads
+# back as written, says which. Approving an unpinned add-on approves whatever version EKS installs.
+VERSION_TAG = "gpu-platform.io/addon-version"
+UNPINNED = "eks-default"
 # EKS installs add-ons into kube-system unless told otherwise (the chart uses its release namespace).
 NAMESPACE = "kube-system"
 # What the add-on's two DaemonSets run with on every node, from the chart at v1.7.0: the node agent

@@ -109,13 +109,16 @@ def _cluster_rows(props: Mapping[str, Any]) -> list[Row]:
 
 def _stack_rows(props: Mapping[str, Any]) -> list[Row]:
     """What the namespace declares of the stack as a whole: the cluster, the node image every GPU
-    node boots as root, and the approval record (contract.CLUSTER_KEY, NODE_IMAGE_KEY, AUDIT_*)."""
+    node boots as root, the AWS provider's settings, and the approval record (contract.CLUSTER_KEY,
+    NODE_IMAGE_KEY, AWS_PROVIDER_KEY, AUDIT_*)."""
     notes = dig(props, "metadata", "annotations")
     found = []
     if contract.CLUSTER_KEY in notes:
         found.append((SUBJECT, "(cluster)", f"cluster {text(notes.get(contract.CLUSTER_KEY))}"))
     if contract.NODE_IMAGE_KEY in notes:
         found.append(("GPU node image", "(boots as root)", text(notes.get(contract.NODE_IMAGE_KEY))))
+    found += [("AWS provider", "(where its calls go, as whom)", f"aws:{line}")
+              for line in text(notes.get(contract.AWS_PROVIDER_KEY)).splitlines() if line]
     if contract.AUDIT_APPROVAL in notes or contract.AUDIT_OWNER in notes:
         found.append(("Approval record", "(gpu-platform:audit)", f"approval {text(notes.get(contract.AUDIT_APPROVAL))}, "
                                                                  f"owner {text(notes.get(contract.AUDIT_OWNER))}"))

@@ -729,8 +729,17 @@ class Monitoring(_Model):
         return dict(sorted(value.items()))
 
 
+# The AWS provider's settings that hold credentials: the ledger shows that they are set, never what.
+_SECRET_PROVIDER_SETTINGS = frozenset({"accessKey", "secretKey", "token"})
+
+
 class StackConfig(_Model):
     region: str = Field(alias="aws:region")
+    # The stack's other aws:* provider settings (endpoints, assumeRoles, proxies, insecure, ...), as
+    # `key value` (canonical JSON; a credential only as "(set)"), sorted: where the program's AWS
+    # calls go and as whom, which the privilege ledger binds (contract.AWS_PROVIDER_KEY). Set by parse()
+    # from the raw config; "aws:*" is never a config key a stack file can hold.
+    aws_provider: tuple[str, ...] = Field(default=(), alias="aws:*")
     cluster: Cluster = Field(alias="gpu-platform:cluster")
     operator: Operator = Field(alias="gpu-platform:operator")
     node_image: NodeImage = Field(alias="gpu-platform:nodeImage")
@@ -986,7 +995,11 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             values[key] = value
     try:
         if not problems:
-            return StackConfig.model_validate(values)
+            settings = tuple(sorted(
+                f"{key.split(':', 1)[1]} " + ("(set)" if key.split(":", 1)[1] in _SECRET_PROVIDER_SETTINGS
+                                              else json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+                for key, value in raw.items() if key.startswith("aws:") and key != "aws:region"))
+            return StackConfig.model_validate(values).model_copy(update={"aws_provider": settings})
     except ValidationError as exc:
         errors = exc.errors()
         locs = [_alias_loc(e["loc"]) for e in errors]

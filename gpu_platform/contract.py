@@ -86,6 +86,11 @@ AWS_ACCOUNT_KEY = "gpu-platform.io/aws-account"
 # ("NAME in REGION, created" or ", adopted").
 NODE_IMAGE_KEY = "gpu-platform.io/node-image"
 CLUSTER_KEY = "gpu-platform.io/cluster"
+# On the same namespace: the stack's aws:* provider settings beyond the region, one per line
+# (config.StackConfig.aws_provider), absent when there are none. The default AWS provider is no
+# resource the offline preview records, and its settings decide where every AWS call goes (an SSM
+# endpoint answers which AMI the GPU nodes boot) and as whom (assumeRoles).
+AWS_PROVIDER_KEY = "gpu-platform.io/aws-provider"
 
 # Audit annotations on every workload that keeps a privilege, and audit tags on every AWS resource
 # that runs the privileged software.

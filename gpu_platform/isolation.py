@@ -11,18 +11,21 @@ Rows, part by kind:
 - `DeviceClass NAME`, `(devices)`: `spec sha256:...` (selectors, config, extendedResourceName);
 - `Service NS/NAME`, `(exposure)`: its type (ClusterIP unless set: a LoadBalancer or NodePort one
   takes traffic from outside the cluster) and any externalIPs or loadBalancerSourceRanges;
-- a VPC security group rule with an address source or destination (`security group rule NAME`,
-  `(network)`): `ingress from CIDR` / `egress to CIDR` with its protocol and ports. A rule naming
-  another group is not read: that group's id is an output, unknown in a first preview.
+- a VPC security group rule with an address source or destination, inline or a rule resource of its
+  own (`security group GROUP`, `(network)`, GROUP the stack's group resource the rule depends on
+  (ledger.REFERENCED), else the id as written): `ingress from CIDR` / `egress to CIDR` with
+  its protocol and ports. A rule naming another group is not read: that group's id is an output,
+  unknown in a first preview.
 """
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from gpu_platform import server_defaults
 from gpu_platform.canonical_form import canonical, number, sha256, subject
-from gpu_platform.props import dig, sequence, text
+from gpu_platform.props import dig, sequence, text, unless_filled_in
 from gpu_platform.resource_types import (DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS, SECURITY_GROUP, SERVICE,
                                          SECURITY_GROUP_EGRESS as EGRESS_RULE, SECURITY_GROUP_INGRESS as INGRESS_RULE)
 
@@ -31,7 +34,8 @@ TYPES = (NETWORK_POLICY, RUNTIME_CLASS, DEVICE_CLASS, SERVICE, SECURITY_GROUP, I
 _HASHED = "(SHA-256 of the canonical JSON)"
 
 
-def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
+def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
+         built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({})) -> list[Row]:
     meta = dig(props, "metadata")
     name = text(meta.get("name")) or resource_name
     if resource_type == NETWORK_POLICY:
@@ -51,10 +55,14 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         return found + [(who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
                         for key in ("externalIPs", "loadBalancerSourceRanges") if sequence(spec.get(key))]
     if resource_type == SECURITY_GROUP:
-        # Inline rules with address sources (the image build's egress): each address a row.
+        # Inline rules with address sources (the image build's egress): each address a row, under the
+        # group's name, as a separate rule's row is (below). Both lists are Optional and Computed
+        # (terraform-provider-aws internal/service/ec2/vpc_security_group.go, securityGroupRuleSetNestedBlock,
+        # commit 01606926): left out, they are unknown in a first preview, and a deployed group reads
+        # back every rule it has, the separate rule resources' too, which then make the same rows.
         found = []
         for key, way in (("ingress", "ingress from"), ("egress", "egress to")):
-            for rule in map(dict, map(dig, sequence(props.get(key)))):
+            for rule in map(dict, map(dig, sequence(unless_filled_in(props, key)))):
                 addresses = [text(a) for k in ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds") for a in sequence(rule.get(k))]
                 ports = "all ports" if text(rule.get("protocol")) == "-1" else \
                     f"{text(rule.get('protocol'))} {number(rule.get('fromPort'))}-{number(rule.get('toPort'))}"
@@ -68,5 +76,8 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> li
         ports = "all ports" if text(props.get("ipProtocol")) == "-1" else \
             f"{text(props.get('ipProtocol'))} {number(props.get('fromPort'))}-{number(props.get('toPort'))}"
         way = "ingress from" if resource_type == INGRESS_RULE else "egress to"
-        return [(f"security group rule {resource_name}", "(network)", f"{way} {source}, {ports}")]
+        # The group by the stack's group resource the rule depends on (its id is an output, unknown in
+        # a first preview), else as the program writes it (a group the stack does not make).
+        groups = built_from.get("securityGroupId") or (text(props.get("securityGroupId")) or "?",)
+        return [(f"security group {group}", "(network)", f"{way} {source}, {ports}") for group in groups]
     return []

@@ -76,10 +76,10 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from gpu_platform import (addon_privileges, aws_settings, bake_document, cluster_admins, device_access, grants, isolation,
+from gpu_platform import (addon_privileges, resource_types, aws_settings, bake_document, cluster_admins, device_access, grants, isolation,
                           workload_binding, workloads)
 from gpu_platform.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
-from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.props import dig, mapping, sequence, strings, text
 from gpu_platform.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
 
 Row = tuple[str, str, str]
@@ -117,6 +117,14 @@ def _pod_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     return found
 
 
+def _strongest(modes: set[str]) -> list[str]:
+    """One row per way a container mounts one host path; a read-only mount beside a writable one
+    without propagation adds nothing the writable one does not hold."""
+    if "rw" in modes:
+        modes = modes - {"ro"}
+    return sorted(modes)
+
+
 def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[str, str]) -> list[Row]:
     security = mapping(c.get("securityContext"))
     found = []
@@ -124,12 +132,18 @@ def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[
         found.append((key, name, "privileged"))
     caps = {text(cap) for cap in sequence(dig(security, "capabilities").get("add"))}
     found += [(key, name, f"capability {cap}") for cap in sorted(caps)]
-    modes: dict[str, str] = {}
+    # A host path's mode, and how mounts propagate across it (Kubernetes API, VolumeMount.mountPropagation:
+    # HostToContainer sees the host's later mounts, Bidirectional also pushes the container's mounts
+    # to the host; unset is None).
+    modes: dict[str, set[str]] = {}
     for mount in map(mapping, sequence(c.get("volumeMounts"))):
         path = volumes.get(text(mount.get("name")))
-        if path is not None and modes.get(path) != "rw":
-            modes[path] = "ro" if mount.get("readOnly") is True else "rw"
-    found += [(key, name, f"hostPath {path} {mode}") for path, mode in sorted(modes.items())]
+        if path is not None:
+            propagation = text(mount.get("mountPropagation"))
+            modes.setdefault(path, set()).add(("ro" if mount.get("readOnly") is True else "rw")
+                                              + (f" mountPropagation {propagation}" if propagation not in ("", "None") else ""))
+    found += [(key, name, f"hostPath {path} {mode}") for path, found_modes in sorted(modes.items())
+              for mode in _strongest(found_modes)]
     # Weakened isolation (Kubernetes API, SecurityContext and ContainerPort).
     if security.get("allowPrivilegeEscalation") is True:
         found.append((key, name, "allowPrivilegeEscalation"))
@@ -170,6 +184,7 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
     if not found:
         return []
     return (found + workload_binding.placement_rows(key, spec)
+            + workload_binding.confinement_rows(key, spec, every)
             + workload_binding.config_rows(key, text(meta.get("namespace")), spec, every, config_maps))
 
 
@@ -205,7 +220,10 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
     the privileged DaemonSets it runs, where gpu_platform/addon_privileges.py writes them down at that
     version; where it does not, a row says so: EKS creates those DaemonSets and no stack resource shows
     them, so the ledger cannot list their privileges."""
-    name, version = text(props.get("addonName")), text(props.get("addonVersion"))
+    name = text(props.get("addonName"))
+    unpinned = strings(props.get("tags")).get(addon_privileges.VERSION_TAG) == addon_privileges.UNPINNED
+    # The version is read only where the program pins it: see addon_privileges.VERSION_TAG.
+    version = "" if unpinned else text(props.get("addonVersion"))
     subject = f"EKS add-on {name}"
     shown = version or (f"EKS default for Kubernetes {kubernetes}" if kubernetes else "EKS default version")
     found: list[Row] = [
@@ -251,9 +269,14 @@ def unreviewed_rows(resource_type: str, resource_name: str, props: Mapping[str, 
              f"approve it as a whole)")]
 
 
+References = Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]]
+NO_REFERENCES: References = {}
+_NO_PROPERTIES: Mapping[str, tuple[str, ...]] = {}
+
+
 def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
                   config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
-                  account: str = "") -> list[Row]:
+                  account: str = "", built_from: Mapping[str, tuple[str, ...]] = _NO_PROPERTIES) -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
     if resource_type == IMAGE_COMPONENT:
@@ -264,24 +287,52 @@ def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, An
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props) + aws_settings.rows(resource_type, resource_name, props)
     if resource_type in aws_settings.TYPES:
-        return aws_settings.rows(resource_type, resource_name, props)
+        return aws_settings.rows(resource_type, resource_name, props, built_from)
     if resource_type in grants.TYPES:
         return grants.rows(resource_type, resource_name, props, account)
     if resource_type in isolation.TYPES:
-        return isolation.rows(resource_type, resource_name, props)
+        return isolation.rows(resource_type, resource_name, props, built_from)
     if not reviewed(resource_type):
         return unreviewed_rows(resource_type, resource_name, props)
     return workload_rows(resource_type, resource_name, props, config_maps)
 
 
-def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> list[Row]:
-    """Every row of the stack, from (type, Pulumi name, properties) of each resource; sorted, distinct."""
+# Where a row names which of the stack's resources another one uses, by the engine's record of what it
+# depends on, since the value itself (an id) is an output, unknown in a first preview: (type, property)
+# -> the type of resource that property takes.
+REFERENCED: Mapping[tuple[str, str], str] = {
+    (resource_types.EKS_NODE_GROUP, "launchTemplate"): resource_types.LAUNCH_TEMPLATE,
+    (resource_types.IMAGE_INFRASTRUCTURE, "instanceProfileName"): resource_types.IAM_INSTANCE_PROFILE,
+    (resource_types.SECURITY_GROUP_INGRESS, "securityGroupId"): resource_types.SECURITY_GROUP,
+    (resource_types.SECURITY_GROUP_EGRESS, "securityGroupId"): resource_types.SECURITY_GROUP,
+}
+
+
+def references(resource_type: str, dependencies: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
+    """property -> the names of the stack's resources of the type it takes among `dependencies`
+    ((type, name) of what the resource depends on: the engine's dependency list, which holds every
+    resource an input is built from, and which AnalyzeStack always carries)."""
+    dependencies = list(dependencies)
+    found = {}
+    for (type_, prop), wanted in REFERENCED.items():
+        if type_ == resource_type:
+            names = tuple(sorted({name for dep_type, name in dependencies if dep_type == wanted}))
+            if names:
+                found[prop] = names
+    return found
+
+
+def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]], references: References = NO_REFERENCES) -> list[Row]:
+    """Every row of the stack, from (type, Pulumi name, properties) of each resource; sorted, distinct.
+    `references`: (type, name) -> property -> the names of the stack's resources that property takes
+    (`references()` of its dependencies), for the rows of REFERENCED."""
     resources = list(resources)
     minor = kubernetes_minor(resources)
     maps = workload_binding.config_maps(resources)
     account = grants.own_account(resources)
     return sorted({row for type_, name, props in resources
-                   for row in resource_rows(type_, name, props, minor, maps, account)})
+                   for row in resource_rows(type_, name, props, minor, maps, account,
+                                            references.get((type_, name), _NO_PROPERTIES))})
 
 
 def _cell(value: str) -> str:

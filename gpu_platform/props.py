@@ -3,7 +3,8 @@ unknown-checking proxies, `Mapping`s and `Sequence`s that are neither `dict` nor
 (pulumi_policy/proxy.py, `_DictProxy`, `_ListProxy`). A check for `dict` or `list` is false for every
 value the real analyzer passes and would silently skip the rule; reading an unknown value raises
 `UnknownValueError`, which the analyzer reports as "can't run policy during preview". Nothing here
-catches it: an undecided policy must say so, never pass."""
+catches it (an undecided policy must say so, never pass), except `unless_filled_in` for the inputs a
+provider fills in when the program leaves them out, where unknown means exactly "left out"."""
 
 from __future__ import annotations
 
@@ -11,6 +12,24 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 _EMPTY: Mapping[str, Any] = {}
+
+try:
+    from pulumi_policy.proxy import UnknownValueError as _Unknown
+except ImportError:  # the program's own runtime: plain values, nothing reads as unknown
+    class _Unknown(Exception):  # type: ignore[no-redef]
+        pass
+
+
+def unless_filled_in(props: Mapping[str, Any], key: str) -> Any:
+    """props[key], or None where it is unknown because the provider fills it in: for an input that
+    is Optional and Computed in the provider's schema, a program that leaves it out gets an unknown
+    in the first preview's planned state (a tfbridge provider plans computed attributes as unknown)
+    and the value AWS chose afterwards. Only for such keys (the callers name their schema source):
+    anywhere else an unknown must stay undecided."""
+    try:
+        return props.get(key)
+    except _Unknown:
+        return None
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -96,6 +96,35 @@ def placement_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     return found
 
 
+def confinement_rows(key: str, spec: Mapping[str, Any], containers: Iterable[Mapping[str, Any]]) -> list[Row]:
+    """The rest of what confines the pod and its containers, whole: the ledger's own rows name each
+    privilege in words (privileged, a capability added, a host path), and these bind everything else
+    a change could loosen without adding one of those: a container's and the pod's securityContext
+    (a `drop: [ALL]` removed gives back the runtime's default capabilities, runAsUser 0, a writable
+    root filesystem), the runtime handler (runtimeClassName: the nvidia handler hands a container the
+    GPUs NVIDIA_VISIBLE_DEVICES names), the priority class (system-node-critical preempts other pods),
+    the pod's own API-token setting (it overrides its service account's), and the DRA claims (the
+    devices a container gets). Kubernetes API, PodSpec and SecurityContext. The API server defaults none
+    of them into a DaemonSet's or Deployment's template, and an empty securityContext reads as unset."""
+    found = []
+    for field in ("runtimeClassName", "priorityClassName"):
+        if text(spec.get(field)):
+            found.append((key, POD, f"{field} {text(spec.get(field))}"))
+    if spec.get("automountServiceAccountToken") is not None:
+        found.append((key, POD, shown("automountServiceAccountToken", spec.get("automountServiceAccountToken"))))
+    for field in ("securityContext", "resourceClaims"):
+        if mapping(spec.get(field)) or sequence(spec.get(field)):
+            found.append((key, POD, shown(field, spec.get(field), sets=True)))
+    for c in containers:
+        name = text(c.get("name")) or "?"
+        if mapping(c.get("securityContext")):
+            found.append((key, name, shown("securityContext", c.get("securityContext"), sets=True)))
+        claims = sequence(dig(c, "resources").get("claims"))
+        if claims:
+            found.append((key, name, shown("resources.claims", claims, sets=True)))
+    return found
+
+
 def config_maps(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> ConfigMaps:
     """(namespace, name) -> what the stack sets as the ConfigMap's data: the SHA-256 of the canonical
     JSON of its `data` and `binaryData` (a ConfigMapPatch's marked as a patch)."""

@@ -144,7 +144,7 @@ def _current(resources, report_violation) -> tuple[str, int] | None:
     only at the update (a generated name, an output) would pass the gate unapproved."""
     resources = list(resources)
     try:
-        rows = ledger.rows((r.resource_type, r.name, r.props) for r in resources)
+        rows = ledger.rows(((r.resource_type, r.name, r.props) for r in resources), _references(resources))
     except UnknownValueError as unknown:
         where = next((f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r)), "a resource")
         report_violation(
@@ -153,6 +153,13 @@ def _current(resources, report_violation) -> tuple[str, int] | None:
             f"update), or create the resource in an update of its own and approve the ledger after it")
         return None
     return ledger.digest(rows), len(rows)
+
+
+def _references(resources) -> dict:
+    """(type, name) -> ledger.references of its dependencies (pulumi-policy PolicyResource.dependencies:
+    the resources the engine lists for it in AnalyzeStack)."""
+    return {(r.resource_type, r.name): ledger.references(r.resource_type, ((d.resource_type, d.name) for d in r.dependencies))
+            for r in resources if r.dependencies}
 
 
 def _unknown_in(r) -> bool:

@@ -212,7 +212,7 @@ def _bounded_nesting(text: str, shown: str) -> None:
             if depth > MAX_DEPTH:
                 mark = event.start_mark
                 raise StackFileError(f"{shown}: line {mark.line + 1}, column {mark.column + 1}: nested deeper than "
-                                     f"{MAX_DEPTH} levels; no key of a stack file is")
+                                     f"{MAX_DEPTH} levels; no key of a stack file nests that deep")
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -223,7 +223,7 @@ def _count(node: Node, shown: str, budget: list[int], depth: int = 0) -> None:
     if budget[0] < 0:
         raise StackFileError(f"{shown}: expands to more than {MAX_VALUES} values (nested aliases?); a stack file has a few hundred")
     if depth > MAX_DEPTH:
-        raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file is")
+        raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep")
     if isinstance(node, MappingNode):
         for key, value in node.value:
             _count(key, shown, budget, depth + 1)
@@ -319,11 +319,11 @@ def _decoded(value: Any, shown: str, key: str) -> Any:
     try:
         decoded = json.loads(value, parse_constant=lambda name: math.nan)
     except RecursionError:
-        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file is") from None
+        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep") from None
     except ValueError:  # not JSON (the program then keeps the text), or an integer of more than 4300 digits
         return value
     if _depth(decoded) > MAX_DEPTH:
-        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file is")
+        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep")
     return _plain(decoded, shown, key, from_yaml=False)
 
 
@@ -347,7 +347,7 @@ def _document(text: str, shown: str) -> Any:
     except yaml.YAMLError as exc:
         raise StackFileError(f"{shown}: not YAML ({str(exc).strip()[:200]})") from None
     except RecursionError:
-        raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file is") from None
+        raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep") from None
 
 
 def parse(text: str, shown: str) -> dict[str, Any]:

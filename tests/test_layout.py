@@ -55,7 +55,6 @@ EXEMPT = {
                                       "tests/components/aws/test_base_image.py, test_cluster_access.py, test_partition.py",
     "preview/offline/engine.py": "the recording engine every test records through (tests/conftest.py); its two views "
                                  "are compared in tests/preview/offline/test_analyze.py",
-    "preview/offline/outputs.py": "the engine's computed outputs; tests/components/aws/test_user_data.py checks the cluster's",
     "preview/reports/privileges.py": "the workloads section of the audit report: tests/preview/reports/test_audit.py",
     "preview/reports/report.py": "the summary and the JSON report, tested by tests/preview/test_cli.py",
 }

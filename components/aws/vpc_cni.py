@@ -38,6 +38,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.managed_role import managed_role, trust
+from gpu_platform import addon_privileges
 
 VPC_CNI = "vpc-cni"
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
@@ -101,7 +102,7 @@ class VpcCni(pulumi.ComponentResource):
             addon_name=POD_IDENTITY_AGENT,
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
+            tags={**tags, addon_privileges.VERSION_TAG: addon_privileges.UNPINNED},
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.addon = aws.eks.Addon(
@@ -115,7 +116,7 @@ class VpcCni(pulumi.ComponentResource):
             # the stack's settings winning over what was there.
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
+            tags={**tags, addon_privileges.VERSION_TAG: addon_privileges.UNPINNED},
             # The association's role must hold its policy before aws-node asks for credentials, and
             # the agent that serves them must be installed.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*role.attachments, agent]),

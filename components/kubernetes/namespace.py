@@ -49,6 +49,7 @@ class NamespaceArgs:
     aws_account: str = ""  # the caller identity's account (the one the stack deploys into)
     node_image: str = ""  # contract.NODE_IMAGE_KEY
     cluster: str = ""  # contract.CLUSTER_KEY
+    aws_provider: tuple[str, ...] = ()  # contract.AWS_PROVIDER_KEY: gpu-platform's config.StackConfig.aws_provider
     audit: tuple[str, str] | None = None  # (owner, approval): gpu-platform:audit, bound by the ledger
 
 
@@ -83,6 +84,7 @@ class GpuNamespace(pulumi.ComponentResource):
                     **({contract.AWS_ACCOUNT_KEY: args.aws_account} if args.aws_account else {}),
                     **({contract.NODE_IMAGE_KEY: args.node_image} if args.node_image else {}),
                     **({contract.CLUSTER_KEY: args.cluster} if args.cluster else {}),
+                    **({contract.AWS_PROVIDER_KEY: "\n".join(args.aws_provider)} if args.aws_provider else {}),
                     **({contract.AUDIT_OWNER: args.audit[0], contract.AUDIT_APPROVAL: args.audit[1]} if args.audit else {}),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                     # Only off the default, so the device-plugin stacks' namespace is unchanged.

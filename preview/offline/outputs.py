@@ -130,6 +130,18 @@ def fill(type_: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict[str, 
     return resource_id, state
 
 
+# Inputs that are Optional and Computed in the provider's schema: left out by the program, the
+# provider's plan has them unknown (the value AWS chooses), so a first preview hands the pack an
+# unknown there. terraform-provider-aws: internal/service/eks/node_group.go (ami_type, commit 012e0a32),
+# internal/service/ec2/vpc_security_group.go (ingress, egress: securityGroupRuleSetNestedBlock, commit
+# 01606926), internal/service/eks/addon.go (addon_version).
+FILLED_IN_WHEN_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "aws:eks/nodeGroup:NodeGroup": ("amiType",),
+    "aws:ec2/securityGroup:SecurityGroup": ("ingress", "egress"),
+    "aws:eks/addon:Addon": ("addonVersion",),
+}
+
+
 def _unknown_where_computed(inputs: Any, computed: Any) -> Any:
     """The inputs, with every value the provider computes unknown: a key the inputs set keeps its
     value (objects merge key by key), anything else the provider fills is unknown, whole."""
@@ -148,4 +160,5 @@ def preview(type_: str, name: str, inputs: dict[str, Any]) -> tuple[None, dict[s
     instead would reach the program as a known null."""
     inputs = _autonamed(type_, name, inputs)
     _, filled = fill(type_, name, inputs)
-    return None, _unknown_where_computed(inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)})
+    planned = _unknown_where_computed(inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)})
+    return None, {**planned, **{key: rpc.UNKNOWN for key in FILLED_IN_WHEN_LEFT_OUT.get(type_, ()) if key not in inputs}}

@@ -106,7 +106,10 @@ def diff(old: set[Row], new: set[Row]) -> tuple[list[Row], list[Row]]:
 
 def of(recording: Recording) -> list[Row]:
     """The stack's ledger, as the policy pack computes it from the same resources."""
-    return canonical.rows((r.type, r.name, clean(r.inputs)) for r in recording.resources)
+    by_urn = recording.by_urn()
+    references = {(r.type, r.name): canonical.references(r.type, ((by_urn[u].type, by_urn[u].name) for u in r.dependencies if u in by_urn))
+                  for r in recording.resources if r.dependencies}
+    return canonical.rows(((r.type, r.name, clean(r.inputs)) for r in recording.resources), references)
 
 
 def approved(recording: Recording) -> list[str]:

@@ -64,9 +64,26 @@ def test_a_service_reads_as_its_exposure_and_a_load_balancer_is_another_row():
 def test_security_group_rules_with_addresses_are_rows_and_a_rule_naming_a_group_is_not_read():
     open_ssh = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "ssh",
                 {"cidrIpv4": "0.0.0.0/0", "ipProtocol": "tcp", "fromPort": 22.0, "toPort": 22.0})
-    assert ledger.rows([open_ssh]) == [("security group rule ssh", "(network)", "ingress from 0.0.0.0/0, tcp 22-22")]
+    # A rule resource is read under the group it is added to: the stack's group its id is built from,
+    # else the id as written.
+    assert ledger.rows([open_ssh]) == [("security group ?", "(network)", "ingress from 0.0.0.0/0, tcp 22-22")]
+    rule = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "ssh")
+    assert ledger.rows([open_ssh], {rule: {"securityGroupId": ("gpu-efa-sg",)}}) == \
+        [("security group gpu-efa-sg", "(network)", "ingress from 0.0.0.0/0, tcp 22-22")]
     itself = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "efa", {"ipProtocol": "-1", "referencedSecurityGroupId": "sg-1"})
     assert ledger.rows([itself]) == []
     inline = ("aws:ec2/securityGroup:SecurityGroup", "build", {"egress": [
         {"protocol": "tcp", "fromPort": 443, "toPort": 443, "cidrBlocks": ["0.0.0.0/0"]}]})
     assert ledger.rows([inline]) == [("security group build", "(network)", "egress to 0.0.0.0/0, tcp 443-443")]
+
+
+def test_a_deployed_group_that_reads_back_a_rule_resources_rule_inline_has_the_same_rows():
+    # A deployed group's ingress lists every rule it has, those added by rule resources too
+    # (terraform-provider-aws vpc_security_group.go resourceSecurityGroupRead).
+    rule = ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "office",
+            {"cidrIpv4": "203.0.113.0/24", "ipProtocol": "tcp", "fromPort": 443.0, "toPort": 443.0, "securityGroupId": "sg-1"})
+    refs = {rule[:2]: {"securityGroupId": ("gpu-efa-sg",)}}
+    written = ledger.rows([("aws:ec2/securityGroup:SecurityGroup", "gpu-efa-sg", {}), rule], refs)
+    deployed = ledger.rows([("aws:ec2/securityGroup:SecurityGroup", "gpu-efa-sg", {"ingress": [
+        {"protocol": "tcp", "fromPort": 443.0, "toPort": 443.0, "cidrBlocks": ["203.0.113.0/24"]}]}), rule], refs)
+    assert written == deployed == [("security group gpu-efa-sg", "(network)", "ingress from 203.0.113.0/24, tcp 443-443")]

@@ -20,6 +20,7 @@ TINY = (b"gpu-platform privilege ledger v1\n"
         b"DaemonSet gpu-operator/plugin\tmain\tcapability SYS_ADMIN\n"
         b"DaemonSet gpu-operator/plugin\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
         b"DaemonSet gpu-operator/plugin\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
+        b'DaemonSet gpu-operator/plugin\tmain\tsecurityContext {"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}}\n'
         b"DaemonSet gpu-operator/plugin\twait\thostPath /run/nvidia/validations ro\n"
         b"DaemonSet gpu-operator/plugin\twait\timage nvcr.io/nvidia/gpu-operator:v25.10.1\n")
 TINY_HASH = "sha256:" + hashlib.sha256(TINY).hexdigest()
@@ -56,7 +57,8 @@ def test_a_tiny_ledger_hashes_to_the_sha256_of_its_canonical_form_written_by_han
             (WORKLOAD, "wait", "image nvcr.io/nvidia/gpu-operator:v25.10.1"),
             (WORKLOAD, "main", "image nvcr.io/nvidia/k8s-device-plugin:v0.18.1"),
             (WORKLOAD, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
-            (WORKLOAD, "(pod)", "serviceAccountName default")]
+            (WORKLOAD, "(pod)", "serviceAccountName default"),
+            (WORKLOAD, "main", 'securityContext {"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}}')]
     assert ledger.canonical(rows) == TINY
     assert ledger.digest(rows) == TINY_HASH
 
@@ -136,6 +138,15 @@ def test_an_unpinned_add_on_names_its_version_configuration_and_pod_identity_and
     ])
 
 
+def test_an_add_on_left_to_eks_reads_alike_before_and_after_eks_picks_its_version():
+    # The program tags what it leaves unpinned (gpu-platform.io/addon-version: eks-default); once
+    # deployed the add-on reads back the version EKS installed, which is what the approval let EKS pick.
+    tagged = _vpc_cni(tags={"gpu-platform.io/addon-version": "eks-default"})
+    assert _addon_ledger({**tagged, "addonVersion": "v1.21.1-eksbuild.5"}) == _addon_ledger(tagged) == _addon_ledger(_vpc_cni())
+    # Without the tag a version is one the program pinned: another version is another approval.
+    assert ("EKS add-on vpc-cni", "(add-on)", "version v1.21.1-eksbuild.5") in _addon_ledger(_vpc_cni(addonVersion="v1.21.1-eksbuild.5"))
+
+
 def test_the_pod_identity_agent_without_configuration_or_associations_still_has_rows():
     rows = _addon_ledger({"addonName": "eks-pod-identity-agent", "clusterName": "gpu"})
     assert ("EKS add-on eks-pod-identity-agent", "(add-on)",
@@ -203,20 +214,26 @@ APP = "Deployment apps/app"
 
 @pytest.mark.parametrize("path, value, expected", [
     (("containers", 0, "securityContext"), {"allowPrivilegeEscalation": True},
-     {(APP, "app", "allowPrivilegeEscalation"), (APP, "app", "image app:1")}),
+     {(APP, "app", "allowPrivilegeEscalation"), (APP, "app", "image app:1"),
+      (APP, "app", 'securityContext {"allowPrivilegeEscalation":true}')}),
     (("containers", 0, "securityContext"), {"seccompProfile": {"type": "Unconfined"}},
-     {(APP, "app", "seccompProfile Unconfined"), (APP, "app", "image app:1")}),
+     {(APP, "app", "seccompProfile Unconfined"), (APP, "app", "image app:1"),
+      (APP, "app", 'securityContext {"seccompProfile":{"type":"Unconfined"}}')}),
     (("containers", 0, "securityContext"), {"appArmorProfile": {"type": "Unconfined"}},
-     {(APP, "app", "appArmorProfile Unconfined"), (APP, "app", "image app:1")}),
+     {(APP, "app", "appArmorProfile Unconfined"), (APP, "app", "image app:1"),
+      (APP, "app", 'securityContext {"appArmorProfile":{"type":"Unconfined"}}')}),
     (("containers", 0, "securityContext"), {"procMount": "Unmasked"},
-     {(APP, "app", "procMount Unmasked"), (APP, "app", "image app:1")}),
+     {(APP, "app", "procMount Unmasked"), (APP, "app", "image app:1"),
+      (APP, "app", 'securityContext {"procMount":"Unmasked"}')}),
     (("containers", 0, "ports"), [{"containerPort": 80.0, "hostPort": 8080.0}],
      {(APP, "app", "hostPort 8080/TCP"), (APP, "app", "image app:1")}),
     # What the pod weakens reaches every container, so each is bound to its image.
     (("securityContext",), {"sysctls": [{"name": "net.core.somaxconn", "value": "1024"}]},
-     {(APP, "(pod)", "sysctl net.core.somaxconn=1024"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
+     {(APP, "(pod)", "sysctl net.core.somaxconn=1024"), (APP, "app", "image app:1"), (APP, "side", "image side:2"),
+      (APP, "(pod)", 'securityContext {"sysctls":[{"name":"net.core.somaxconn","value":"1024"}]}')}),
     (("securityContext",), {"seccompProfile": {"type": "Unconfined"}},
-     {(APP, "(pod)", "seccompProfile Unconfined"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
+     {(APP, "(pod)", "seccompProfile Unconfined"), (APP, "app", "image app:1"), (APP, "side", "image side:2"),
+      (APP, "(pod)", 'securityContext {"seccompProfile":{"type":"Unconfined"}}')}),
     (("shareProcessNamespace",), True,
      {(APP, "(pod)", "shareProcessNamespace"), (APP, "app", "image app:1"), (APP, "side", "image side:2")}),
 ], ids=["allowPrivilegeEscalation", "seccomp", "apparmor", "procMount", "hostPort", "sysctl", "pod-seccomp", "shareProcessNamespace"])
@@ -225,6 +242,36 @@ def test_a_weakened_isolation_gets_its_rows(path, value, expected):
     placement = {(APP, "(pod)", "runs on EVERY node its tolerations admit (no nodeSelector, nodeName or affinity)"),
                  (APP, "(pod)", "serviceAccountName default")}
     assert set(ledger.rows([("kubernetes:apps/v1:Deployment", "app", _set(_plain(), path, value))])) == expected | placement
+
+
+@pytest.mark.parametrize("path, value, row", [
+    # Each loosens the privileged container without adding a privilege of its own row.
+    (("containers", 0, "securityContext", "capabilities", "drop"), [],
+     ("main", 'securityContext {"capabilities":{"add":["SYS_ADMIN"],"drop":[]}}')),
+    (("containers", 0, "securityContext", "runAsUser"), 0,
+     ("main", 'securityContext {"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]},"runAsUser":0}')),
+    (("runtimeClassName",), "nvidia", ("(pod)", "runtimeClassName nvidia")),
+    (("priorityClassName",), "system-node-critical", ("(pod)", "priorityClassName system-node-critical")),
+    (("automountServiceAccountToken",), True, ("(pod)", "automountServiceAccountToken true")),
+    (("initContainers", 0, "volumeMounts", 0, "mountPropagation"), "Bidirectional",
+     ("wait", "hostPath /run/nvidia/validations ro mountPropagation Bidirectional")),
+    (("resourceClaims",), [{"name": "gpus", "resourceClaimTemplateName": "all-gpus"}],
+     ("(pod)", 'resourceClaims [{"name":"gpus","resourceClaimTemplateName":"all-gpus"}]')),
+    (("containers", 0, "resources"), {"claims": [{"name": "gpus"}]}, ("main", 'resources.claims [{"name":"gpus"}]')),
+], ids=["capabilities-not-dropped", "root", "runtime-class", "priority-class", "api-token", "mount-propagation",
+        "pod-claims", "container-claims"])
+def test_what_else_confines_a_privileged_workload_is_bound(path, value, row):
+    rows = _rows(_set(_daemonset(), path, value))
+    assert (WORKLOAD, *row) in rows
+    assert ledger.digest(rows) != TINY_HASH
+
+
+def test_a_mount_without_propagation_or_with_none_reads_as_before_and_a_writable_mount_holds_a_read_only_one():
+    props = _set(_daemonset(), ("initContainers", 0, "volumeMounts", 0, "mountPropagation"), "None")
+    assert ledger.digest(_rows(props)) == TINY_HASH
+    both = _set(_daemonset(), ("containers", 0, "volumeMounts"),
+                [{"name": "plugins", "mountPath": "/p"}, {"name": "plugins", "mountPath": "/q", "readOnly": True}])
+    assert ledger.digest(_rows(both)) == TINY_HASH
 
 
 def test_a_default_profile_or_escalation_turned_off_adds_no_row():
@@ -290,6 +337,7 @@ def test_a_privileged_workload_is_bound_to_its_placement_its_service_account_its
         (TOOLKIT, "toolkit", "hostPath /etc/containerd rw"),
         (TOOLKIT, "toolkit", "image nvcr.io/nvidia/k8s/container-toolkit:v1.18.1"),
         (TOOLKIT, "toolkit", "privileged"),
+        (TOOLKIT, "toolkit", 'securityContext {"privileged":true}'),
     ])
 
 
@@ -470,6 +518,25 @@ def test_the_namespace_binds_the_cluster_the_node_image_and_the_approval_record(
         ("EKS cluster access", "(cluster)", "cluster gpu-dev in us-west-2, adopted"),
         ("GPU node image", "(boots as root)", "ami ami-0123456789abcdef0"),
         ("Approval record", "(gpu-platform:audit)", "approval SEC-1, owner ml")])
+
+
+def test_the_aws_provider_settings_of_the_stack_are_rows_and_credentials_show_only_that_they_are_set():
+    # Where the program's AWS calls go (an SSM endpoint answers which AMI the nodes boot) and as whom.
+    from preview.offline import engine
+    from gpu_platform import config as config_model
+
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw.update({"aws:endpoints": [{"ssm": "https://ssm.example.internal"}], "aws:insecure": "true",
+                "aws:secretKey": "wJalrXUtnFEMI/K7MDENG", "aws:accessKey": "AKIAEXAMPLE"})
+    settings = config_model.parse(raw).aws_provider
+    assert settings == ('accessKey (set)', 'endpoints [{"ssm":"https://ssm.example.internal"}]', 'insecure "true"', 'secretKey (set)')
+    assert config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).aws_provider == ()
+    ns = ("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "gpu-operator", "annotations": {
+        "gpu-platform.io/aws-provider": "\n".join(settings)}}})
+    rows = ledger.rows([ns])
+    assert ("AWS provider", "(where its calls go, as whom)", 'aws:endpoints [{"ssm":"https://ssm.example.internal"}]') in rows
+    assert ("AWS provider", "(where its calls go, as whom)", "aws:secretKey (set)") in rows
+    assert not any("wJalrXUtnFEMI" in row[2] or "AKIAEXAMPLE" in row[2] for row in rows)
 
 
 def test_every_type_the_scope_file_lists_is_one_an_sdk_class_registers_or_the_crd_the_program_makes():

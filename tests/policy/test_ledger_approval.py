@@ -21,6 +21,7 @@ APPROVED = "sha256:" + hashlib.sha256(
     b"DaemonSet gpu-device-plugin-ds\tmain\tcapability SYS_ADMIN\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\thostPath /var/lib/kubelet/device-plugins rw\n"
     b"DaemonSet gpu-device-plugin-ds\tmain\timage nvcr.io/nvidia/k8s-device-plugin:v0.18.1\n"
+    b'DaemonSet gpu-device-plugin-ds\tmain\tsecurityContext {"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}}\n'
     b"DaemonSet gpu-device-plugin-ds\twait-for-toolkit-ready\thostPath /run/nvidia/validations ro\n"
     b"DaemonSet gpu-device-plugin-ds\twait-for-toolkit-ready\timage nvcr.io/nvidia/gpu-operator:v25.10.1\n"
 ).hexdigest()
@@ -89,7 +90,7 @@ def test_a_stack_without_a_recorded_hash_is_told_the_hash_to_record():
     assert violations(privilege_ledger_approved, [_namespace(None), workload()]) == []
     found = violations(privilege_ledger_recorded, [_namespace(None), workload()])
     assert len(found) == 1
-    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "ledger has 8 rows" in found[0][0]  # 3 privileges, 2 images, 3 of placement
+    assert f"record gpu-platform:audit.approvedLedger: {APPROVED}" in found[0][0] and "ledger has 9 rows" in found[0][0]  # 3 privileges, 2 images, 3 of placement, 1 securityContext
 
 
 def test_a_stack_without_privileges_needs_no_recorded_hash():

@@ -96,7 +96,7 @@ def test_merge_keys_merge_and_the_mappings_own_keys_win():
     ("config:\n  a: [.nan]", "f.yaml: gpu-platform:a[0]: nan is not a number"),
     ("config:\n  a: {secure: AAABAC==}", "f.yaml: gpu-platform:a: an encrypted secret"),
     ("config:\n  a: {owner: {secure: AAABAC==}}", "f.yaml: gpu-platform:a.owner: an encrypted secret"),
-    ("config:\n  a: '" + "[" * 40 + "]" * 40 + "'", "f.yaml: gpu-platform:a: JSON text nested deeper than 32 levels"),
+    ("config:\n  a: '" + "[" * 40 + "]" * 40 + "'", "f.yaml: gpu-platform:a: JSON text nested deeper than 32 levels; no key of a stack file nests that deep"),
     ("config:\n  a: '" + "[" * 5000 + "]" * 5000 + "'", "f.yaml: gpu-platform:a: JSON text nested deeper than 32 levels"),
     ("environment: [prod-env]\nconfig: {}", "f.yaml: environment: Pulumi ESC environments add config values"),
     ("configs:\n  a: 1", "f.yaml: configs: not a key of a Pulumi stack file (valid: config, "),

@@ -114,9 +114,13 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
     removed = changes[changes.index("### Removed"):]
     rows = [line for line in removed.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
     # dev's own pool (l4) has its launch template and node group: those settings rows go with it.
-    workload_removed = [line for line in rows if not line.startswith(("| node image bake ", "| IAM ", "| Approval record ",
-                                                                      "| EKS cluster access ", "| launch template gpu-pool-l4",
-                                                                      "| node group gpu-pool-l4"))]
+    # The other stack's subnets (the cluster's, the system nodes', the build host's) go with it too.
+    subnets = [line for line in rows if " | subnets [" in line]
+    assert sorted(line.split(" | ")[0] for line in subnets) == [
+        "| EKS cluster", "| image build host gpu-node-image-infrastructure", "| node group gpu-cluster-system", "| node group gpu-pool-l4-ng"]
+    workload_removed = [line for line in rows if line not in subnets and not line.startswith((
+        "| node image bake ", "| IAM ", "| Approval record ", "| EKS cluster access ", "| launch template gpu-pool-l4",
+        "| node group gpu-pool-l4"))]
     # The other stack's cluster and approval record (dev's), replaced by prod's.
     assert sorted(line for line in rows if line.startswith(("| Approval record ", "| EKS cluster access "))) == [
         "| Approval record | (gpu-platform:audit) | approval SEC-1042, owner ml-platform |",
@@ -130,12 +134,19 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
         "| IAM role gpu-cluster-vpc-cni-role | (trust) | assumeRolePolicy",
         "| IAM role gpu-node-image-builder | (policies) | policy arn:aws:iam::(stack account):policy/gpu-platform-dev-gpu-node-image-ssm-agent |",
     ]
+    # The device plugin and GFD gain SYS_ADMIN on a MIG pool: their securityContext row is replaced too.
+    unprivileged = ('securityContext {"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},'
+                    '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
     assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
         "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
         "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env",
+        f"| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | {unprivileged}",
         "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
+        f"| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | {unprivileged}",
     ]
-    assert all(line.split(" sha256:")[0] + " sha256:" in added for line in workload_removed)
+    assert all((line.split(" sha256:")[0] + " sha256:" if " sha256:" in line else line.split(" securityContext ")[0] + " securityContext ")
+               in added for line in workload_removed)
+    assert '"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}' in added
 
 
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
