@@ -120,6 +120,7 @@ class ClaimTemplate:
     request: str  # the request's name inside the claim
     device_class: str
     allocation_mode: str = "All"  # All | ExactCount
+    count: int = 1  # how many devices an ExactCount request takes (rendered only for ExactCount)
     # Access to devices whatever else uses them, and no exclusive hold on them; the API server admits it
     # only in a namespace labelled resource.kubernetes.io/admin-access=true (components/kubernetes/namespace.py).
     admin_access: bool = False
