@@ -62,9 +62,11 @@ IMAGE_KEY = next(r.image for r in operands.rows() if r.operand == "dra-validator
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images[IMAGE_KEY]
     # Not root: the injected device nodes are the container user's (module docstring).
+    # A CPU limit costs nothing here (one nvidia-smi call, then a sleep loop) and bounds what the
+    # pod on every GPU node may take.
     check = Container(name="gpu-validation", image=image, command=("sh", "-c"), args=("nvidia-smi -L",),
-                      claims=(CLAIM.claim,))
-    idle = Container(name=NAME, image=image, command=("sh", "-c"),
+                      claims=(CLAIM.claim,), cpu_limit="500m")
+    idle = Container(name=NAME, image=image, command=("sh", "-c"), cpu_limit="10m",
                      args=("echo all validations are successful; while true; do sleep 86400; done",))
     return OperandSpec(
         operand="dra-validator",

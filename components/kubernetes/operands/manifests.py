@@ -94,7 +94,7 @@ def _container(c: Container, spec: OperandSpec) -> dict:
         "securityContext": _security_context(c),
         "resources": {
             "requests": {"cpu": c.requests[0], "memory": c.requests[1]},
-            "limits": {"memory": c.memory_limit},
+            "limits": {"memory": c.memory_limit, **({"cpu": c.cpu_limit} if c.cpu_limit else {})},
             **({"claims": [{"name": claim} for claim in c.claims]} if c.claims else {}),
         },
     }
