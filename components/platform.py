@@ -67,7 +67,7 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         dra_feature_gates=dict(config.allocation.feature_gates),
         service_monitor=service_monitor(config, found),
     )
-    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=images, dra=config.dra)
+    active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=config.release.carried_operands, dra=config.dra)
     return [(stage, stage.spec(context)) for stage in active]
 
 
@@ -109,7 +109,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # puts them on the nodes.
         pool_gates = {
             pool.name: stages.gates_for_pool(mig=pool.mig is not None, toolkit_baked=config.node_image.toolkit_baked,
-                                             carried=config.release.images, dra=config.dra)
+                                             carried=config.release.carried_operands, dra=config.dra)
             for pool in config.node_pools
         }
         eks = gpu_cluster.build(name, config, found, stack, pool_gates, parent=self)

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import aws_limits, dra, image_refs, ledger, matrix, versions
+from gpu_platform import aws_limits, dra, image_refs, ledger, matrix, operands, versions
 
 PROJECT = "gpu-platform"
 
@@ -298,6 +298,10 @@ class Operator(_Model):
     def _known_operands(cls, value: Mapping[str, str]) -> Mapping[str, str]:
         for operand, tag in value.items():
             if operand not in matrix.OPERAND_IMAGES:
+                borrowed = operands.image_key(operand)
+                if borrowed != operand:  # an operand that runs another's image is overridden through it
+                    raise ValueError(_at(f".{operand}", f"runs the {borrowed} image, which an override of {borrowed} "
+                                                        f"sets for both (valid: {_valid(matrix.OPERAND_IMAGES)})"))
                 raise ValueError(_at(f".{operand}", f"not an operand (valid: {_valid(matrix.OPERAND_IMAGES)})"))
             # A version first: operands choose flags and paths by the image's version. A digest may
             # follow (tag@sha256:...), pinning the bytes the tag named when it was taken.

@@ -18,8 +18,9 @@ from gpu_platform import image_refs, operands, versions
 
 MATRIX_FILE = Path(__file__).with_name("matrix.yaml")
 
-# The operands whose images a release may pin, in the keys `matrix.yaml` uses: the operand registry's.
-OPERAND_IMAGES = operands.names()
+# The images a release may pin, in the keys `matrix.yaml` (and operator.overrides) use: the operand
+# registry's image keys (an operand that borrows another's image, the DRA validator, adds none).
+OPERAND_IMAGES = operands.image_keys()
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,11 @@ class Release:
 
     def image(self, operand: str) -> str:
         return self.images[operand]
+
+    @property
+    def carried_operands(self) -> tuple[str, ...]:
+        """The registry's operands this release carries (its `since` or later), whatever image they run."""
+        return tuple(r.operand for r in operands.rows() if versions.at_least(self.name, r.since))
 
     def images_with(self, overrides: Mapping[str, str]) -> dict[str, str]:
         """The release's images with `operator.overrides` swapped in: same repository, the override's
@@ -199,11 +205,14 @@ def _check_images(name: str, row: dict, path: Path) -> None:
     if unknown:
         raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {', '.join(sorted(unknown))} not in the operand "
                          f"registry ({operands.REGISTRY_FILE.name})")
-    for r in operands.rows():
-        carried = versions.at_least(name, r.since)
-        if carried != (r.operand in have):
-            raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {r.operand} "
-                             f"{'missing' if carried else 'given'}, but the registry says it ships from {r.since}")
+    for key in OPERAND_IMAGES:
+        # An image is carried from the first release of any operand that runs it (the validator's from
+        # the validator's, not from the DRA validator's later one).
+        since = min((r.since for r in operands.rows() if r.image == key), key=versions.parse)
+        carried = versions.at_least(name, since)
+        if carried != (key in have):
+            raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {key} "
+                             f"{'missing' if carried else 'given'}, but the registry says it ships from {since}")
 
 
 def _release(name: str, row: dict, path: Path) -> Release:

@@ -25,6 +25,13 @@ class OperandRow:
     on: str
     since: str
     waits_for_dra: Optional[str] = None  # in allocation mode dra
+    # The matrix's image key it runs (and operator.overrides' key): its own name unless it borrows
+    # another operand's image, as the DRA validator runs the validator's.
+    image: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.image:
+            object.__setattr__(self, "image", self.operand)
 
     def marker(self, dra: bool) -> Optional[str]:
         """The readiness marker its pods wait for in the stack's allocation mode."""
@@ -48,12 +55,27 @@ def rows(path: Path = REGISTRY_FILE) -> tuple[OperandRow, ...]:
         by_mode = waits if isinstance(waits, dict) else {mode: waits for mode in MODES}
         found.append(OperandRow(operand=r["operand"], module=r["module"], component=r["component"], gate=r["gate"],
                                 waits_for=by_mode["device-plugin"], on=r["on"], since=str(r["since"]),
-                                waits_for_dra=by_mode["dra"]))
+                                waits_for_dra=by_mode["dra"], image=r.get("image") or r["operand"]))
     for row in found:
         if row.on not in PLACEMENTS:
             raise ValueError(f"{path.name}: {row.operand}: on {row.on!r} is not one of {', '.join(PLACEMENTS)}")
+        # A borrowed image is another row's own, so the matrix pins it once and one override moves both.
+        owners = {r.operand for r in found if r.image == r.operand}
+        if row.image not in owners:
+            raise ValueError(f"{path.name}: {row.operand}: image {row.image!r} is no operand's own image "
+                             f"(valid: {', '.join(sorted(owners))})")
     return tuple(found)
 
 
 def names() -> tuple[str, ...]:
     return tuple(r.operand for r in rows())
+
+
+def image_keys() -> tuple[str, ...]:
+    """The matrix's image keys (and operator.overrides'): one per image, in registry order."""
+    return tuple(dict.fromkeys(r.image for r in rows()))
+
+
+def image_key(operand: str) -> str:
+    """The image key an operand runs; an unknown operand's own name."""
+    return next((r.image for r in rows() if r.operand == operand), operand)

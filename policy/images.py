@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, image_refs, matrix, versions
+from gpu_platform import contract, image_refs, matrix, operands, versions
 from policy import facts, workloads
 from policy.declare import Targets, resource_policy, stack_policy
 
@@ -79,7 +79,9 @@ def _check_overrides(args, release, overrides: dict[str, str], report_violation)
 def _check_workload(args, release, overrides: dict[str, str], report_violation) -> None:
     operand = workloads.operand(args.props)
     expected = release.images_with(overrides)
-    own = expected.get(operand)
+    # An operand may run another's image (the DRA validator the validator's: the registry's image column).
+    key = operands.image_key(operand)
+    own = expected.get(key)
     allowed = {own, expected[_SHARED_OPERAND]} if own else set(expected.values())
     for container, image in workloads.images(workloads.pod_spec(args.resource_type, args.props)):
         if any(matches(image, want) for want in allowed):
@@ -95,8 +97,8 @@ def _check_workload(args, release, overrides: dict[str, str], report_violation) 
                       f"pins for that tag")
         elif repo == split(want)[0]:
             how = (
-                f"set operator.overrides.{operand}: {tag} if it is a patch bump of {split(want)[1]}"
-                if operand not in overrides else f"the override says {overrides[operand]}"
+                f"set operator.overrides.{key}: {tag} if it is a patch bump of {split(want)[1]}"
+                if key not in overrides else f"the override says {overrides[key]}"
             )
             detail = f"tag {tag} is not the release's {split(want)[1]} ({how})"
         else:
@@ -148,6 +150,7 @@ def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | 
     when its repository is that one (GFD shares the device plugin's repository), else the first that
     has it (the validator's, in every operand's wait containers); None: no operand's image."""
     repository = split(image)[0]
+    own = operands.image_key(own) if own else own
     if own in expected and split(expected[own])[0] == repository:
         return own
     return next((op for op, ref in sorted(expected.items()) if split(ref)[0] == repository), None)

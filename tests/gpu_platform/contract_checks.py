@@ -451,6 +451,43 @@ CHECKS["signal_target"] = _signal_target
 CHECKS["container_image"] = _container_image
 
 
+CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+# A ResourceClaimTemplate request's fields under `exactly` (resource.k8s.io/v1), by the clause's key.
+_REQUEST_FIELDS = {"device_class": "deviceClassName", "allocation_mode": "allocationMode", "count": "count",
+                   "admin_access": "adminAccess"}
+
+
+def _resource_claim(op: Operand, image: str, want: dict) -> list[str]:
+    """The pod's claim `claim` is made from the ResourceClaimTemplate `template` in the operand's
+    namespace, whose request `request` asks for exactly these fields (an unset one is absent); with
+    `container`, that container lists the claim in resources.claims (else the kubelet gives it none
+    of the claim's devices)."""
+    claims = {c.get("name"): c.get("resourceClaimTemplateName") for c in op.pod.get("resourceClaims") or []}
+    if claims.get(want["claim"]) != want["template"]:
+        return [f"the pod's claim {want['claim']!r} is made from {claims.get(want['claim'])!r}, wants {want['template']!r}"]
+    templates = [r.inputs for r in op.rec.of_type(CLAIM_TEMPLATE)
+                 if r.inputs["metadata"]["name"] == want["template"] and r.inputs["metadata"].get("namespace") == op.namespace]
+    if not templates:
+        return [f"no ResourceClaimTemplate {want['template']!r} in namespace {op.namespace!r}"]
+    requests = {r["name"]: r.get("exactly") or {} for r in templates[0]["spec"]["spec"]["devices"]["requests"]}
+    if "request" in want and want["request"] not in requests:
+        return [f"ResourceClaimTemplate {want['template']!r} has no request {want['request']!r} (has {sorted(requests)})"]
+    problems = []
+    if "request" in want:
+        exactly = requests[want["request"]]
+        problems += [f"request {want['request']!r}: {field} is {exactly.get(field)!r}, wants {want[key]!r}"
+                     for key, field in _REQUEST_FIELDS.items() if key in want and exactly.get(field) != want[key]]
+    if "container" in want:
+        found = op.containers(want["container"], image)
+        listed = [c.get("name") for c in ((found[0].get("resources") or {}).get("claims") or [])] if found else []
+        if want["claim"] not in listed:
+            problems.append(f"container {want['container']!r} lists claims {listed}, not {want['claim']!r}")
+    return problems
+
+
+CHECKS["resource_claim"] = _resource_claim
+
+
 def check(op: Operand, image: str, expectation: dict) -> list[str]:
     """One expectation; a mapping argument with `part: <suffix>` is checked against the operand's
     Deployment part of that suffix (NFD's master and gc) instead of its DaemonSet."""

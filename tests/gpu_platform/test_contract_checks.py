@@ -110,6 +110,34 @@ PLANTED = [
 ]
 
 
+CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+_CLAIM = {"claim": "validation-gpu", "template": "nvidia-dra-validator-gpu"}
+
+# The same, on the dra stack's recording (the DRA-only operands and their claims render nowhere else).
+DRA_PLANTED = [
+    # The init container that runs nvidia-smi no longer lists the claim: the kubelet injects nothing into it.
+    ("dra-validator", {"resource_claim": {**_CLAIM, "container": "gpu-validation"}}, (DAEMONSET, "gpu-dra-validator-ds"),
+     lambda i: _container(i, "gpu-validation")["resources"].pop("claims")),
+    ("dra-validator", {"resource_claim": {**_CLAIM, "request": "validation-gpu", "allocation_mode": "ExactCount", "count": 1}},
+     (CLAIM_TEMPLATE, "gpu-dra-validator-claim-gpu"),
+     lambda i: i["spec"]["spec"]["devices"]["requests"][0]["exactly"].update(allocationMode="All")),
+    ("dra-validator", {"resource_claim": _CLAIM}, (DAEMONSET, "gpu-dra-validator-ds"),
+     lambda i: _pod(i)["resourceClaims"][0].update(resourceClaimTemplateName="nvidia-dcgm-exporter-admin")),
+]
+DRA_OWN_CONTAINER = {"dra-validator": "gpu-validation"}
+
+
+@pytest.mark.parametrize("operand, expectation, where, plant", DRA_PLANTED, ids=[f"{o}-{n}" for n, (o, _, _, _) in enumerate(DRA_PLANTED)])
+def test_a_check_passes_on_the_dra_stack_and_reports_a_planted_defect(dra, operand, expectation, where, plant):
+    op = checks.Operand(dra, operand)
+    image = next(c["image"] for c in [*op.pod.get("initContainers", []), *op.pod["containers"]]
+                 if c["name"] == DRA_OWN_CONTAINER[operand])
+    assert checks.check(op, image, expectation) == []
+    broken = dra.replaced(*where, plant)
+    assert broken.one(*where).inputs != dra.one(*where).inputs, "the plant changed nothing"
+    assert checks.check(checks.Operand(broken, operand), image, expectation), f"{expectation} missed the planted defect"
+
+
 @pytest.mark.parametrize("operand, expectation, where, plant", PLANTED, ids=[f"{o}-{next(iter(e))}" for o, e, _, _ in PLANTED])
 def test_a_check_passes_on_the_shipped_manifest_and_reports_a_planted_defect(prod, operand, expectation, where, plant):
     op = checks.Operand(prod, operand)
@@ -124,7 +152,7 @@ def test_a_check_passes_on_the_shipped_manifest_and_reports_a_planted_defect(pro
 def test_every_kind_of_check_the_contracts_use_has_a_planted_defect():
     used = {next(iter(item)) for path in CONTRACTS.glob("*.yaml")
             for clause in yaml.safe_load(path.read_text())["clauses"] for item in clause.get("expect") or []}
-    planted = {next(iter(e)) for _, e, _, _ in PLANTED}
+    planted = {next(iter(e)) for _, e, _, _ in PLANTED + DRA_PLANTED}
     assert used <= planted, f"checks no planted defect exercises: {sorted(used - planted)}"
     assert set(checks.CHECKS) == used, f"checks no contract uses: {sorted(set(checks.CHECKS) - used)}"
 

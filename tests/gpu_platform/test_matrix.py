@@ -20,8 +20,8 @@ def test_every_release_from_v23_9_0_to_v26_7_0_is_present_in_order():
 @pytest.mark.parametrize("release", MATRIX.releases.values(), ids=lambda r: r.name)
 def test_every_release_row_is_complete_and_sourced(release):
     assert release.source.startswith("github.com/NVIDIA/gpu-operator/blob/")
-    # Every operand the registry says the release carries (each from its `since`), no other.
-    assert set(release.images) == {r.operand for r in operands.rows() if versions.at_least(release.name, r.since)}
+    # The image of every operand the registry says the release carries (each from its `since`), no other.
+    assert set(release.images) == {r.image for r in operands.rows() if versions.at_least(release.name, r.since)}
     assert all(":" in ref for ref in release.images.values())
     assert versions.at_least(release.kubernetes_max, release.kubernetes_min)
     assert versions.major(release.driver_default) in release.driver_branches
@@ -95,6 +95,23 @@ def test_the_dra_driver_is_carried_by_v26_7_0_and_by_no_older_release():
     carrying = sorted(name for name, release in loaded.releases.items() if "dra-driver" in release.images)
     assert carrying == ["v26.7.0"]
     assert loaded.release("v26.7.0").images["dra-driver"] == "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"
+
+
+def test_the_dra_validator_pins_no_image_of_its_own_and_is_carried_from_v26_7_0():
+    # It runs the validator's image (gpu_platform/operands.yaml `image`), so no release pins a
+    # dra-validator image, and v26.7.0 carries it while older releases with the same image do not.
+    loaded = matrix.load()
+    assert not [name for name, release in loaded.releases.items() if "dra-validator" in release.images]
+    assert "dra-validator" in loaded.release("v26.7.0").carried_operands
+    assert "dra-validator" not in loaded.release("v26.3.3").carried_operands
+    assert "validator" in loaded.release("v26.3.3").carried_operands
+
+
+def test_a_release_pinning_an_image_for_an_operand_that_borrows_one_is_refused(tmp_path):
+    def add(raw):
+        raw["releases"]["v26.7.0"]["images"]["dra-validator"] = "nvcr.io/nvidia/gpu-operator:v26.7.0"
+    with pytest.raises(ValueError, match="releases.v26.7.0.images: dra-validator not in the operand registry"):
+        matrix.load(_matrix_with(tmp_path, add))
 
 
 def test_an_operand_image_in_a_release_before_its_first_is_refused(tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_platform import matrix
+from gpu_platform import matrix, operands
 from tests.gpu_platform import contract_checks as checks
 from tests.release_stacks import each, group, rendered
 
@@ -42,20 +42,22 @@ def tag(image: str) -> str:
 
 
 def test_every_tag_a_release_renders_was_read_at_its_source():
+    # Per release that carries the operand, the tag of the image it runs (its own, or the one it borrows).
     unread = []
     for operand, data in contracts().items():
         versions = {str(k): v for k, v in data["versions"].items()}
         for release in MATRIX.releases.values():
-            if operand in release.images:
-                row = versions.get(tag(release.images[operand]))
+            if operand in release.carried_operands:
+                image = release.images[operands.image_key(operand)]
+                row = versions.get(tag(image))
                 if not row or not row.get("read"):
-                    unread.append(f"{operand} {tag(release.images[operand])} (release {release.name})")
+                    unread.append(f"{operand} {tag(image)} (release {release.name})")
     assert not unread, "rendered but never read at the tag: " + "; ".join(sorted(set(unread)))
 
 
 def test_every_operand_the_matrix_renders_has_a_contract():
-    rendered_operands = {op for r in MATRIX.releases.values() for op in r.images}
-    assert rendered_operands - {"driver"} <= set(contracts()), rendered_operands - set(contracts())
+    rendered_operands = {op for r in MATRIX.releases.values() for op in r.carried_operands}
+    assert rendered_operands <= set(contracts()), rendered_operands - set(contracts())
 
 
 def test_every_clause_says_what_it_asks_of_the_manifests_or_why_nothing():
@@ -86,7 +88,7 @@ def test_every_operand_meets_its_contract(release, baked):
         op = checks.Operand(rec, operand)
         if op.daemonset is None:
             continue  # not deployed in this stack (the toolkit DaemonSet under a baked toolkit)
-        image = images[operand]
+        image = images[operands.image_key(operand)]
         for clause in data["clauses"]:
             if not clause.get("expect") or not stack.match(clause.get("when")) or not checks.applies(clause["applies"], tag(image)):
                 continue
@@ -105,13 +107,14 @@ def test_the_toolkit_daemonset_stack_renders_the_toolkit_and_the_baked_one_does_
     assert checks.Operand(rendered(latest, True), "mig-manager").daemonset is not None
 
 
-def test_the_dra_driver_meets_its_contract_in_the_dra_stack(dra):
-    # The prod variants above never render the DRA driver (allocation mode device-plugin): its
+@pytest.mark.parametrize("operand", ["dra-driver", "dra-validator"])
+def test_the_dra_operands_meet_their_contracts_in_the_dra_stack(dra, operand):
+    # The prod variants above never render the DRA-only operands (allocation mode device-plugin): their
     # clauses are checked against the one shipped stack in mode dra.
-    image = MATRIX.releases["v26.7.0"].images["dra-driver"]
-    op = checks.Operand(dra, "dra-driver")
+    image = MATRIX.releases["v26.7.0"].images[operands.image_key(operand)]
+    op = checks.Operand(dra, operand)
     assert op.daemonset is not None
-    failures = [f"[{clause['id']}] {problem}" for clause in contracts()["dra-driver"]["clauses"] if clause.get("expect")
+    failures = [f"[{clause['id']}] {problem}" for clause in contracts()[operand]["clauses"] if clause.get("expect")
                 and checks.applies(clause["applies"], tag(image)) for expectation in clause["expect"]
                 for problem in checks.check(op, image, expectation)]
     assert not failures, "\n".join(failures)

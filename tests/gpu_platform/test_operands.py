@@ -75,3 +75,25 @@ def test_a_marker_per_mode_must_name_both_modes(tmp_path):
     path.write_text("operands:\n  - {operand: x, module: x, component: X, gate: x, waitsFor: {dra: null}, 'on': gpu-nodes, since: v1.0.0}\n")
     with pytest.raises(ValueError, match="waitsFor names"):
         operands.rows(path)
+
+
+def test_the_dra_validator_runs_the_validators_image_after_the_dra_driver_on_dra_nodes_only():
+    # GPU Operator v26.7.0 runs its DRA validator from the validator's image (internal/state/
+    # dra_validation.go:46-48) and proves the DRA path only where the DRA driver runs.
+    rows = operands.rows()
+    (row,) = [r for r in rows if r.operand == "dra-validator"]
+    assert (row.image, row.gate, row.on, row.since, row.marker(dra=True)) == ("validator", "dra-validator", "dra-nodes", "v26.7.0", None)
+    order = [r.operand for r in rows]
+    assert order.index("dra-driver") < order.index("dra-validator")
+    # Every other operand runs its own image; the image keys are the matrix's, with no dra-validator key.
+    assert {r.operand: r.image for r in rows if r.image != r.operand} == {"dra-validator": "validator"}
+    assert "dra-validator" not in operands.image_keys() and "validator" in operands.image_keys()
+
+
+def test_an_image_that_is_no_operands_own_is_refused(tmp_path):
+    path = tmp_path / "operands.yaml"
+    path.write_text("operands:\n"
+                    "  - {operand: a, module: a, component: A, gate: a, waitsFor: null, 'on': gpu-nodes, since: v1.0.0}\n"
+                    "  - {operand: b, module: b, component: B, gate: b, waitsFor: null, 'on': gpu-nodes, since: v1.0.0, image: c}\n")
+    with pytest.raises(ValueError, match=r"operands.yaml: b: image 'c' is no operand's own image \(valid: a\)"):
+        operands.rows(path)

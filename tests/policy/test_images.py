@@ -252,3 +252,19 @@ def test_the_dev_stack_with_every_operand_pinned_by_digest_renders_the_digests_a
     assert [v for v in found if v["policy"] in ("privileged-images-pinned-by-digest", "operand-images-match-release")] == []
     # GFD runs its own override's digest of the shared repository; the device plugin its own.
     assert images == sorted({f"{DEV_IMAGES[op]}@{digests[op]}" for op in DEV_IMAGES})
+
+
+def test_the_dra_validator_is_held_to_the_validators_image_and_its_override():
+    # It runs the validator's image (gpu_platform/operands.yaml `image: validator`), not any image of
+    # the release: the DRA driver's image in its place is a violation naming the validator's key.
+    def validator(image: str, overrides: str = ""):
+        return workload(name="gpu-dra-validator-ds", operand="dra-validator", image=image, wait_image=None,
+                        gate="dra-validator", release="v26.7.0", overrides=overrides)
+
+    assert violations(operand_images_match_release, [namespace("v26.7.0"), validator(f"{VALIDATOR}:v26.7.0")]) == []
+    found = violations(operand_images_match_release, [namespace("v26.7.0"), validator("nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0")])
+    assert len(found) == 1 and f"runs dra-validator as {VALIDATOR}:v26.7.0" in found[0][0]
+    found = violations(operand_images_match_release, [namespace("v26.7.0"), validator(f"{VALIDATOR}:v26.7.1")])
+    assert len(found) == 1 and "operator.overrides.validator: v26.7.1" in found[0][0]
+    overridden = [namespace("v26.7.0", overrides="validator=v26.7.1"), validator(f"{VALIDATOR}:v26.7.1", overrides="validator=v26.7.1")]
+    assert violations(operand_images_match_release, overridden) == []

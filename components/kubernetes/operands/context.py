@@ -18,7 +18,9 @@ class MigPool:
 
 @dataclass(frozen=True)
 class OperandContext:
-    images: dict[str, str]  # operand -> image reference (release row, overrides applied)
+    # image key (gpu_platform/operands.yaml's `image`, the operand's name unless it borrows one) -> image
+    # reference (release row, overrides applied)
+    images: dict[str, str]
     sharing: tuple[PoolSharing, ...]
     mig_pools: tuple[MigPool, ...]
     toolkit_baked: bool

@@ -45,8 +45,9 @@ from gpu_platform import admission, dra
 # extendedResourceName on gpu.nvidia.com, as the operator's class has none (the upstream chart's
 # maps nvidia.com/gpu onto it, which needs DRAExtendedResource, alpha in 1.34).
 DRIVER = "gpu.nvidia.com"
+GPU_CLASS = "gpu.nvidia.com"  # whole GPUs: the class the DRA validator's claim names
 DEVICE_CLASSES = (
-    ("gpu.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"),
+    (GPU_CLASS, "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"),
     ("mig.nvidia.com", "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'"),
 )
 NAME = "nvidia-dra-driver-kubelet-plugin"  # 0500_daemonset.yaml:4, its pods' app label :32

@@ -94,7 +94,7 @@ def _container(c: Container, spec: OperandSpec) -> dict:
         "securityContext": _security_context(c),
         "resources": {
             "requests": {"cpu": c.requests[0], "memory": c.requests[1]},
-            "limits": {"memory": c.memory_limit},
+            "limits": {"memory": c.memory_limit, **({"cpu": c.cpu_limit} if c.cpu_limit else {})},
             **({"claims": [{"name": claim} for claim in c.claims]} if c.claims else {}),
         },
     }
@@ -230,6 +230,10 @@ def claim_template_spec(template: ClaimTemplate) -> dict:
     `exactly` (the v1beta1 form put the fields on the request itself: GPU Operator v26.7.0
     manifests/state-dcgm-exporter/0400_resourceclaimtemplate.yaml:11-19 renders both)."""
     exactly: dict[str, Any] = {"deviceClassName": template.device_class, "allocationMode": template.allocation_mode}
+    # A count belongs to ExactCount only (kubernetes/api v0.34.0 resource/v1/types.go:839-866: "Count is used
+    # only when the count mode is ExactCount", one of AllocationMode's oneOf fields).
+    if template.allocation_mode == "ExactCount":
+        exactly["count"] = template.count
     if template.admin_access:
         exactly["adminAccess"] = True
     return {"spec": {"devices": {"requests": [{"name": template.request, "exactly": exactly}]}}}

@@ -47,6 +47,9 @@ class Container:
     read_only_root: bool = True
     requests: tuple[str, str] = ("10m", "32Mi")  # cpu, memory
     memory_limit: str = "256Mi"
+    # None: no CPU limit (a node agent throttled by a CFS quota when it is busiest; security/accepted.yaml
+    # CKV_K8S_11); set where throttling costs nothing (a one-off check, a sleep loop).
+    cpu_limit: Optional[str] = None
     ports: tuple[tuple[str, int], ...] = ()
     readiness: Optional[dict] = None
     liveness: Optional[dict] = None
@@ -120,6 +123,7 @@ class ClaimTemplate:
     request: str  # the request's name inside the claim
     device_class: str
     allocation_mode: str = "All"  # All | ExactCount
+    count: int = 1  # how many devices an ExactCount request takes (rendered only for ExactCount)
     # Access to devices whatever else uses them, and no exclusive hold on them; the API server admits it
     # only in a namespace labelled resource.kubernetes.io/admin-access=true (components/kubernetes/namespace.py).
     admin_access: bool = False

@@ -15,12 +15,16 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
                    its running container waits for the plugin and writes plugin-ready
     MIG manager    waits for toolkit-ready
     DRA driver     waits for toolkit-ready (allocation mode dra only)
+    DRA validator  no marker (allocation mode dra only): its pod claims one GPU, which the kubelet has
+                   the DRA driver prepare before any container starts; its init container lists the
+                   claimed GPU with nvidia-smi, so the pod is ready only where the DRA driver allocates
+                   and injects GPUs. It writes no marker: nothing later waits for it
     device plugin  waits for toolkit-ready (allocation mode device-plugin only)
     GFD, DCGM      wait for plugin-ready (GFD in allocation mode device-plugin only: in mode dra
                    nothing writes plugin-ready, so GFD is not deployed there, and the validator
                    leaves out its plugin check)
-    DCGM (dra)     no marker: its pod takes the GPUs through a ResourceClaim, which the kubelet has
-                   the DRA driver prepare before any container starts (operands.yaml)
+    DCGM (dra)     no marker: its pod takes the GPUs through a ResourceClaim, as the DRA validator's
+                   does (operands.yaml)
 
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
 that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
@@ -108,8 +112,8 @@ STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 
 def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[Stage, ...]:
-    """The stages a stack deploys; `carried`: the operands its release pins an image for (all when
-    None); `dra`: the stack allocates GPUs through the DRA driver, not the device plugin."""
+    """The stages a stack deploys; `carried`: the operands its release carries (Release.carried_operands,
+    by the registry's `since`: not by the images it pins, which an operand may borrow; all when None); `dra`: the stack allocates GPUs through the DRA driver, not the device plugin."""
     return tuple(replace(s, waits_for=s.row.marker(dra)) for s in STAGES
                  if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried))
 

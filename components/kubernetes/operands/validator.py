@@ -82,9 +82,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
     # pod is ready once the checks that precede the plugin have passed (readiness below). In
     # allocation mode dra no device plugin runs and no node advertises nvidia.com/gpu, so the plugin
     # check (which asks for one, cmd/nvidia-validator/main.go:1342-1351 at v26.7.0) would wait
-    # forever: the container only keeps the pod alive. The GPU Operator's DRA mode proves the DRA
-    # path with its own nvidia-dra-validator (a ResourceClaim on gpu.nvidia.com, then nvidia-smi -L:
-    # manifests/state-dra-validation/ at v26.7.0), which this platform does not render yet.
+    # forever: the container only keeps the pod alive. The DRA path itself (a GPU allocated through a
+    # claim and injected) is proven per node by the DRA validator (dra_validator.py), as the GPU
+    # Operator's DRA mode does (manifests/state-dra-validation/ at v26.7.0).
     plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "true"), *_workload_env(image)))
     run = ("echo all validations are successful; while true; do sleep 86400; done" if ctx.dra else
            "until nvidia-validator; do sleep 10; done; echo all validations are successful; while true; do sleep 86400; done")

@@ -39,7 +39,7 @@ def test_the_exporter_runs_in_the_dra_stack_on_the_gpu_pools(dra):
 
 
 def test_the_claim_template_asks_for_every_gpu_of_the_class_the_dra_driver_creates_with_admin_access(dra):
-    (template,) = _templates(dra).values()
+    template = _templates(dra)["nvidia-dcgm-exporter-admin"]
     assert template["apiVersion"] == "resource.k8s.io/v1"
     (request,) = template["spec"]["spec"]["devices"]["requests"]
     # 0400_resourceclaimtemplate.yaml:10-15: request admin-gpus, exactly: gpu.nvidia.com, All, adminAccess.
@@ -124,7 +124,7 @@ def test_the_ledger_shows_the_admin_access_claim_and_the_namespace_label(dra, st
 
 
 def test_the_exporters_objects_are_valid_under_kubernetes_1_34(dra):
-    objects = [*(_templates(dra).values()), daemonset_of(dra, "dcgm-exporter").inputs]
+    objects = [_templates(dra)["nvidia-dcgm-exporter-admin"], daemonset_of(dra, "dcgm-exporter").inputs]
     assert [o["kind"] for o in objects] == ["ResourceClaimTemplate", "DaemonSet"]
     errors = [f"{o['kind']}: {e}" for o in objects if (e := strict_error(o, "1.34"))]
     assert not errors, errors

@@ -102,11 +102,11 @@ def test_every_operand_of_a_dra_node_starts():
 
 def _dra_node_boot(baked: bool) -> list[str]:
     """The operands that end up running on one node of a dra stack: a pod starts when the marker it
-    waits for exists and, if it has a ResourceClaim (the DCGM exporter), once the DRA driver runs on
-    the node to prepare it (the kubelet starts no container of the pod before that); the validator's
-    init checks are the only marker writers here (no device plugin, so no plugin-ready)."""
+    waits for exists and, if it has a ResourceClaim (the DCGM exporter, the DRA validator), once the DRA
+    driver runs on the node to prepare it (the kubelet starts no container of the pod before that); the
+    validator's init checks are the only marker writers here (no device plugin, so no plugin-ready)."""
     order = stages.active(baked, any_mig=False, dra=True)
-    claims = {"dcgm-exporter"}  # the one operand with a resourceClaim in mode dra
+    claims = {"dcgm-exporter", "dra-validator"}  # the operands with a resourceClaim in mode dra
     running: list[str] = []
     markers: set[str] = set()
     for _ in range(len(order) + 1):
@@ -123,11 +123,11 @@ def _dra_node_boot(baked: bool) -> list[str]:
 def test_a_dra_node_gets_its_gpu_metrics_without_the_device_plugin():
     for baked in (False, True):
         running = _dra_node_boot(baked)
-        assert {"dra-driver", "dcgm-exporter"} <= set(running), running
+        assert {"dra-driver", "dra-validator", "dcgm-exporter"} <= set(running), running
         assert set(running) == {s.operand for s in stages.active(baked, any_mig=False, dra=True)}, running
         # and the DRA driver is an earlier stage, so a new pool's first pulumi up creates it first
         operands = [s.operand for s in stages.active(baked, any_mig=False, dra=True)]
-        assert operands.index("dra-driver") < operands.index("dcgm-exporter")
+        assert operands.index("dra-driver") < operands.index("dra-validator") < operands.index("dcgm-exporter")
 
 
 def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
