@@ -803,6 +803,25 @@ class StackConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def _overrides_apply(self) -> "StackConfig":
+        # Any other override of an image no operand of this stack runs (the MIG manager without a MIG
+        # pool, the device plugin in mode dra, the DRA driver outside it): applied nowhere, it would
+        # read as a fix that is not on any node. Where each runs: gpu_platform/operands.yaml `on`.
+        any_mig = any(pool.mig for pool in self.node_pools)
+        dra_mode = self.allocation.mode == "dra"
+        for key in sorted(self.operator.overrides):
+            users = [row for row in operands.rows() if row.image == key]
+            if key == "container-toolkit" or not users:
+                continue  # the toolkit's own check above; an unknown key is refused elsewhere
+            if not any(row.deployed(bool(self.node_image.toolkit_baked), any_mig, dra_mode) for row in users):
+                where = sorted({row.on for row in users})
+                raise ValueError(_at(f"gpu-platform:operator.overrides.{key}", (
+                    f"{self.operator.overrides[key]!r}: no {key} runs in this stack (it runs on {', '.join(where)}: "
+                    f"gpu_platform/operands.yaml; this stack has {'a' if any_mig else 'no'} MIG pool, allocation mode "
+                    f"{self.allocation.mode}), so the override would apply to no node (valid: remove it)")))
+        return self
+
+    @model_validator(mode="after")
     def _dra_renderable(self) -> "StackConfig":
         if self.allocation.mode != "dra":
             return self

@@ -10,7 +10,8 @@ Rows, part by kind:
 - `RuntimeClass NAME`, `(runtime)`: `handler H` and `scheduling ...` / `overhead ...` where set;
 - `DeviceClass NAME`, `(devices)`: `spec sha256:...` (selectors, config, extendedResourceName);
 - `Service NS/NAME`, `(exposure)`: its type (ClusterIP unless set: a LoadBalancer or NodePort one
-  takes traffic from outside the cluster) and any externalIPs or loadBalancerSourceRanges;
+  takes traffic from outside the cluster) and any externalIPs or loadBalancerSourceRanges; one that
+  takes outside traffic also its ports, its selector and its AWS load balancer annotations;
 - a VPC security group rule with an address source or destination, inline or a rule resource of its
   own (`security group GROUP`, `(network)`, GROUP the stack's group resource the rule depends on
   (ledger.REFERENCED), else the id as written): `ingress from CIDR` / `egress to CIDR` with
@@ -25,7 +26,7 @@ from typing import Any, Mapping
 
 from gpu_platform import server_defaults
 from gpu_platform.canonical_form import canonical, number, sha256, subject
-from gpu_platform.props import dig, sequence, text, unless_filled_in
+from gpu_platform.props import dig, mapping, sequence, text, unless_filled_in
 from gpu_platform.resource_types import (DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS, SECURITY_GROUP, SERVICE,
                                          SECURITY_GROUP_EGRESS as EGRESS_RULE, SECURITY_GROUP_INGRESS as INGRESS_RULE)
 
@@ -51,9 +52,23 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
     if resource_type == SERVICE:
         spec = dig(props, "spec")
         who = subject("Service", text(meta.get("namespace")), name)
-        found = [(who, "(exposure)", f"type {text(spec.get('type')) or 'ClusterIP'}")]
-        return found + [(who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
-                        for key in ("externalIPs", "loadBalancerSourceRanges") if sequence(spec.get(key))]
+        kind = text(spec.get("type")) or "ClusterIP"
+        found = [(who, "(exposure)", f"type {kind}")]
+        found += [(who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
+                  for key in ("externalIPs", "loadBalancerSourceRanges") if sequence(spec.get(key))]
+        if kind in ("NodePort", "LoadBalancer") or sequence(spec.get("externalIPs")):
+            # What it opens to outside the cluster: the ports (a port's protocol defaults to TCP; the
+            # node port the API server allocates is not read, it is no choice of the stack) and the pods
+            # behind them; for a load balancer, the AWS controllers' annotations that decide whether it
+            # faces the internet (aws-load-balancer-scheme, -internal, -type, ...: AWS Load Balancer
+            # Controller docs, "Service annotations").
+            ports = sorted(f"{number(mapping(x).get('port'))}/{text(mapping(x).get('protocol')) or 'TCP'}" for x in sequence(spec.get("ports")))
+            found.append((who, "(exposure)", f"ports {canonical(ports)}"))
+            found.append((who, "(exposure)", f"selector {canonical(dict(sorted(mapping(spec.get('selector')).items())))}"))
+            notes = dig(meta, "annotations")
+            found += [(who, "(exposure)", f"annotation {key}={text(notes.get(key))}") for key in sorted(map(str, notes))
+                      if key.startswith("service.beta.kubernetes.io/aws-load-balancer-")]
+        return found
     if resource_type == SECURITY_GROUP:
         # Inline rules with address sources (the image build's egress): each address a row, under the
         # group's name, as a separate rule's row is (below). Both lists are Optional and Computed

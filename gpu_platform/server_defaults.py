@@ -76,6 +76,13 @@ def network_policy_spec(spec: Mapping[str, Any]) -> dict:
     found = plain(spec)
     if not isinstance(found, dict):
         return {}
+    # podSelector is always serialized (NetworkPolicySpec.PodSelector has no omitempty: {} selects every
+    # pod), and an empty ingress or egress list is not (omitempty): a live object has `podSelector: {}`
+    # and no `ingress: []` (kubernetes/api networking/v1 types.go, NetworkPolicySpec).
+    found.setdefault("podSelector", {})
+    for direction in ("ingress", "egress"):
+        if found.get(direction) == []:
+            del found[direction]
     if not found.get("policyTypes"):
         found["policyTypes"] = ["Ingress", *(["Egress"] if found.get("egress") else [])]
     for direction in ("ingress", "egress"):

@@ -399,7 +399,8 @@ def _preview(args: argparse.Namespace, pack) -> int:
                               ("--audit-against", args.audit_against)])
         recordings = outcome.record(path, shown)
     judged = outcome.judge(recordings, pack, levels)
-    summary = report.summary(judged.recording, judged.violations, shown, first_preview=judged.first, tree=args.tree)
+    summary = report.summary(judged.recording, judged.violations, shown, first_preview=judged.first, tree=args.tree,
+                             disabled=tuple(name for name, entry in levels.items() if entry.level == "disabled"))
     if old_report is not None:
         from preview.reports import changes, rollouts
 

@@ -136,7 +136,7 @@ def _tree(recording: Recording) -> list[str]:
 
 
 def summary(recording: Recording, violations: list[Violation], source: str,
-            first_preview: Optional[list[Violation]] = None, tree: bool = False) -> str:
+            first_preview: Optional[list[Violation]] = None, tree: bool = False, disabled: tuple[str, ...] = ()) -> str:
     from preview.reports.plan import plan
 
     lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", ""]
@@ -174,5 +174,8 @@ def summary(recording: Recording, violations: list[Violation], source: str,
     from preview.reports import ledger
 
     lines += ["", ledger.status(recording)]
+    if disabled:
+        # A PASS with a policy switched off is not the gate's PASS: say which were not judged.
+        lines += [f"Not judged (disabled by --policy-config): {', '.join(sorted(disabled))}"]
     lines += ["Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
     return "\n".join(lines) + "\n"

@@ -58,7 +58,22 @@ def test_a_service_reads_as_its_exposure_and_a_load_balancer_is_another_row():
     public = {**svc, "spec": {**svc["spec"], "type": "LoadBalancer", "loadBalancerSourceRanges": ["0.0.0.0/0"]}}
     assert ledger.rows([("kubernetes:core/v1:Service", "s", public)]) == [
         ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", 'loadBalancerSourceRanges ["0.0.0.0/0"]'),
+        ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", 'ports ["9400/TCP"]'),
+        ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", "selector {}"),
         ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", "type LoadBalancer")]
+    # A load balancer made internet-facing, another port, or other pods behind it: each a new approval.
+    facing = {**public, "metadata": {**public["metadata"], "annotations": {
+        "service.beta.kubernetes.io/aws-load-balancer-scheme": "internet-facing", "team": "ml"}}}
+    assert ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)",
+            "annotation service.beta.kubernetes.io/aws-load-balancer-scheme=internet-facing") in ledger.rows([("kubernetes:core/v1:Service", "s", facing)])
+    assert not any("team" in row[2] for row in ledger.rows([("kubernetes:core/v1:Service", "s", facing)]))
+    wider = {**public, "spec": {**public["spec"], "ports": [{"port": 9400}, {"port": 22, "protocol": "TCP"}], "selector": {"app": "x"}}}
+    rows = ledger.rows([("kubernetes:core/v1:Service", "s", wider)])
+    assert ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", 'ports ["22/TCP","9400/TCP"]') in rows
+    assert ("Service gpu-operator/nvidia-dcgm-exporter", "(exposure)", 'selector {"app":"x"}') in rows
+    # The node port the API server allocates is no choice of the stack: a live object reads alike.
+    live = {**public, "spec": {**public["spec"], "ports": [{"port": 9400, "nodePort": 31234, "protocol": "TCP", "targetPort": 9400}]}}
+    assert ledger.rows([("kubernetes:core/v1:Service", "s", live)]) == ledger.rows([("kubernetes:core/v1:Service", "s", public)])
 
 
 def test_security_group_rules_with_addresses_are_rows_and_a_rule_naming_a_group_is_not_read():

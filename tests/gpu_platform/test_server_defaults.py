@@ -31,3 +31,14 @@ def test_a_validating_webhook_is_not_given_the_mutating_ones_reinvocation_policy
 def test_env_keeps_a_set_api_version_and_drops_only_empty_values():
     env = [{"name": "A", "valueFrom": {"fieldRef": {"apiVersion": "v2", "fieldPath": "x"}}}, {"name": "B", "value": "0"}]
     assert server_defaults.env(env) == env
+
+
+def test_a_network_policy_reads_as_the_live_object_serializes_it():
+    # podSelector is always there ({}: every pod), an empty rule list is not (omitempty).
+    written = {"ingress": [], "policyTypes": ["Ingress"]}
+    assert server_defaults.network_policy_spec(written) == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    live = {"podSelector": {}, "policyTypes": ["Ingress"]}
+    assert server_defaults.network_policy_spec(live) == server_defaults.network_policy_spec(written)
+    selected = {"podSelector": {"matchLabels": {"app": "x"}}, "egress": [{}]}
+    assert server_defaults.network_policy_spec(selected) == {"podSelector": {"matchLabels": {"app": "x"}}, "egress": [{}],
+                                                             "policyTypes": ["Ingress", "Egress"]}

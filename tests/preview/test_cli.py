@@ -65,6 +65,15 @@ def test_policy_config_can_make_a_policy_advisory(tmp_path):
     assert main(["--config", str(stack), "--policy-config", str(levels)]) == 0
 
 
+def test_a_pass_with_a_disabled_policy_says_which_policy_was_not_judged(tmp_path, capsys):
+    levels = tmp_path / "policy-config.json"
+    levels.write_text(json.dumps({"release-supports-kubernetes": "disabled", "cluster-endpoint-private": "advisory"}))
+    stack = FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"
+    assert main(["--config", str(stack), "--policy-config", str(levels)]) == 0
+    out = capsys.readouterr().out
+    assert "Not judged (disabled by --policy-config): release-supports-kubernetes\nVerdict: PASS" in out
+
+
 def test_unknown_stack_exits_2_listing_the_stacks(capsys):
     assert main(["--stack", "staging"]) == 2
     assert "stacks: dev, dra, prod" in capsys.readouterr().err
