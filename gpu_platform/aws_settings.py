@@ -111,7 +111,7 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
         who, part = f"node group {resource_name}", "(node settings)"
         template = props.get("launchTemplate")
         # A null is the provider's way of saying "not set" in a live object: read as absent.
-        ami_type = text(unless_filled_in(props, "amiType"))
+        ami_type = text(unless_filled_in(props, "amiType", built_from))
         if template and ami_type in ("", "CUSTOM"):
             ami_type = _CUSTOM_AMI
         found = [(who, part, f"amiType {ami_type or '(EKS default)'}")]

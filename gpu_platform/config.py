@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import hashlib
 import importlib.util
 import ipaddress
 import json
@@ -733,8 +734,28 @@ class Monitoring(_Model):
         return dict(sorted(value.items()))
 
 
-# The AWS provider's settings that hold credentials: the ledger shows that they are set, never what.
+# How the AWS provider's settings (pulumi-aws 7.51.1 config/vars.py) reach the namespace annotation
+# the ledger reads (contract.AWS_PROVIDER_KEY), which is plain text in the cluster and in the reports:
+# credentials only as "(set)"; settings that are plain facts (where calls go, which accounts, which
+# files, retries, tags) as written; any other (assumeRoles and assumeRoleWithWebIdentity, which carry
+# an external id or a web identity token, proxy URLs, which may carry a password, and any setting a
+# later provider adds) as its SHA-256, so a change still changes the ledger.
 _SECRET_PROVIDER_SETTINGS = frozenset({"accessKey", "secretKey", "token"})
+_PLAIN_PROVIDER_SETTINGS = frozenset({
+    "allowedAccountIds", "customCaBundle", "defaultTags", "ec2MetadataServiceEndpoint", "ec2MetadataServiceEndpointMode",
+    "endpoints", "forbiddenAccountIds", "ignoreTags", "insecure", "maxRetries", "noProxy", "profile", "retryMode",
+    "s3UsEast1RegionalEndpoint", "s3UsePathStyle", "sharedConfigFiles", "sharedCredentialsFiles", "skipCredentialsValidation",
+    "skipMetadataApiCheck", "skipRegionValidation", "skipRequestingAccountId", "stsRegion", "tagPolicyCompliance",
+    "tokenBucketRateLimiterCapacity", "useDualstackEndpoint", "useFipsEndpoint", "userAgents"})
+
+
+def _provider_setting(name: str, value: Any) -> str:
+    if name in _SECRET_PROVIDER_SETTINGS:
+        return f"{name} (set)"
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if name in _PLAIN_PROVIDER_SETTINGS:
+        return f"{name} {data}"
+    return f"{name} sha256:{hashlib.sha256(data.encode()).hexdigest()} (SHA-256 of the value: it may hold a credential)"
 
 
 class StackConfig(_Model):
@@ -1018,10 +1039,8 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             values[key] = value
     try:
         if not problems:
-            settings = tuple(sorted(
-                f"{key.split(':', 1)[1]} " + ("(set)" if key.split(":", 1)[1] in _SECRET_PROVIDER_SETTINGS
-                                              else json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
-                for key, value in raw.items() if key.startswith("aws:") and key != "aws:region"))
+            settings = tuple(sorted(_provider_setting(key.split(":", 1)[1], value)
+                                    for key, value in raw.items() if key.startswith("aws:") and key != "aws:region"))
             return StackConfig.model_validate(values).model_copy(update={"aws_provider": settings})
     except ValidationError as exc:
         errors = exc.errors()

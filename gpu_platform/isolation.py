@@ -77,7 +77,7 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
         # back every rule it has, the separate rule resources' too, which then make the same rows.
         found = []
         for key, way in (("ingress", "ingress from"), ("egress", "egress to")):
-            for rule in map(dict, map(dig, sequence(unless_filled_in(props, key)))):
+            for rule in map(dict, map(dig, sequence(unless_filled_in(props, key, built_from)))):
                 addresses = [text(a) for k in ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds") for a in sequence(rule.get(k))]
                 ports = "all ports" if text(rule.get("protocol")) == "-1" else \
                     f"{text(rule.get('protocol'))} {number(rule.get('fromPort'))}-{number(rule.get('toPort'))}"

@@ -72,7 +72,7 @@ import functools
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Optional
 
 import yaml
 
@@ -308,10 +308,22 @@ REFERENCED: Mapping[tuple[str, str], str] = {
 }
 
 
-def references(resource_type: str, dependencies: Iterable[tuple[str, str]]) -> dict[str, tuple[str, ...]]:
-    """property -> the names of the stack's resources of the type it takes among `dependencies`
-    ((type, name) of what the resource depends on: the engine's dependency list, which holds every
-    resource an input is built from, and which AnalyzeStack always carries)."""
+def references(resource_type: str, dependencies: Iterable[tuple[str, str]],
+               property_dependencies: Optional[Mapping[str, Iterable[tuple[str, str]]]] = None) -> dict[str, tuple[str, ...]]:
+    """property -> the (type, name) of the stack resources it is built from, as names: for the
+    REFERENCED properties, the resources of the type it takes. `property_dependencies` (property ->
+    (type, name) of each resource its value is built from): the engine's record, which the Pulumi CLI
+    hands AnalyzeStack; then every property built from another resource's output is listed (and
+    props.unless_filled_in reads it strictly). None when the caller has no property dependencies:
+    then a REFERENCED property takes the resources of its type among `dependencies` (everything the
+    resource depends on, depends_on included), and nothing else is listed."""
+    if property_dependencies is not None:
+        by_property = {key: list(deps) for key, deps in property_dependencies.items()}
+        found = {key: tuple(sorted({name for _, name in deps})) for key, deps in by_property.items() if deps}
+        for (type_, prop), wanted in REFERENCED.items():
+            if type_ == resource_type and prop in by_property:
+                found[prop] = tuple(sorted({name for dep_type, name in by_property[prop] if dep_type == wanted}))
+        return found
     dependencies = list(dependencies)
     found = {}
     for (type_, prop), wanted in REFERENCED.items():

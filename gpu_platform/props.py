@@ -20,12 +20,16 @@ except ImportError:  # the program's own runtime: plain values, nothing reads as
         pass
 
 
-def unless_filled_in(props: Mapping[str, Any], key: str) -> Any:
+def unless_filled_in(props: Mapping[str, Any], key: str, built_from: Mapping[str, Any] = _EMPTY) -> Any:
     """props[key], or None where it is unknown because the provider fills it in: for an input that
     is Optional and Computed in the provider's schema, a program that leaves it out gets an unknown
     in the first preview's planned state (a tfbridge provider plans computed attributes as unknown)
     and the value AWS chose afterwards. Only for such keys (the callers name their schema source):
-    anywhere else an unknown must stay undecided."""
+    anywhere else an unknown must stay undecided. A value the program builds from another resource's
+    output is unknown too, and is no value left out: where `built_from` (ledger.references) says the
+    key is built from resources, an unknown is read as one (UnknownValueError)."""
+    if key in built_from:
+        return props.get(key)
     try:
         return props.get(key)
     except _Unknown:

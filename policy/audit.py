@@ -11,8 +11,8 @@ from pulumi_policy.proxy import UnknownValueError
 
 import re
 
-from gpu_platform import cluster_admins, contract, ledger, matrix, versions
-from gpu_platform.props import mapping, text
+from gpu_platform import addon_privileges, cluster_admins, contract, ledger, matrix, resource_types, versions
+from gpu_platform.props import mapping, strings, text
 from policy import facts, workloads
 from policy.declare import resource_policy, stack_policy, types
 
@@ -117,6 +117,27 @@ def privileged_software_tagged(args, report_violation) -> None:
         report_violation(f"{what}: {'; '.join(problems)}; the version policies cannot check what it runs until its tags are right")
 
 
+@resource_policy(
+    "addon-left-to-eks-pins-no-version", EnforcementLevel.MANDATORY,
+    "An EKS add-on tagged as left to EKS's default version pins none: the privilege ledger does not read the "
+    "version of such an add-on (a deployed one reads back the version EKS chose), so a pin behind the tag "
+    "would change what runs on every node unseen.",
+    types(resource_types.EKS_ADDON),
+    fix=(f"no stack key: the program's add-on (components/aws/vpc_cni.py) either keeps the {addon_privileges.VERSION_TAG} "
+         "tag and pins no addonVersion, or pins one without the tag (the ledger then binds it)"),
+)
+def addon_left_to_eks_pins_no_version(args, report_violation) -> None:
+    # Analyze sees the resource's inputs (what the program sets), never the version EKS filled in.
+    if strings(args.props.get("tags")).get(addon_privileges.VERSION_TAG) != addon_privileges.UNPINNED:
+        return
+    version = text(args.props.get("addonVersion"))
+    if version:
+        report_violation(
+            f"EKS add-on {text(args.props.get('addonName')) or args.name!r} ({args.urn}) is tagged "
+            f"{addon_privileges.VERSION_TAG}={addon_privileges.UNPINNED} (left to EKS, its version not in the privilege "
+            f"ledger) but pins addonVersion {version}")
+
+
 def _stack_name(resources) -> str:
     """The stack, from a URN (`urn:pulumi:<stack>::<project>::...`): the pack is told nothing else."""
     for r in resources:
@@ -156,10 +177,14 @@ def _current(resources, report_violation) -> tuple[str, int] | None:
 
 
 def _references(resources) -> dict:
-    """(type, name) -> ledger.references of its dependencies (pulumi-policy PolicyResource.dependencies:
-    the resources the engine lists for it in AnalyzeStack)."""
-    return {(r.resource_type, r.name): ledger.references(r.resource_type, ((d.resource_type, d.name) for d in r.dependencies))
-            for r in resources if r.dependencies}
+    """(type, name) -> ledger.references of what it depends on (pulumi-policy PolicyResource.dependencies
+    and .property_dependencies, as AnalyzeStack hands them). The CLI sends property dependencies for
+    every resource that has any; a caller that sends none at all gets the dependency-list reading."""
+    sent = any(r.property_dependencies for r in resources)
+    return {(r.resource_type, r.name): ledger.references(
+                r.resource_type, ((d.resource_type, d.name) for d in r.dependencies),
+                {key: [(d.resource_type, d.name) for d in deps] for key, deps in r.property_dependencies.items()} if sent else None)
+            for r in resources if r.dependencies or r.property_dependencies}
 
 
 def _unknown_in(r) -> bool:

@@ -107,8 +107,14 @@ def diff(old: set[Row], new: set[Row]) -> tuple[list[Row], list[Row]]:
 def of(recording: Recording) -> list[Row]:
     """The stack's ledger, as the policy pack computes it from the same resources."""
     by_urn = recording.by_urn()
-    references = {(r.type, r.name): canonical.references(r.type, ((by_urn[u].type, by_urn[u].name) for u in r.dependencies if u in by_urn))
-                  for r in recording.resources if r.dependencies}
+
+    def named(urns):
+        return [(by_urn[u].type, by_urn[u].name) for u in urns if u in by_urn]
+
+    # The engine records property dependencies, as the CLI hands them to the pack (policy/audit.py).
+    references = {(r.type, r.name): canonical.references(r.type, named(r.dependencies),
+                                                          {key: named(urns) for key, urns in r.property_dependencies})
+                  for r in recording.resources if r.dependencies or r.property_dependencies}
     return canonical.rows(((r.type, r.name, clean(r.inputs)) for r in recording.resources), references)
 
 

@@ -3,6 +3,8 @@ change could weaken without touching any other row. Expectations written by hand
 
 from __future__ import annotations
 
+import pytest
+
 from gpu_platform import ledger
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -154,3 +156,30 @@ def test_the_subnets_of_the_cluster_the_nodes_and_the_build_host_are_rows_in_any
     assert ledger.digest(ledger.rows([cluster])) != ledger.digest(ledger.rows([moved]))
     assert ("node group ng", "(node settings)", 'subnets ["subnet-1"]') in ledger.rows([(NG, "ng", {"subnetIds": ["subnet-1"]})])
     assert ("image build host b", "(build settings)", 'subnets ["subnet-3"]') in ledger.rows([(INFRA, "b", {"subnetId": "subnet-3"})])
+
+
+def test_with_the_engines_property_dependencies_a_template_named_by_a_literal_is_not_the_stacks_whatever_depends_on_says():
+    # The node group depends on the stack's template (depends_on) but names another one by a literal.
+    deps = [("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt"), ("aws:eks/cluster:Cluster", "gpu-cluster")]
+    literal = {"launchTemplate": {"name": "legacy-imdsv1-public", "version": "$Default"}, "clusterName": "gpu"}
+    strict = ledger.references(NG, deps, {"clusterName": [("aws:eks/cluster:Cluster", "gpu-cluster")]})
+    assert ("node group ng", "(node settings)", 'launch template NOT made by this stack: {"name":"legacy-imdsv1-public"}') \
+        in ledger.rows([(NG, "ng", literal)], {(NG, "ng"): strict})
+    built = ledger.references(NG, deps, {"launchTemplate": [("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt")]})
+    assert built == {"launchTemplate": ("gpu-pool-l40s-lt",)}
+    # Without property dependencies (a caller that sends none), the dependency list by type.
+    assert ledger.references(NG, deps) == {"launchTemplate": ("gpu-pool-l40s-lt",)}
+
+
+def test_a_value_built_from_an_output_is_not_read_as_left_out_when_unknown():
+    from pulumi_policy.proxy import UnknownValueError
+
+    from gpu_platform.props import unless_filled_in
+
+    class Planned(dict):  # the analyzer's proxy: reading an unknown value raises
+        def get(self, key, default=None):
+            raise UnknownValueError("04da6b54-80e4-46f7-96ec-b56ff0331ba9", [key])
+
+    assert unless_filled_in(Planned(), "amiType") is None  # left out: the provider fills it in
+    with pytest.raises(UnknownValueError):
+        unless_filled_in(Planned(), "amiType", {"amiType": ("gpu-node-role",)})  # set from an output

@@ -526,17 +526,29 @@ def test_the_aws_provider_settings_of_the_stack_are_rows_and_credentials_show_on
     from gpu_platform import config as config_model
 
     raw = engine.read_stack_file(engine.stack_file("dev"))
+    web_identity = {"roleArn": "arn:aws:iam::123456789012:role/deployer", "webIdentityToken": "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0"}
     raw.update({"aws:endpoints": [{"ssm": "https://ssm.example.internal"}], "aws:insecure": "true",
-                "aws:secretKey": "wJalrXUtnFEMI/K7MDENG", "aws:accessKey": "AKIAEXAMPLE"})
+                "aws:secretKey": "wJalrXUtnFEMI/K7MDENG", "aws:accessKey": "AKIAEXAMPLE",
+                "aws:assumeRoleWithWebIdentity": web_identity, "aws:httpsProxy": "http://user:hunter2@proxy:3128"})
     settings = config_model.parse(raw).aws_provider
-    assert settings == ('accessKey (set)', 'endpoints [{"ssm":"https://ssm.example.internal"}]', 'insecure "true"', 'secretKey (set)')
+    # A value that may hold a credential is its SHA-256, written out by hand here.
+    identity_hash = hashlib.sha256(b'{"roleArn":"arn:aws:iam::123456789012:role/deployer",'
+                                   b'"webIdentityToken":"eyJhbGciOiJSUzI1NiJ9.c2VjcmV0"}').hexdigest()
+    proxy_hash = hashlib.sha256(b'"http://user:hunter2@proxy:3128"').hexdigest()
+    assert settings == (
+        'accessKey (set)',
+        f'assumeRoleWithWebIdentity sha256:{identity_hash} (SHA-256 of the value: it may hold a credential)',
+        'endpoints [{"ssm":"https://ssm.example.internal"}]',
+        f"httpsProxy sha256:{proxy_hash} (SHA-256 of the value: it may hold a credential)",
+        'insecure "true"', 'secretKey (set)')
     assert config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).aws_provider == ()
     ns = ("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "gpu-operator", "annotations": {
         "gpu-platform.io/aws-provider": "\n".join(settings)}}})
     rows = ledger.rows([ns])
     assert ("AWS provider", "(where its calls go, as whom)", 'aws:endpoints [{"ssm":"https://ssm.example.internal"}]') in rows
     assert ("AWS provider", "(where its calls go, as whom)", "aws:secretKey (set)") in rows
-    assert not any("wJalrXUtnFEMI" in row[2] or "AKIAEXAMPLE" in row[2] for row in rows)
+    assert not any(secret in row[2] for row in rows
+                   for secret in ("wJalrXUtnFEMI", "AKIAEXAMPLE", "eyJhbGciOiJSUzI1NiJ9", "hunter2"))
 
 
 def test_every_type_the_scope_file_lists_is_one_an_sdk_class_registers_or_the_crd_the_program_makes():

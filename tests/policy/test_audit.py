@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_platform import contract
-from policy.audit import privileged_software_tagged, privileged_workloads_audited
+from policy.audit import addon_left_to_eks_pins_no_version, privileged_software_tagged, privileged_workloads_audited
 from tests.policy.resources import launch_template, node_group, node_image, resource, workload
 from tests.policy.verdict import violations
 
@@ -116,3 +116,17 @@ def test_an_nvidia_node_group_of_a_family_the_matrix_lacks_fails():
     group.props["instanceTypes"] = ["g4dn.xlarge"]
     found = violations(privileged_software_tagged, [group])
     assert len(found) == 1 and "g4dn.xlarge is of no GPU family the matrix covers" in found[0][0]
+
+
+def _addon(**props) -> object:
+    return resource("aws:eks/addon:Addon", "gpu-cluster-vpc-cni-addon", {"addonName": "vpc-cni", "clusterName": "gpu", **props})
+
+
+def test_an_add_on_tagged_as_left_to_eks_that_pins_a_version_is_refused():
+    left = {"tags": {"gpu-platform.io/addon-version": "eks-default"}}
+    assert violations(addon_left_to_eks_pins_no_version, [_addon(**left)]) == []
+    # Pinned and untagged: the ledger reads the version.
+    assert violations(addon_left_to_eks_pins_no_version, [_addon(addonVersion="v1.12.0-eksbuild.1")]) == []
+    found = violations(addon_left_to_eks_pins_no_version, [_addon(addonVersion="v1.12.0-eksbuild.1", **left)])
+    assert len(found) == 1 and "pins addonVersion v1.12.0-eksbuild.1" in found[0][0]
+    assert "gpu-platform.io/addon-version=eks-default" in found[0][0]

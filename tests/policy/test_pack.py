@@ -42,6 +42,7 @@ EXPECTED = [
     ("operand-images-match-release", RESOURCE, MANDATORY),
     ("privileged-workloads-audited", RESOURCE, MANDATORY),
     ("privileged-software-tagged", RESOURCE, MANDATORY),
+    ("addon-left-to-eks-pins-no-version", RESOURCE, MANDATORY),
     ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
     ("cluster-endpoint-not-open", RESOURCE, MANDATORY),
     ("cluster-endpoint-private", RESOURCE, ADVISORY),
