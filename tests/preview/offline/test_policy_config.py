@@ -22,7 +22,7 @@ def _sent(config: dict) -> dict[str, str]:
 def test_every_policy_is_sent_with_its_own_level_when_the_file_sets_none():
     sent = _sent({})
     assert sent["cluster-endpoint-private"] == "advisory" and sent["driver-supports-gpu"] == "mandatory"
-    assert len(sent) == 33  # tests/policy/test_pack.py lists them
+    assert len(sent) == 34  # tests/policy/test_pack.py lists them
 
 
 def test_all_sets_every_level_and_a_named_policy_still_wins():
