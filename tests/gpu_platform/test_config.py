@@ -170,6 +170,19 @@ def test_a_number_outside_its_bounds_is_refused_naming_the_bound(pool_key, given
     assert f"\n  gpu-platform:nodePools[0].{pool_key}: {says}" in message
 
 
+@pytest.mark.parametrize("sizes, valid", [
+    ((0, 4, 4), True), ((4, 4, 4), True), ((0, 5, 4), False), ((2, 1, 4), False), ((0, 0, 1), True)])
+def test_a_pools_sizes_hold_min_le_desired_le_max_at_the_boundaries(sizes, valid):
+    lo, desired, hi = sizes
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:nodePools"][0].update(minSize=lo, desiredSize=desired, maxSize=hi)
+    if valid:
+        assert config_model.parse(raw).node_pools[0].desired_size == desired
+    else:
+        with pytest.raises(config_model.ConfigError, match=rf"minSize <= desiredSize <= maxSize \(got {lo}, {desired}, {hi}\)"):
+            config_model.parse(raw)
+
+
 @pytest.mark.parametrize("given, shown", [(2.5, "2.5"), (2.0, "2.0"), ("3", "'3'"), (True, "true")])
 def test_a_count_given_anything_but_a_whole_number_is_refused_naming_what_was_given(given, shown):
     message = _message_for(lambda raw: raw["gpu-platform:nodePools"][0].update(maxSize=given))

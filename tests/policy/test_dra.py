@@ -7,6 +7,8 @@ dra stack's own recording, with its admission policy or binding taken away or sp
 
 from __future__ import annotations
 
+import pytest
+
 import copy
 
 from gpu_platform import contract
@@ -71,6 +73,14 @@ def test_a_driver_below_branch_580_fails_on_the_node_image():
     found = supported(namespace(), plugin(), *pool_resources(driver="535.309.01"))
     assert len(found) == 1
     assert "node image" in found[0] and "535.309.01" in found[0] and "branch 580 or later" in found[0]
+
+
+@pytest.mark.parametrize("driver, fails", [("575.64.05", True), ("579.99.99", True), ("580.65.06", False), ("590.44.01", False)])
+def test_the_driver_branch_boundary_is_580(driver, fails):
+    # The DRA driver v0.5.0 row asks for branch 580 (gpu_platform/dra.yaml driverBranch, from the
+    # operator's docs): the last 57x release fails, the first 580 passes.
+    found = supported(namespace(), plugin(), *pool_resources(driver=driver))
+    assert bool([f for f in found if "branch 580 or later" in f]) == fails, found
 
 
 def test_a_pool_whose_kubelet_is_below_1_32_fails_for_kubernetes_and_cdi():

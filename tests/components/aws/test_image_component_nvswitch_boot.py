@@ -68,6 +68,17 @@ def test_a_b200_whose_nic_never_comes_up_fails_the_unit_after_the_bound(tmp_path
     assert not run.of("modprobe") and not run.systemctl("start")
 
 
+def test_an_h100_nvswitch_type_whose_switches_never_show_fails_the_unit_after_the_bound(tmp_path):
+    # No /proc/driver/nvidia-nvswitch devices on a type the stack declares with NVSwitch: the unit fails
+    # (the node must not look healthy without a fabric manager; CUDA would see no peer GPUs).
+    run = _boot(tmp_path, lambda root: (root / "proc/driver").mkdir(parents=True), STUB_INSTANCE_TYPE=H100,
+                NVSWITCH_INSTANCE_TYPES=H100, NVLINK5_INSTANCE_TYPES=B200)
+    assert run.returncode == 1
+    assert len(run.of("sleep")) == 5  # 25 s in polls of 5 s, then it gives up
+    assert f"ERROR: {H100} should have NVSwitch devices under /proc/driver/nvidia-nvswitch" in run.output
+    assert not run.systemctl("start")
+
+
 def test_an_nvswitch_type_starts_the_fabric_manager_once_its_switches_show(tmp_path):
     run = _boot(tmp_path, hgx_h100, STUB_INSTANCE_TYPE=H100, NVSWITCH_INSTANCE_TYPES=f"{H100} {B200}", NVLINK5_INSTANCE_TYPES=B200)
     assert run.returncode == 0, run.output

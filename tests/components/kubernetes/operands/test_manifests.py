@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.kubernetes.operands import stages
 from gpu_platform import contract
 from tests.components.kubernetes.conftest import DEPLOYMENT, daemonset_of, daemonsets, pod_spec
 
@@ -43,6 +44,19 @@ def test_unprivileged_containers_drop_everything_and_add_only_what_is_listed(sta
             assert context["capabilities"]["drop"] == ["ALL"]
             assert set(context["capabilities"].get("add", [])) <= CAPABILITIES.get(operand_of(ds), set()), (ds.name, c["name"])
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_every_operand_pod_runs_under_the_runtimes_default_seccomp_profile(stack):
+    # Privileged or not, no operand turns the syscall filter off: RuntimeDefault for the pod, and no
+    # container overrides it with Unconfined (a privileged container's runtime ignores the profile anyway).
+    names = {f"gpu-{stage.operand}-ds" for stage in stages.STAGES}
+    found = [ds for ds in daemonsets(stack) if ds.name in names]
+    assert found
+    for ds in found:
+        spec = pod_spec(ds)
+        assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, ds.name
+        for c in spec["containers"] + spec.get("initContainers", []):
+            assert (c.get("securityContext", {}).get("seccompProfile") or {}).get("type") in (None, "RuntimeDefault"), (ds.name, c["name"])
 
 
 def test_every_container_has_requests_and_a_memory_limit(stack):

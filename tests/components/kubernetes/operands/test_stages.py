@@ -79,13 +79,28 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
     # Per node, a wait on a later stage's marker would never complete.
     written_by = {"driver-ready": {"container-toolkit", "validator"}, "toolkit-ready": {"validator"},
                   "cuda-ready": {"validator"}, "plugin-ready": {"validator"}}
+    # The validator writes plugin-ready only once its plugin check got a GPU from the device plugin
+    # (validator.py): that marker also needs the device plugin running on the node, so an operand that
+    # waits for it (GFD, DCGM) must come after the device plugin, or Pulumi's wait for its rollout
+    # never ends and the device plugin is never created.
+    needs_running = {"plugin-ready": {"device-plugin"}}
     for baked in (False, True):
         for dra in (False, True):
             seen: set[str] = set()
             for stage in stages.active(baked, any_mig=not dra, dra=dra):
                 if stage.waits_for:
                     assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for} (dra {dra})"
+                    assert needs_running.get(stage.waits_for, set()) <= seen, \
+                        f"{stage.operand} waits for {stage.waits_for} before {needs_running[stage.waits_for] - seen} runs"
                 seen.add(stage.operand)
+
+
+def test_the_rollout_order_is_the_one_the_readme_gives():
+    # Written out by hand (the marker chain in stages.py's docstring): discovery, the runtime,
+    # the proof that the driver works, GPU layout, then what allocates GPUs and what reads them.
+    assert [stage.operand for stage in stages.STAGES] == [
+        "node-feature-discovery", "container-toolkit", "validator", "mig-manager", "dra-driver", "dra-validator",
+        "device-plugin", "gpu-feature-discovery", "dcgm-exporter"]
 
 
 def test_every_operand_of_a_dra_node_starts():
