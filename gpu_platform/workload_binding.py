@@ -180,6 +180,17 @@ def config_rows(key: str, namespace: str, spec: Mapping[str, Any], containers: l
 
 def container_rows(key: str, name: str, c: Mapping[str, Any]) -> list[Row]:
     """What the container runs: command, args, env and envFrom, where set (unset, the image's own
-    entrypoint and env run, which the image row binds)."""
-    return [(key, name, shown(field, server_defaults.env(c.get(field)) if field == "env" else c.get(field)))
-            for field in ("command", "args", "env", "envFrom") if sequence(c.get(field))]
+    entrypoint and env run, which the image row binds). The env one row per variable, so that a
+    review sees which one changed (a feature gate turned on, a device list widened), and a row of the
+    names in order (a later entry wins, and `$(VAR)` sees only earlier ones)."""
+    found = [(key, name, shown(field, c.get(field))) for field in ("command", "args", "envFrom") if sequence(c.get(field))]
+    entries = [mapping(e) for e in sequence(server_defaults.env(c.get("env")))]
+    for e in entries:
+        var = text(e.get("name"))
+        source = e.get("valueFrom")
+        value = canonical(text(e.get("value")))
+        found.append((key, name, shown(f"env {var} from", source) if source is not None else
+                      f"env {var}={value}" if len(value) <= SHORT else shown(f"env {var}", text(e.get("value")))))
+    if entries:
+        found.append((key, name, shown("env order", [text(e.get("name")) for e in entries])))
+    return found

@@ -164,10 +164,11 @@ def _current(resources, report_violation) -> tuple[str, int] | None:
     (pulumi-policy 1.21.0 policy.py:1098-1108), and a privilege the program hides behind a value known
     only at the update (a generated name, an output) would pass the gate unapproved."""
     resources = list(resources)
+    references = _references(resources)
     try:
-        rows = ledger.rows(((r.resource_type, r.name, r.props) for r in resources), _references(resources))
+        rows = ledger.rows(((r.resource_type, r.name, r.props) for r in resources), references)
     except UnknownValueError as unknown:
-        where = next((f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r)), "a resource")
+        where = next((f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r, references)), "a resource")
         report_violation(
             f"the privilege ledger cannot be computed in this preview: {unknown.message} (in {where}), so no approval can "
             f"be checked against it; write that value in the program (a name it chooses, not one generated at the "
@@ -187,9 +188,9 @@ def _references(resources) -> dict:
             for r in resources if r.dependencies or r.property_dependencies}
 
 
-def _unknown_in(r) -> bool:
+def _unknown_in(r, references) -> bool:
     try:
-        ledger.rows([(r.resource_type, r.name, r.props)])
+        ledger.rows([(r.resource_type, r.name, r.props)], references)
     except UnknownValueError:
         return True
     return False

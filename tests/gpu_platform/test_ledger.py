@@ -332,8 +332,9 @@ def test_a_privileged_workload_is_bound_to_its_placement_its_service_account_its
         (TOOLKIT, "(pod)", "toleration nvidia.com/gpu operator Exists, effect NoSchedule"),
         (TOOLKIT, "toolkit", "args [\"/usr/local/nvidia\"]"),
         (TOOLKIT, "toolkit", "command [\"nvidia-ctk-installer\"]"),
-        (TOOLKIT, "toolkit", 'env [{"name":"RUNTIME","value":"containerd"},'
-                             '{"name":"MODE","valueFrom":{"configMapKeyRef":{"key":"mode","name":"toolkit-mode"}}}]'),
+        (TOOLKIT, "toolkit", 'env MODE from {"configMapKeyRef":{"key":"mode","name":"toolkit-mode"}}'),
+        (TOOLKIT, "toolkit", 'env RUNTIME="containerd"'),
+        (TOOLKIT, "toolkit", 'env order ["RUNTIME","MODE"]'),
         (TOOLKIT, "toolkit", "hostPath /etc/containerd rw"),
         (TOOLKIT, "toolkit", "image nvcr.io/nvidia/k8s/container-toolkit:v1.18.1"),
         (TOOLKIT, "toolkit", "privileged"),

@@ -55,8 +55,20 @@ def test_a_containers_env_reads_alike_as_written_and_as_the_api_server_stores_it
                                  {"name": "EMPTY"}, {"name": "MODE", "value": "x"}]}
     rows = workload_binding.container_rows("DaemonSet gpu-operator/x", "c", written)
     assert rows == workload_binding.container_rows("DaemonSet gpu-operator/x", "c", live)
-    assert rows == [("DaemonSet gpu-operator/x", "c", 'env [{"name":"NODE_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1",'
-                                                      '"fieldPath":"spec.nodeName"}}},{"name":"EMPTY"},{"name":"MODE","value":"x"}]')]
+    # One row per variable (which one changed is what a review reads) and one of the names in order.
+    assert rows == [("DaemonSet gpu-operator/x", "c", 'env NODE_NAME from {"fieldRef":{"apiVersion":"v1","fieldPath":"spec.nodeName"}}'),
+                    ("DaemonSet gpu-operator/x", "c", 'env EMPTY=""'),
+                    ("DaemonSet gpu-operator/x", "c", 'env MODE="x"'),
+                    ("DaemonSet gpu-operator/x", "c", 'env order ["NODE_NAME","EMPTY","MODE"]')]
+
+
+def test_a_reordered_or_changed_env_changes_its_rows_and_names_the_variable():
+    env = [{"name": "FEATURE_GATES", "value": "DeviceMetadata=true"}, {"name": "A", "value": "1"}]
+    rows = set(workload_binding.container_rows("k", "c", {"env": env}))
+    gates = set(workload_binding.container_rows("k", "c", {"env": [{"name": "FEATURE_GATES", "value": "DeviceMetadata=true,PassthroughSupport=true"}, env[1]]}))
+    assert gates - rows == {("k", "c", 'env FEATURE_GATES="DeviceMetadata=true,PassthroughSupport=true"')}
+    swapped = set(workload_binding.container_rows("k", "c", {"env": env[::-1]}))
+    assert swapped - rows == {("k", "c", 'env order ["A","FEATURE_GATES"]')}
 
 
 def test_a_pod_without_a_service_account_runs_as_default_as_the_live_pod_says():

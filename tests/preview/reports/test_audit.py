@@ -139,13 +139,17 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
                     '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
     assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
         "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
-        "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env",
+        '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="none" |',
         f"| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | {unprivileged}",
         "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
         f"| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | {unprivileged}",
     ]
-    assert all((line.split(" sha256:")[0] + " sha256:" if " sha256:" in line else line.split(" securityContext ")[0] + " securityContext ")
-               in added for line in workload_removed)
+    def binding(line: str) -> str:  # the row's key: what it binds, without the value that changed
+        if " sha256:" in line:
+            return line.split(" sha256:")[0] + " sha256:"
+        return line.split("=")[0] + "=" if " | env " in line else line.split(" securityContext ")[0] + " securityContext "
+    assert all(binding(line) in added for line in workload_removed)
+    assert '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |' in added
     assert '"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}' in added
 
 
@@ -160,20 +164,21 @@ def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     added = changes[changes.index("### Added"):changes.index("### Removed")]
     # Only the bake grows: it installs the toolkit as root on the image (its version an input of the script);
     # the operands that run the CDI hook find it elsewhere (NVIDIA_CDI_HOOK_PATH in /usr/bin, not in the
-    # DaemonSet's /usr/local/nvidia/toolkit), so their env rows change hash.
+    # DaemonSet's /usr/local/nvidia/toolkit), so that env row of theirs changes.
     added_rows = [line for line in added.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
     env_rows = [line for line in added_rows if not line.startswith("| node image bake gpu-node-image-driver |")]
-    assert added_rows and [line.split(" sha256:")[0] for line in env_rows] == [
-        "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env",
-        "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env",
+    assert added_rows and env_rows == [
+        '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
+        '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
     ]
     assert "| node image bake gpu-node-image-driver | (build step) | input TOOLKIT_VERSION=1.18.1 |" in added
     assert "| hostPath /dev/null ro |" not in removed
     assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | privileged |" in removed
     assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | hostPath /etc/containerd rw |" in removed
     # The MIG manager keeps every privilege: only its env (the hook path) differs.
-    assert [line.split(" sha256:")[0] for line in changes.splitlines() if "nvidia-mig-manager" in line] == [
-        "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env"] * 2
+    assert [line for line in changes.splitlines() if "nvidia-mig-manager" in line] == [
+        '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
+        '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/local/nvidia/toolkit/nvidia-cdi-hook" |']
 
 
 @pytest.mark.parametrize("old", ["# some older report\n", f"{ledger.BEGIN}\n| a | b | c |\n"])
