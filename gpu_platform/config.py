@@ -951,7 +951,7 @@ def _message(error: dict) -> str:
         return f"{_shown(error['input'])} is {_PATTERNS.get(error['ctx']['pattern'], 'not valid here')}"
     if kind == "too_short":
         return f"needs at least {error['ctx']['min_length']} item(s){got}"
-    if kind in ("tuple_type", "list_type"):
+    if kind == "tuple_type":  # every list of the models is a tuple[...] (list_type never occurs)
         return f"expected a list{got}"
     if kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
         return f"expected a mapping{got}"  # (null or empty never reaches here: _no_value answers it)
@@ -1113,7 +1113,7 @@ def _no_value(error: dict, loc: tuple) -> Optional[str]:
     elif kind in ("model_type", "model_attributes_type", "dict_type", "mapping_type"):
         keys = _field_names(loc + ("",))
         give = f"a mapping with keys {', '.join(keys)}" if keys else "a mapping"
-    elif kind in ("tuple_type", "list_type"):  # (too_short never has an empty input: null fails the type first)
+    elif kind == "tuple_type":  # (too_short never has an empty input: null fails the type first)
         give = "a list"
     elif kind == "int_type":
         give = "a whole number"

@@ -63,7 +63,9 @@ def test_the_command_writes_the_data_file_and_refuses_bad_input(tmp_path, capsys
     with pytest.raises(SystemExit) as exit_:
         eks_amis.main([str(changelog), "--commit", "main", "--out", str(out)])
     assert exit_.value.code == 2
-    assert "--commit 'main' is not a git commit id" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--commit 'main' is not a git commit id" in err
+    assert err.startswith("usage: python -m gpu_platform.eks_amis ")  # the command to run again, as documented
 
 
 def test_the_data_file_lists_minors_in_version_order_and_flavours_as_the_changelog_names_them(tmp_path):

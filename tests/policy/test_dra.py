@@ -73,6 +73,10 @@ def test_a_driver_below_branch_580_fails_on_the_node_image():
     found = supported(namespace(), plugin(), *pool_resources(driver="535.309.01"))
     assert len(found) == 1
     assert "node image" in found[0] and "535.309.01" in found[0] and "branch 580 or later" in found[0]
+    # The plugin runs the driver the table lists (v0.5.0): named as such, not as a stand-in for an unknown one;
+    # so is the driver of the release when no plugin is in the stack yet (read from the release's images).
+    for found in (found, supported(namespace(), *pool_resources(driver="535.309.01"))):
+        assert "the DRA driver v0.5.0 needs branch 580" in found[0] and "the newest gpu_platform/dra.yaml lists" not in found[0]
 
 
 @pytest.mark.parametrize("driver, fails", [("575.64.05", True), ("579.99.99", True), ("580.65.06", False), ("590.44.01", False)])

@@ -83,3 +83,9 @@ def test_blocks_wider_than_a_slash_8_are_named_with_the_addresses_they_cover():
     vpc = {"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "11.0.0.0/8"]}
     ((message, _),) = violations(cluster_endpoint_not_open, [_cluster(vpc)])
     assert "10.0.0.0/8, 11.0.0.0/8, together 33554432 IPv4 addresses" in message and "large part of the internet" in message
+
+
+def test_a_block_written_with_host_bits_is_judged_as_the_network_it_names():
+    # "0.0.0.1/0" is the whole internet with a host bit set: EKS would take it as such, so must the policy.
+    found = violations(cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.1/0"]})])
+    assert len(found) == 1 and "0.0.0.1/0" in found[0][0]

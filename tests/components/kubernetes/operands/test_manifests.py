@@ -160,3 +160,16 @@ def test_a_pod_another_process_creates_under_an_operand_account_gets_no_token(st
     for account in stack.of_type("kubernetes:core/v1:ServiceAccount"):
         if account.inputs["metadata"]["namespace"] == "gpu-operator":
             assert account.inputs["automountServiceAccountToken"] is False, account.name
+
+
+# The API server's values for hostPath.type (Kubernetes API, HostPathType; "" checks nothing).
+HOST_PATH_TYPES = {"", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice"}
+
+
+def test_every_host_path_type_is_one_the_api_server_takes(stack):
+    # The schema types it as a plain string, so a misspelt type passes schema checks and is refused
+    # only by the API server at `pulumi up`.
+    for ds in daemonsets(stack):
+        for volume in pod_spec(ds).get("volumes", []):
+            if "hostPath" in volume:
+                assert volume["hostPath"].get("type", "") in HOST_PATH_TYPES, (ds.name, volume)

@@ -100,3 +100,12 @@ def test_it_has_no_probe_as_upstream_has_none():
     # mig-parted v0.13.1 deployments/container/nvidia-mig-manager-example.yaml: no probe, no port.
     manager = spec().containers[0]
     assert manager.readiness is None and manager.liveness is None and manager.startup is None
+
+
+@pytest.mark.parametrize("release, writes_cdi", [("v24.9.2", False), ("v25.10.1", True)])
+def test_its_audit_reason_says_it_writes_cdi_specs_only_where_it_does(release, writes_cdi):
+    # cdi.enabled defaults to true from v25.10.0 (matrix.yaml notes); the reason must not claim a host
+    # write the pod does not make.
+    s = spec(release)
+    assert ("CDI specs" in s.reason) is writes_cdi
+    assert any(h.path == "/var/run/cdi" for h in s.host_paths) is writes_cdi
