@@ -12,6 +12,7 @@ from typing import Any, Callable
 import pytest
 
 from preview.offline import engine
+from tests import attribution
 from tests.conftest import stack_config, write_stack
 
 # family -> one real instance type of it (the smallest that exists)
@@ -40,16 +41,21 @@ def record_variant(tmp_path_factory) -> Callable[..., engine.Recording]:
     """Like the shared `variant`, but cached for the session by a key the caller names."""
     base = tmp_path_factory.mktemp("aws-variants")
 
-    recorded: dict[str, engine.Recording] = {}
+    changes: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+    # attribution.cached: under mutmut's coverage pass every test that asks for a key is credited with
+    # the program code its recording ran, not only the first (tests/attribution.py).
+    @attribution.cached
+    def recorded(key: str, stack: str) -> engine.Recording:
+        config = stack_config(stack)
+        changes[key](config)
+        folder: Path = base / key
+        folder.mkdir()
+        return engine.run(write_stack(folder, config, name=stack))
 
     def make(key: str, change: Callable[[dict[str, Any]], Any], stack: str = "dev") -> engine.Recording:
-        if key not in recorded:
-            config = stack_config(stack)
-            change(config)
-            folder: Path = base / key
-            folder.mkdir()
-            recorded[key] = engine.run(write_stack(folder, config, name=stack))
-        return recorded[key]
+        changes.setdefault(key, change)
+        return recorded(key, stack)
 
     return make
 
