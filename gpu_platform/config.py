@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
 import importlib.util
 import ipaddress
 import json
@@ -25,6 +24,7 @@ import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
 from gpu_platform import aws_limits, dra, image_refs, ledger, matrix, operands, versions
+from gpu_platform.canonical_form import canonical, sha256
 
 PROJECT = "gpu-platform"
 
@@ -752,10 +752,10 @@ _PLAIN_PROVIDER_SETTINGS = frozenset({
 def _provider_setting(name: str, value: Any) -> str:
     if name in _SECRET_PROVIDER_SETTINGS:
         return f"{name} (set)"
-    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    data = canonical(value)  # the ledger's canonical JSON (gpu_platform/canonical_form.py)
     if name in _PLAIN_PROVIDER_SETTINGS:
         return f"{name} {data}"
-    return f"{name} sha256:{hashlib.sha256(data.encode()).hexdigest()} (SHA-256 of the value: it may hold a credential)"
+    return f"{name} {sha256(data)} (SHA-256 of the value: it may hold a credential)"
 
 
 class StackConfig(_Model):
@@ -832,8 +832,8 @@ class StackConfig(_Model):
         dra_mode = self.allocation.mode == "dra"
         for key in sorted(self.operator.overrides):
             users = [row for row in operands.rows() if row.image == key]
-            if key == "container-toolkit" or not users:
-                continue  # the toolkit's own check above; an unknown key is refused elsewhere
+            if not users:
+                continue  # an unknown key is refused elsewhere (the toolkit's case said above, in its own words)
             if not any(row.deployed(bool(self.node_image.toolkit_baked), any_mig, dra_mode) for row in users):
                 where = sorted({row.on for row in users})
                 raise ValueError(_at(f"gpu-platform:operator.overrides.{key}", (

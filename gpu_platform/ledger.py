@@ -310,33 +310,28 @@ REFERENCED: Mapping[tuple[str, str], str] = {
 
 def references(resource_type: str, dependencies: Iterable[tuple[str, str]],
                property_dependencies: Optional[Mapping[str, Iterable[tuple[str, str]]]] = None) -> dict[str, tuple[str, ...]]:
-    """property -> the (type, name) of the stack resources it is built from, as names: for the
-    REFERENCED properties, the resources of the type it takes. `property_dependencies` (property ->
-    (type, name) of each resource its value is built from): the engine's record, which the Pulumi CLI
-    hands AnalyzeStack; then every property built from another resource's output is listed (and
-    props.unless_filled_in reads it strictly). None when the caller has no property dependencies:
-    then a REFERENCED property takes the resources of its type among `dependencies` (everything the
-    resource depends on, depends_on included), and nothing else is listed."""
-    if property_dependencies is not None:
-        by_property = {key: list(deps) for key, deps in property_dependencies.items()}
-        found = {key: tuple(sorted({name for _, name in deps})) for key, deps in by_property.items() if deps}
-        for (type_, prop), wanted in REFERENCED.items():
-            if type_ == resource_type and prop in by_property:
-                found[prop] = tuple(sorted({name for dep_type, name in by_property[prop] if dep_type == wanted}))
-        return found
-    dependencies = list(dependencies)
+    """property -> the names of the stack resources it is built from; for a REFERENCED property, only
+    those of the type it takes. `property_dependencies` (property -> (type, name) of each resource its
+    value is built from): the engine's record, which the Pulumi CLI hands AnalyzeStack; then every
+    property built from another resource's output is listed (and props.unless_filled_in reads it
+    strictly). None when the caller has none: then a REFERENCED property takes the resources of its
+    type among `dependencies` (everything the resource depends on, depends_on included), and nothing
+    else is listed."""
+    if property_dependencies is None:
+        everything = list(dependencies)
+        property_dependencies = {prop: everything for type_, prop in REFERENCED if type_ == resource_type}
     found = {}
-    for (type_, prop), wanted in REFERENCED.items():
-        if type_ == resource_type:
-            names = tuple(sorted({name for dep_type, name in dependencies if dep_type == wanted}))
-            if names:
-                found[prop] = names
+    for prop, deps in property_dependencies.items():
+        wanted = REFERENCED.get((resource_type, prop))
+        names = tuple(sorted({name for dep_type, name in deps if wanted is None or dep_type == wanted}))
+        if names:
+            found[prop] = names
     return found
 
 
-def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]], references: References = NO_REFERENCES) -> list[Row]:
+def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]], referenced: References = NO_REFERENCES) -> list[Row]:
     """Every row of the stack, from (type, Pulumi name, properties) of each resource; sorted, distinct.
-    `references`: (type, name) -> property -> the names of the stack's resources that property takes
+    `referenced`: (type, name) -> property -> the names of the stack's resources that property takes
     (`references()` of its dependencies), for the rows of REFERENCED."""
     resources = list(resources)
     minor = kubernetes_minor(resources)
@@ -344,7 +339,7 @@ def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]], references: Re
     account = grants.own_account(resources)
     return sorted({row for type_, name, props in resources
                    for row in resource_rows(type_, name, props, minor, maps, account,
-                                            references.get((type_, name), _NO_PROPERTIES))})
+                                            referenced.get((type_, name), _NO_PROPERTIES))})
 
 
 def _cell(value: str) -> str:

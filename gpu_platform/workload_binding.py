@@ -187,10 +187,12 @@ def container_rows(key: str, name: str, c: Mapping[str, Any]) -> list[Row]:
     entries = [mapping(e) for e in sequence(server_defaults.env(c.get("env")))]
     for e in entries:
         var = text(e.get("name"))
-        source = e.get("valueFrom")
-        value = canonical(text(e.get("value")))
-        found.append((key, name, shown(f"env {var} from", source) if source is not None else
-                      f"env {var}={value}" if len(value) <= SHORT else shown(f"env {var}", text(e.get("value")))))
+        if e.get("valueFrom") is not None:
+            found.append((key, name, shown(f"env {var} from", e.get("valueFrom"))))
+            continue
+        value = text(e.get("value"))
+        data = canonical(value)  # `env NAME="value"`; a long value by its SHA-256, as shown() does
+        found.append((key, name, f"env {var}={data}" if len(data) <= SHORT else shown(f"env {var}", value)))
     if entries:
         found.append((key, name, shown("env order", [text(e.get("name")) for e in entries])))
     return found
