@@ -163,7 +163,8 @@ class GpuPlatform(pulumi.ComponentResource):
             pool.name: ReadinessGate(
                 f"{name}-pool-{pool.name}-gate",
                 GateArgs(pool=pool.name, selector=pool.node_selector, taints=pool.taints, image=images["validator"], namespace=namespace.name,
-                         audit=config.audit, release=release.name, provider=provider, depends_on=[pool.ready, *previous]),
+                         audit=config.audit, release=release.name, provider=provider, depends_on=[pool.ready, *previous],
+                         dra=config.dra),
                 opts=child,
             )
             for pool in handle.pools.values() if pool.rollout == "blue-green"

@@ -868,11 +868,6 @@ class StackConfig(_Model):
                     f"is carved by the MIG manager and advertised by the device plugin, and {mode} neither runs "
                     f"(the GPU Operator's DRA mode deploys no MIG manager either) (valid: remove it from pool "
                     f"{pool.name!r}, or allocation.mode device-plugin)")))
-            if pool.rollout == "blue-green":
-                raise ValueError(_at(f"gpu-platform:nodePools[{i}].rollout", (
-                    f"'blue-green' {mode}: the pool's readiness gate waits for the device plugin's plugin-ready "
-                    "marker, which no node writes in DRA mode, so the old node group would never go "
-                    "(valid: surge, in-place)")))
         tag = self.operator.overrides.get(DRA_EXPORTER)
         exporter = versions.image_tag_version(tag.partition("@")[0]).split("-")[-1] if tag else ""
         if tag and versions.is_version(exporter) and not versions.at_least(exporter, DRA_EXPORTER_SINCE):

@@ -2,10 +2,21 @@
 group, ready only once every one of those nodes serves GPUs, so that the old group is removed only
 after it.
 
-What "serves GPUs" means is the validator's own per-node proof: its plugin check runs a CUDA workload
-that asks the device plugin for a GPU and, once that works, writes `plugin-ready` in
-/run/nvidia/validations on that node (components/kubernetes/operands/stages.py). Each gate pod reads
-that marker on its own node, read-only, as its readiness probe.
+What "serves GPUs" means depends on how pods get GPUs (gpu-platform:allocation.mode):
+- device-plugin: the validator's own per-node proof. Its plugin check runs a CUDA workload that asks
+  the device plugin for a GPU and, once that works, writes `plugin-ready` in /run/nvidia/validations
+  on that node (components/kubernetes/operands/stages.py). Each gate pod reads that marker on its own
+  node, read-only, as its readiness probe.
+- dra: nothing writes plugin-ready (no device plugin, no plugin check), so each gate pod proves it
+  itself, the way the DRA validator does (components/kubernetes/operands/dra_validator.py): it claims
+  one GPU of class gpu.nvidia.com with admin access through its pool's ResourceClaimTemplate, and its
+  init container runs `nvidia-smi -L`, which only the claim's CDI injection brings into the container.
+  The scheduler cannot place the pod before the DRA driver on that node has published its GPUs as a
+  ResourceSlice, the kubelet starts no container before the driver has prepared the claim, and the
+  pod is ready only after the init container succeeded: the node allocated and injected a working
+  GPU. Admin access keeps the gate off the GPUs' accounting: it neither waits for nor holds a GPU a
+  workload uses (the namespace carries resource.kubernetes.io/admin-access=true in mode dra,
+  components/kubernetes/namespace.py). No host path, no marker: the proof is the claim.
 
 Why a DaemonSet and not a Job: a Job needs a count, and there is none to give. The pool's desiredSize
 is what a new group starts with, but the cluster autoscaler owns the count afterwards (the node
@@ -53,15 +64,29 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kubernetes.operands.dra_driver import GPU_CLASS
+from components.kubernetes.operands.manifests import claim_template_spec
+from components.kubernetes.operands.spec import ClaimTemplate
 from gpu_platform import contract
 from gpu_platform.config import Audit
 
 MARKER_DIR = "/run/nvidia/validations"
 MARKER = f"{MARKER_DIR}/plugin-ready"
-# Nodes boot, join, and get the operands (NFD, validator, device plugin) in this time; past it the
-# update fails, while the old node group still serves.
+# Nodes boot, join, and get the operands (NFD, validator, device plugin or DRA driver) in this time;
+# past it the update fails, while the old node group still serves.
 DEADLINE_MINUTES = 45
 NAME = "gpu-readiness-gate"
+# Mode dra: the gate pod's own claim, as the DRA validator's (one GPU of the DRA driver's whole-GPU
+# class, admin access). The template is the pool's: <NAME>-<pool>-gpu.
+CLAIM = ClaimTemplate(claim="gate-gpu", suffix="gpu", request="gate-gpu", device_class=GPU_CLASS,
+                      allocation_mode="ExactCount", count=1, admin_access=True)
+# A shell loop in finite sleeps: busybox's sleep (the validator image from v25.10) has no `infinity`.
+_IDLE = ["sh", "-c", "while true; do sleep 3600; done"]
+_CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+_RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
+# nvidia-smi loads the driver's NVML library: the DRA validator's check container's bounds
+# (components/kubernetes/operands/dra_validator.py, spec.Container's memory limit).
+_CHECK_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
 
 
 @dataclass(frozen=True)
@@ -75,10 +100,15 @@ class GateArgs:
     release: str
     provider: pulumi.ProviderResource
     depends_on: list[pulumi.Resource]
+    dra: bool = False  # gpu-platform:allocation.mode dra: the gate claims a GPU instead of reading plugin-ready
 
 
 def _labels(pool: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "gpu-platform", contract.POOL_LABEL: pool}
+
+
+def claim_template_name(pool: str) -> str:
+    return f"{NAME}-{pool}-{CLAIM.suffix}"
 
 
 def tolerations(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
@@ -91,6 +121,38 @@ def tolerations(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
         if toleration not in found:
             found.append(toleration)
     return found
+
+
+def _proof(args: GateArgs) -> dict:
+    """The part of the pod that makes it ready only on a node that serves GPUs (module doc)."""
+    if args.dra:
+        # Not root: the claim's device nodes are the container user's (dra_validator.py explains why
+        # that works), and nvidia-smi -L only opens them and reads the injected libraries.
+        return {
+            "resourceClaims": [{"name": CLAIM.claim, "resourceClaimTemplateName": claim_template_name(args.pool)}],
+            "initContainers": [{
+                "name": "gpu-claimed",
+                "image": args.image,
+                "command": ["sh", "-c"],
+                "args": ["nvidia-smi -L"],
+                "resources": {**_CHECK_RESOURCES, "claims": [{"name": CLAIM.claim}]},
+                "securityContext": _CONTAINER_SECURITY,
+            }],
+            "containers": [{"name": "gpus-served", "image": args.image, "command": _IDLE, "resources": _RESOURCES,
+                            "securityContext": _CONTAINER_SECURITY}],
+        }
+    return {
+        "containers": [{
+            "name": "gpus-served",
+            "image": args.image,
+            "command": _IDLE,
+            "readinessProbe": {"exec": {"command": ["test", "-f", MARKER]}, "periodSeconds": 10},
+            "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": MARKER_DIR, "readOnly": True}],
+            "resources": _RESOURCES,
+            "securityContext": _CONTAINER_SECURITY,
+        }],
+        "volumes": [{"name": "run-nvidia-validations", "hostPath": {"path": MARKER_DIR, "type": "Directory"}}],
+    }
 
 
 def manifest_spec(args: GateArgs) -> dict:
@@ -108,18 +170,7 @@ def manifest_spec(args: GateArgs) -> dict:
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
                 # The idle loop is a shell loop: nothing to shut down.
                 "terminationGracePeriodSeconds": 5,
-                "containers": [{
-                    "name": "gpus-served",
-                    "image": args.image,
-                    # Finite sleeps: busybox's sleep (the validator image from v25.10) has no `infinity`.
-                    "command": ["sh", "-c", "while true; do sleep 3600; done"],
-                    "readinessProbe": {"exec": {"command": ["test", "-f", MARKER]}, "periodSeconds": 10},
-                    "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": MARKER_DIR, "readOnly": True}],
-                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
-                    "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                                        "capabilities": {"drop": ["ALL"]}},
-                }],
-                "volumes": [{"name": "run-nvidia-validations", "hostPath": {"path": MARKER_DIR, "type": "Directory"}}],
+                **_proof(args),
             },
         },
     }
@@ -130,22 +181,34 @@ class ReadinessGate(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:kubernetes:ReadinessGate", name, None, opts)
+        proof = (f"claims one GPU with admin access (ResourceClaimTemplate {claim_template_name(args.pool)}, class {GPU_CLASS}) "
+                 "and lists it with nvidia-smi -L" if args.dra else f"reads the validator's {MARKER} (read-only)")
         annotations = {
-            contract.AUDIT_REASON: (f"readiness gate of GPU pool {args.pool!r}: reads the validator's {MARKER} on each node "
-                                    "of the pool's current node group (read-only) before an old node group is removed"),
-            contract.AUDIT_HOST_PATHS: f"{MARKER_DIR}:ro",
+            contract.AUDIT_REASON: (f"readiness gate of GPU pool {args.pool!r}: on each node of the pool's current node group, "
+                                    f"{proof}, before an old node group is removed"),
+            contract.AUDIT_HOST_PATHS: "" if args.dra else f"{MARKER_DIR}:ro",
             contract.AUDIT_OWNER: args.audit.owner,
             contract.AUDIT_APPROVAL: args.audit.approval,
             contract.OPERATOR_RELEASE_KEY: args.release,
         }
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        # Before the DaemonSet: a pod whose claim template does not exist yet stays Pending.
+        claims = [
+            k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-claim-{CLAIM.suffix}",
+                metadata={"namespace": args.namespace, "name": claim_template_name(args.pool), "labels": _labels(args.pool)},
+                spec=claim_template_spec(CLAIM),
+                opts=child,
+            ),
+        ] if args.dra else []
         deadline = f"{DEADLINE_MINUTES}m"
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-ds",
             metadata={"namespace": args.namespace, "annotations": annotations, "labels": _labels(args.pool)},
             spec=manifest_spec(args),
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.provider, depends_on=args.depends_on,
+            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
+                depends_on=[*args.depends_on, *claims],
                 custom_timeouts=pulumi.CustomTimeouts(create=deadline, update=deadline),
-            ),
+            )),
         )
         self.register_outputs({})

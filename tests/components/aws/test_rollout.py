@@ -16,6 +16,7 @@ from gpu_platform.config import NodePool
 from preview.__main__ import main
 from tests.components.aws.conftest import node_group
 from tests.conftest import stack_config, unapproved, write_stack
+from tests.release_stacks import strict_error
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 # The label EKS puts on every node of a managed node group, valued with the group's name (EKS User
@@ -184,6 +185,71 @@ def test_the_gate_counts_nodes_that_have_registered_but_are_not_ready(record_var
     # Only NoSchedule: nothing keeps a gate pod on a node being evicted (NoExecute) that it would not
     # otherwise tolerate.
     assert not contract.tolerates(tolerations, {"key": "example.com/drain", "value": "x", "effect": "NoExecute"})
+
+
+def _dra_blue_green(config):
+    # The dra stack's h100 pool, blue-green (minSize 1: see the refusal above); its approval covers no gate.
+    config["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)
+    unapproved(config)
+
+
+CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
+
+
+def test_in_mode_dra_the_gate_is_ready_only_where_a_claim_got_a_working_gpu(record_variant):
+    # Nothing writes plugin-ready in mode dra (no device plugin, no plugin check): a gate reading it
+    # would never pass. Each gate pod claims one GPU of its node itself, as the DRA validator does, and
+    # is ready only after nvidia-smi -L, which the claim's CDI injection brings, ran in it.
+    rec = record_variant("dra-blue-green", _dra_blue_green, stack="dra")
+    (gate,) = _gates(rec)
+    pod = gate.inputs["spec"]["template"]["spec"]
+    name = json_format.MessageToDict(node_group(rec, "h100").state)["nodeGroupName"]
+    assert pod["nodeSelector"] == {"gpu-platform.io/pool": "h100", NODE_GROUP_LABEL: name}
+    (claim,) = pod["resourceClaims"]
+    (check,) = pod["initContainers"]
+    assert check["command"] == ["sh", "-c"] and check["args"] == ["nvidia-smi -L"]
+    # Without the claim in resources.claims the kubelet injects nothing into the container.
+    assert check["resources"]["claims"] == [{"name": claim["name"]}]
+    # No marker, no host path, no probe on one: the proof is the claim.
+    assert "volumes" not in pod
+    assert not [c for c in pod["containers"] if "readinessProbe" in c or "volumeMounts" in c]
+    assert gate.inputs["metadata"]["annotations"][contract.AUDIT_HOST_PATHS] == ""
+    # The template it names is the stack's, in the gate's namespace: one GPU of the DRA driver's
+    # whole-GPU class, with admin access (neither waiting for nor holding a GPU a workload uses).
+    (template,) = [t for t in rec.of_type(CLAIM_TEMPLATE) if t.inputs["metadata"]["name"] == claim["resourceClaimTemplateName"]]
+    assert template.inputs["metadata"]["namespace"] == gate.inputs["metadata"]["namespace"] == "gpu-operator"
+    (request,) = template.inputs["spec"]["spec"]["devices"]["requests"]
+    assert request["exactly"] == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1,
+                                  "adminAccess": True}
+    # ... a class the stack creates, in a namespace where the API server admits admin access.
+    classes = {c.inputs["metadata"]["name"] for c in rec.of_type("kubernetes:resource.k8s.io/v1:DeviceClass")}
+    assert "gpu.nvidia.com" in classes
+    (namespace,) = rec.of_type("kubernetes:core/v1:Namespace")
+    assert namespace.inputs["metadata"]["labels"]["resource.kubernetes.io/admin-access"] == "true"
+    # After the new group, its template, and the DRA driver that prepares its claim.
+    waits = _all_waits(rec, gate.urn)
+    driver = rec.one(DAEMON_SET, "gpu-dra-driver-ds")
+    assert {node_group(rec, "h100").urn, template.urn, driver.urn} <= waits
+    # Unprivileged like the device-plugin gate: not root, nothing added, no token.
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["automountServiceAccountToken"] is False
+    for container in (check, *pod["containers"]):
+        assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+def test_in_mode_dra_the_gate_objects_are_valid_under_kubernetes_1_34(record_variant):
+    rec = record_variant("dra-blue-green", _dra_blue_green, stack="dra")
+    (gate,) = _gates(rec)
+    templates = [t for t in rec.of_type(CLAIM_TEMPLATE) if "readiness-gate" in t.inputs["metadata"]["name"]]
+    assert len(templates) == 1
+    errors = [e for o in (gate, *templates) if (e := strict_error(o.inputs, "1.34"))]
+    assert not errors, errors
+
+
+def test_a_device_plugin_gate_claims_nothing(record_variant):
+    (gate,) = _gates(record_variant("blue-green", _blue_green))
+    pod = gate.inputs["spec"]["template"]["spec"]
+    assert "resourceClaims" not in pod and "initContainers" not in pod
 
 
 def _against_output(tmp_path, capsys, old_config, new_config, stack="prod") -> str:
