@@ -898,6 +898,8 @@ class StackConfig(_Model):
             if name not in driver.gates:
                 raise ValueError(_at(f"gpu-platform:allocation.featureGates.{name}", (
                     f"is not a feature gate of {at} (valid: {', '.join(driver.gates)})")))
+        for name, wrong, valid in driver.problems(gates):
+            raise ValueError(_at(f"gpu-platform:allocation.featureGates.{name}", f"{wrong} (valid: {valid})"))
         for i, name in enumerate(acknowledged):
             if name not in driver.alpha():
                 raise ValueError(_at(f"gpu-platform:allocation.acknowledgeAlpha[{i}]", (

@@ -48,9 +48,9 @@ def _driver(release: Optional[matrix.Release], plugins) -> tuple[str, Optional[d
 @stack_policy(
     "dra-mode-supported", EnforcementLevel.MANDATORY,
     "A stack that allocates GPUs through DRA runs a GPU Operator release that ships the DRA driver, on a Kubernetes, "
-    "an NVIDIA driver branch and a CDI-enabled runtime the driver supports.",
+    "an NVIDIA driver branch and a CDI-enabled runtime the driver supports, with feature gates its kubelet plugin can start with.",
     fix="gpu-platform:operator.release, gpu-platform:cluster.kubernetesVersion, gpu-platform:nodeImage.driverVersion, "
-        "or gpu-platform:allocation.mode device-plugin",
+        "gpu-platform:allocation.featureGates, or gpu-platform:allocation.mode device-plugin",
 )
 def dra_mode_supported(args, report_violation) -> None:
     notes, plugins = _namespace(args.resources), _plugins(args.resources)
@@ -83,6 +83,12 @@ def dra_mode_supported(args, report_violation) -> None:
                f"devices to containers" if not versions.at_least(kubelet, driver.cdi_kubelet) else "")
         report_violation(f"{found.describe()} runs kubelet {kubelet}, but {at} needs {driver.kubernetes} or later on its "
                          f"nodes{cdi}; run the pool's nodes on {driver.kubernetes} or later, or use allocation mode device-plugin")
+    # Gates the kubelet plugin cannot start with, or that need what the stack does not render.
+    for r in plugins:
+        for container in workloads.containers(workloads.pod_spec(r.resource_type, r.props)):
+            for name, wrong, valid in driver.problems(_gates(container)):
+                report_violation(f"{facts.kind(r.resource_type)} {r.name!r}, container {text(container.get('name'))!r}, "
+                                 f"{wrong}; set {valid} (gpu-platform:allocation.featureGates.{name})", r.urn)
 
 
 def _gates(container) -> dict[str, bool]:

@@ -20,6 +20,41 @@ def test_the_v0_5_0_driver_has_upstreams_gates_with_their_maturity_and_default()
     }
 
 
+def test_the_v0_5_0_driver_has_upstreams_start_up_rules_between_gates():
+    # ValidateFeatureGates, featuregates.go:252-279 at 95932046, restated.
+    rules = {(r.gate, r.kind, r.other) for r in dra.load()["v0.5.0"].rules}
+    assert rules == {
+        ("ComputeDomainCliques", "needs", "IMEXDaemonsWithDNSNames"), ("DeviceMetadata", "needs", "PassthroughSupport"),
+        ("DynamicMIG", "excludes", "PassthroughSupport"), ("DynamicMIG", "excludes", "NVMLDeviceHealthCheck"),
+        ("DynamicMIG", "excludes", "MPSSupport"), ("PassthroughSupport", "excludes", "NVMLDeviceHealthCheck"),
+    }
+
+
+@pytest.mark.parametrize("given, named", [
+    ({}, []),
+    ({"DynamicMIG": True, "TimeSlicingSettings": True, "NVMLDeviceHealthCheck": False}, []),
+    ({"IMEXDaemonsWithDNSNames": False}, ["IMEXDaemonsWithDNSNames"]),  # its partner is on by default
+    ({"IMEXDaemonsWithDNSNames": False, "ComputeDomainCliques": False}, []),
+    ({"ComputeDomainCliques": True, "IMEXDaemonsWithDNSNames": False}, ["ComputeDomainCliques"]),
+    ({"NVMLDeviceHealthCheck": True, "DynamicMIG": True}, ["DynamicMIG"]),
+    ({"DeviceMetadata": True}, ["DeviceMetadata"]),  # needs PassthroughSupport, off by default
+    ({"MPSSupport": False}, []),
+    ({"MPSSupport": True}, ["MPSSupport"]),
+    ({"PassthroughSupport": True, "DeviceMetadata": True}, ["PassthroughSupport"]),
+    ({"ConsumableShares": True, "DRAListTypeAttributes": True, "FabricManagerPartitioning": True},
+     ["ConsumableShares", "DRAListTypeAttributes", "FabricManagerPartitioning"]),
+])
+def test_problems_name_a_gate_the_stack_set(given, named):
+    assert [name for name, _, _ in dra.load()["v0.5.0"].problems(given)] == named
+
+
+def test_a_fix_never_suggests_turning_on_a_gate_this_stack_refuses():
+    ((_, _, valid),) = dra.load()["v0.5.0"].problems({"DeviceMetadata": True})
+    assert valid == "DeviceMetadata: false"
+    ((_, _, valid),) = dra.load()["v0.5.0"].problems({"IMEXDaemonsWithDNSNames": False})
+    assert valid == "ComputeDomainCliques: false or IMEXDaemonsWithDNSNames: true"
+
+
 def test_the_v0_5_0_driver_needs_kubernetes_1_34_branch_580_and_cdi_from_kubelet_1_32():
     row = dra.load()["v0.5.0"]
     assert (row.kubernetes, row.driver_branch, row.cdi_kubelet) == ("1.34", 580, "1.32")

@@ -106,6 +106,29 @@ def test_a_kubelet_plugin_made_another_way_puts_the_stack_in_dra_mode():
     assert len(found) == 1 and "Kubernetes 1.33" in found[0]
 
 
+# The kubelet plugin's start-up check between gates (kubernetes-sigs/dra-driver-nvidia-gpu 95932046
+# pkg/featuregates/featuregates.go:252-279): ComputeDomainCliques (on by default) needs
+# IMEXDaemonsWithDNSNames; DynamicMIG excludes MPSSupport. MPS is refused outright here: its control
+# daemons would be privileged workloads the plugin creates at run time.
+def test_a_gate_its_default_partner_needs_turned_off_fails_naming_the_gate():
+    (message,) = supported(namespace(), plugin(env={"FEATURE_GATES": "IMEXDaemonsWithDNSNames=false"}), *pool_resources())
+    assert "IMEXDaemonsWithDNSNames off" in message and "ComputeDomainCliques on by default" in message
+    assert "exits on every node" in message and "gpu-platform:allocation.featureGates.IMEXDaemonsWithDNSNames" in message
+    # Both off: nothing to refuse.
+    assert supported(namespace(), plugin(env={"FEATURE_GATES": "ComputeDomainCliques=false,IMEXDaemonsWithDNSNames=false"}),
+                     *pool_resources()) == []
+
+
+def test_gates_that_exclude_each_other_fail_and_mps_is_refused_whatever_else():
+    found = supported(namespace(acknowledged="DynamicMIG,MPSSupport"),
+                      plugin(env={"FEATURE_GATES": "DynamicMIG=true,MPSSupport=true"}), *pool_resources())
+    assert len(found) == 2
+    assert [m for m in found if "DynamicMIG on and MPSSupport on" in m and "excludes" in m]
+    assert [m for m in found if "turns on MPSSupport, which this stack does not support" in m and "privileged" in m]
+    # An acknowledged alpha gate alone is fine for this policy (the advisory one judges acknowledgements).
+    assert supported(namespace(acknowledged="DynamicMIG"), plugin(env={"FEATURE_GATES": "DynamicMIG=true"}), *pool_resources()) == []
+
+
 def alpha(*found):
     return [message for message, _ in violations(dra_alpha_features_acknowledged, found)]
 
