@@ -11,17 +11,20 @@ manifests/state-dra-driver/), GPUs only:
   (0420_deviceclass-compute-domains.yaml), none of their RBAC (0110, 0120, 0130).
 - Feature gates (gpu-platform:allocation.featureGates) reach the plugin as upstream passes them: env
   FEATURE_GATES, `Name=bool` sorted by name, only when some are set (0500_daemonset.yaml:191-194;
-  the format: gpu_platform/dra.py). What some gates need besides is not rendered: MPS's Role (0140)
-  and PassthroughSupport's mounts of /lib/modules, /sys and /proc (0500_daemonset.yaml:236-247)
-  and its vfio.gpu.nvidia.com class.
+  the format: gpu_platform/dra.py). Gates that need what is not rendered here (MPS's Role, 0140;
+  PassthroughSupport's mounts of /lib/modules, /sys and /proc, 0500_daemonset.yaml:236-247, and its
+  vfio.gpu.nvidia.com class) are refused by the configuration (gpu_platform/dra.yaml unsupported).
 - The driver is the node image's, on the host (the AMI bakes it): driver root `/`, mounted read-only
   at /host, as the operator's validator writes it to driver-ready for a host driver (what the
   upstream container sources, 0500_daemonset.yaml:144-149: NVIDIA_DRIVER_ROOT=/,
   DRIVER_ROOT_CTR_PATH=/host; cmd/nvidia-validator/main.go:953-954). Here they are set directly, and
   upstream's driver-validation init container (0500_daemonset.yaml:85-131: the gpu-operator image,
-  privileged, which lists DaemonSets through the Role of 0150) is replaced by the stage order: the
-  plugin waits for the validator's toolkit-ready, written after its driver check passed on the node.
-  That drops a privileged container and the Role.
+  privileged, which lists DaemonSets through the Role of 0150, with COMPONENT=driver: the driver
+  check only, :85-131) is replaced by the stage order: the plugin waits for driver-ready, which the
+  validator's driver check writes on the node (validator.py). Not toolkit-ready: the DRA path does
+  not go through the nvidia runtime's device requests that the toolkit check exercises (containerd
+  applies the plugin's CDI specs itself), so a node whose legacy runtime path fails still serves
+  claims, as upstream's. That drops a privileged container and the Role.
 - No metrics server: HTTP_ENDPOINT is left unset, which disables it (gpu-kubelet-plugin flag
   http-endpoint, kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 cmd/gpu-kubelet-plugin/main.go:201-205).
 
@@ -68,26 +71,27 @@ HOST_PATHS = (
     HOST_ROOT,
 )
 
-# The kubelet plugin's ClusterRole at v26.7.0 (manifests/state-dra-driver/0200_kubeletplugin-clusterrole.yaml),
-# less what only ComputeDomains use, whose CRD and plugin this stack does not create: the rule on
-# resource.nvidia.com computedomains (:6-13) and the update and patch verbs on nodes (:33-42). The role
-# is shared upstream with the compute-domain kubelet plugin, which labels its node
-# (kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 cmd/compute-domain-kubelet-plugin/
-# computedomain.go:393, 419, 448, 471); the GPU plugin's own code never calls the Node API (no Nodes()
-# in cmd/gpu-kubelet-plugin at that commit) and the vendored ResourceSlice controller only reads its
-# Node (vendor/k8s.io/dynamic-resource-allocation/resourceslice/resourceslicecontroller.go:716, a Get
-# for the slices' owner). A node write would let a compromised plugin label system nodes or lift
-# taints cluster-wide. The rest as upstream has it:
+# The kubelet plugin's ClusterRole: the API calls the GPU kubelet plugin's code makes, not upstream's
+# role. The GPU Operator v26.7.0 grants more (manifests/state-dra-driver/0200_kubeletplugin-clusterrole.yaml:
+# computedomains, node writes, list/watch on claims and nodes, get/list/watch on every pod of the
+# cluster), shared with the compute-domain kubelet plugin, which this stack does not run. Every call,
+# at kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 (cmd/gpu-kubelet-plugin and the vendored
+# k8s.io/dynamic-resource-allocation; re-read when v0.5.0 is tagged):
+# - ResourceClaims: Get only, of the claim the kubelet asks it to prepare
+#   (vendor/k8s.io/dynamic-resource-allocation/kubeletplugin/draplugin.go:1103) and of a checkpointed
+#   claim it cleans up (cmd/gpu-kubelet-plugin/cleanup.go:223);
+# - ResourceSlices: List and Watch (its informer, resourceslice/resourceslicecontroller.go:538, 552),
+#   Update, Create, Delete (:836, 898, 954); no Get;
+# - Nodes: Get of its own node, the slices' owner (:716);
+# - Pods and Deployments: only for MPS (cmd/gpu-kubelet-plugin/sharing.go:192-441), which this stack
+#   refuses (gpu_platform/dra.yaml unsupported), so none.
+# The server version it reads (driver.go:581-600) is discovery, open to every authenticated user.
+# Each verb left out is one a stolen plugin token cannot use: upstream's role would let it read
+# every pod in the cluster, env values included, from any GPU node.
 CLUSTER_RULES = (
-    # :14-21 the claims it prepares
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
-    # :22-32 the ResourceSlices that publish its node's devices
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
-     "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-    # :33-42 nodes, read only (above)
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-    # :43-50 pods
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
 )
 
 

@@ -14,7 +14,7 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
     validator      init: driver check, toolkit check -> toolkit-ready, CUDA workload -> cuda-ready;
                    its running container waits for the plugin and writes plugin-ready
     MIG manager    waits for toolkit-ready
-    DRA driver     waits for toolkit-ready (allocation mode dra only)
+    DRA driver     waits for driver-ready (allocation mode dra only; upstream checks the driver only)
     DRA validator  no marker (allocation mode dra only): its pod claims one GPU, which the kubelet has
                    the DRA driver prepare before any container starts; its init container lists the
                    claimed GPU with nvidia-smi, so the pod is ready only where the DRA driver allocates

@@ -14,15 +14,15 @@ CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 
-# 0200_kubeletplugin-clusterrole.yaml at v26.7.0, lines 14-50, less what serves ComputeDomains only,
-# which the stack leaves out: the rule of lines 6-13 (resource.nvidia.com computedomains) and update
-# and patch on nodes (lines 33-42: the compute-domain plugin labels its node; the GPU plugin only
-# reads its Node: dra-driver-nvidia-gpu 95932046 resourceslicecontroller.go:716).
-UPSTREAM_GPU_RULES = [
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["get", "list", "watch", "create", "update", "delete"]},
-    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+# What the GPU kubelet plugin's code calls at dra-driver-nvidia-gpu 95932046, restated from the source:
+# ResourceClaims Get (vendored kubeletplugin/draplugin.go:1103, cmd/gpu-kubelet-plugin/cleanup.go:223);
+# ResourceSlices List, Watch, Update, Create, Delete (resourceslicecontroller.go:538, 552, 836, 898,
+# 954); its Node Get (:716). Pods and Deployments only on the MPS path (sharing.go), refused here.
+# Upstream's role (0200_kubeletplugin-clusterrole.yaml at v26.7.0) is wider; none of its extra verbs.
+CODE_GPU_RULES = [
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
 ]
 # 0400_deviceclass-gpu.yaml and 0410_deviceclass-mig.yaml at v26.7.0, lines 4-8 each.
 UPSTREAM_CLASSES = {
@@ -47,10 +47,10 @@ def _bound_rules(rec, account: str) -> tuple[list, list]:
     return cluster, sorted(namespaced)
 
 
-def test_the_kubelet_plugin_holds_exactly_upstreams_gpu_rules(dra):
+def test_the_kubelet_plugin_holds_exactly_the_calls_its_code_makes(dra):
     account = pod_spec(daemonset_of(dra, "dra-driver"))["serviceAccountName"]
     cluster, namespaced = _bound_rules(dra, account)
-    assert _normalised(cluster) == _normalised(UPSTREAM_GPU_RULES)
+    assert _normalised(cluster) == _normalised(CODE_GPU_RULES)
     # No Role: upstream's (0130 ComputeDomain cliques, 0140 MPS, 0150 its driver-validation init
     # container's DaemonSet list) serve parts this stack does not render.
     assert namespaced == []

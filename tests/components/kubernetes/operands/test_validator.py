@@ -5,9 +5,8 @@ v25.10.0), not read from components/kubernetes/operands/validator.py."""
 
 from __future__ import annotations
 
-import pytest
 
-from components.kubernetes.operands import stages
+from gpu_platform import operands, versions
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, pod_spec
 
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
@@ -104,12 +103,16 @@ def test_the_namespace_admits_the_privileged_cuda_workload_pod(prod):
     assert ns[0].inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
-@pytest.mark.parametrize("marker", ["driver-ready", "host-driver-ready"])
-def test_no_stage_waits_for_a_driver_marker(marker):
+def test_only_a_stage_of_releases_that_write_driver_ready_waits_for_a_driver_marker():
     # A host driver gets host-driver-ready up to validator v24.3.0 and driver-ready from v24.6.0
     # (validator/main.go:141-144, 677-681 at v23.9.0 and v24.3.0; 150, 773-820 at v24.6.0): a stage that
-    # waited for either would hold every host-driver node of the other releases forever.
-    assert marker not in {s.waits_for for s in stages.STAGES}
+    # waited for either at a release that writes the other would hold every host-driver node forever.
+    # The DRA driver (from v26.7.0) waits for driver-ready, as upstream checks the driver only there.
+    waiting = {(r.operand, r.marker(dra)) for r in operands.rows() for dra in (False, True)
+               if r.marker(dra) in ("driver-ready", "host-driver-ready")}
+    assert waiting == {("dra-driver", "driver-ready")}
+    (row,) = [r for r in operands.rows() if r.operand == "dra-driver"]
+    assert versions.at_least(row.since.lstrip("v"), "24.6.0")
 
 
 def test_a_stopping_validator_takes_its_markers_with_it(prod):
