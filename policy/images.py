@@ -55,7 +55,8 @@ def _releases_shipping(operand: str, tag: str) -> list[str]:
     new = _tag_versions(tag)
     return [
         r.name for r in matrix.load().releases.values()
-        if new and [v[:2] for v in _tag_versions(split(r.image(operand))[1])] == [v[:2] for v in new]
+        # Operands some releases do not carry (the DRA driver and validator from v26.7.0) are in only those.
+        if new and operand in r.images and [v[:2] for v in _tag_versions(split(r.image(operand))[1])] == [v[:2] for v in new]
     ]
 
 

@@ -268,3 +268,12 @@ def test_the_dra_validator_is_held_to_the_validators_image_and_its_override():
     assert len(found) == 1 and "operator.overrides.validator: v26.7.1" in found[0][0]
     overridden = [namespace("v26.7.0", overrides="validator=v26.7.1"), validator(f"{VALIDATOR}:v26.7.1", overrides="validator=v26.7.1")]
     assert violations(operand_images_match_release, overridden) == []
+
+
+def test_an_override_of_an_operand_older_releases_do_not_carry_is_a_violation_not_a_crash():
+    # Only v26.7.0 ships the DRA driver (v0.5.0): an override of another line is judged like any other
+    # operand's, though no other release has a dra-driver image to compare with.
+    found = violations(operand_images_match_release, [namespace("v26.7.0", overrides="dra-driver=v0.4.1")])
+    assert len(found) == 1
+    assert "operator.overrides.dra-driver" in found[0][0] and "use a v0.5.x tag" in found[0][0]
+    assert "move to a release" not in found[0][0]
