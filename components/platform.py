@@ -17,7 +17,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
-from gpu_platform import admission
+from gpu_platform import admission, dra
 from gpu_platform.config import StackConfig
 
 
@@ -84,7 +84,7 @@ def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict
         namespace=NAMESPACE, kubernetes_version=kubernetes_version, provider=provider,
         validator_account=validator.name if validator else None,
         validator_images=(images["validator"],) if validator else (),
-        node_writers=writers, depends_on=tuple(depends_on),
+        node_writers=writers, depends_on=tuple(depends_on), dra=dra.OPERAND in specs,
     )
 
 

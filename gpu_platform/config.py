@@ -873,8 +873,9 @@ class StackConfig(_Model):
         if tag and versions.is_version(exporter) and not versions.at_least(exporter, DRA_EXPORTER_SINCE):
             raise ValueError(_at(f"gpu-platform:operator.overrides.{DRA_EXPORTER}", (
                 f"{tag!r} {mode}: exporter {exporter} has no KUBERNETES_ENABLE_DRA, so its GPU metrics would name no pod "
-                f"holding the GPU (the kubelet reports DRA devices by name, not UUID) (valid: an exporter from "
-                f"{DRA_EXPORTER_SINCE} on, e.g. 4.3.1-4.4.0-ubuntu22.04, or remove the override)")))
+                f"holding the GPU (the kubelet reports DRA devices by name, not UUID) (valid: a patch bump of the release's "
+                f"{image_refs.tag_of(self.release.images[DRA_EXPORTER])}, which has it, as every exporter from "
+                f"{DRA_EXPORTER_SINCE} on does; or remove the override)")))
         return self
 
     @model_validator(mode="after")
@@ -905,6 +906,13 @@ class StackConfig(_Model):
                 raise ValueError(_at(f"gpu-platform:allocation.acknowledgeAlpha[{i}]", (
                     f"{name!r} is not an alpha feature gate of {at}, and only alpha gates need acknowledging "
                     f"(valid: {', '.join(driver.alpha())})")))
+            if name in acknowledged[:i]:
+                raise ValueError(_at(f"gpu-platform:allocation.acknowledgeAlpha[{i}]", f"{name!r} is listed twice (valid: once)"))
+            # An acknowledgement of a gate that is off would let a later change turn it on unreviewed.
+            if not gates.get(name):
+                raise ValueError(_at(f"gpu-platform:allocation.acknowledgeAlpha[{i}]", (
+                    f"{name!r} is not turned on (featureGates.{name}: true), and an acknowledgement is for a gate the "
+                    f"stack turns on, reviewed with it (valid: remove it, or turn the gate on)")))
         return self
 
     @property

@@ -214,8 +214,12 @@ def node_writer(namespace: str, account: str, writer: NodeWriter) -> dict:
     }
 
 
-def gpu_access(operator_namespace: str) -> dict:
-    """The spec of the GPU-access policy (pods outside the operator namespace)."""
+def gpu_access(operator_namespace: str, dra: bool = False) -> dict:
+    """The spec of the GPU-access policy (pods outside the operator namespace). `dra`: the stack
+    allocates GPUs through the DRA driver, which the messages then point at (the rules are the same:
+    a claim's devices come by CDI from the kubelet, never from a pod's own env, mounts or annotations)."""
+    source = ("ResourceClaims on the DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com)" if dra
+              else "the device plugin")
     exempt = " || ".join(
         f"(request.namespace == {cel_string(ns)} && has(object.metadata.labels) && {cel_string(key)} in object.metadata.labels"
         f" && object.metadata.labels[{cel_string(key)}] == {cel_string(value)})"
@@ -239,7 +243,7 @@ def gpu_access(operator_namespace: str) -> dict:
                             f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
                             f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
              "message": (f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)} "
-                         f"(but NVIDIA_VISIBLE_DEVICES={' or '.join(admission.NO_DEVICE_VALUES)}): GPUs come from the device plugin")},
+                         f"(but NVIDIA_VISIBLE_DEVICES={' or '.join(admission.NO_DEVICE_VALUES)}): GPUs come from {source}")},
             {"expression": ("variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, "
                             f"!m.mountPath.contains({cel_string(admission.DEVICE_MOUNT_NAME)})))"),
              "message": (f"outside {operator_namespace}, no container mounts anything under {admission.DEVICE_MOUNT_ROOT} "
@@ -247,7 +251,9 @@ def gpu_access(operator_namespace: str) -> dict:
             {"expression": f"!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.matches({cel_string(cdi)}))",
              "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
             {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",
-             "message": f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"},
+             "message": (f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"
+                         + ("; with DRA a pod claims GPUs through a ResourceClaim and needs no runtime class (the kubelet "
+                            "injects the claimed devices by CDI)" if dra else ""))},
         ],
     }
 
@@ -289,6 +295,7 @@ class AdmissionArgs:
     validator_images: tuple[str, ...]
     node_writers: tuple[tuple[NodeWriter, str], ...]  # each active writer with its service account
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
+    dra: bool = False  # GPUs allocated through the DRA driver (allocation mode dra)
 
 
 class AdmissionPolicies(pulumi.ComponentResource):
@@ -304,7 +311,7 @@ class AdmissionPolicies(pulumi.ComponentResource):
                 "create pods on any node, the MIG manager and NFD may patch any node key): upgrade the cluster")
             self.register_outputs({})
             return
-        specs = {admission.GPU_ACCESS: gpu_access(args.namespace)}
+        specs = {admission.GPU_ACCESS: gpu_access(args.namespace, args.dra)}
         if args.validator_account:
             specs[admission.VALIDATOR_PODS] = validator_pods(args.namespace, args.validator_account, args.validator_images)
         for writer, account in args.node_writers:
