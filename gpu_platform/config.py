@@ -899,7 +899,9 @@ class StackConfig(_Model):
             if name not in driver.gates:
                 raise ValueError(_at(f"gpu-platform:allocation.featureGates.{name}", (
                     f"is not a feature gate of {at} (valid: {', '.join(driver.gates)})")))
-        for name, wrong, valid in driver.problems(gates):
+        problems = driver.problems(gates)
+        if problems:
+            name, wrong, valid = problems[0]
             raise ValueError(_at(f"gpu-platform:allocation.featureGates.{name}", f"{wrong} (valid: {valid})"))
         for i, name in enumerate(acknowledged):
             if name not in driver.alpha():

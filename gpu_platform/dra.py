@@ -91,7 +91,8 @@ def _driver(version: str, row: dict) -> Driver:
         gates[name] = Gate(name, gate["maturity"], gate["default"])
     rules = []
     for i, rule in enumerate(row.get("rules", [])):
-        (kind,) = [k for k in ("needs", "excludes") if k in rule] or [None]
+        kinds = [k for k in ("needs", "excludes") if k in rule]
+        kind = kinds[0] if len(kinds) == 1 else None
         if kind is None or {rule["gate"], rule[kind]} - set(gates):
             raise ValueError(f"{DRA_FILE.name}: drivers.{version}.rules[{i}]: a gate and one of needs/excludes, both gates of the driver")
         rules.append(Rule(rule["gate"], kind, rule[kind], rule["source"]))

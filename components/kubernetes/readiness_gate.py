@@ -65,7 +65,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.dra_driver import GPU_CLASS
-from components.kubernetes.operands.manifests import claim_template_spec
+from components.kubernetes.operands.manifests import claim_template_name as operand_claim_template_name, claim_template_spec
 from components.kubernetes.operands.spec import ClaimTemplate
 from gpu_platform import contract
 from gpu_platform.config import Audit
@@ -108,7 +108,8 @@ def _labels(pool: str) -> dict[str, str]:
 
 
 def claim_template_name(pool: str) -> str:
-    return f"{NAME}-{pool}-{CLAIM.suffix}"
+    """<NAME>-<pool>-gpu: named as an operand's templates are, after the pool's gate."""
+    return operand_claim_template_name(f"{NAME}-{pool}", CLAIM)
 
 
 def tolerations(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:

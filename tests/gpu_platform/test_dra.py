@@ -4,6 +4,8 @@ NVIDIA's v26.7 docs; amazon-eks-ami nodeadm), and the FEATURE_GATES spelling the
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from gpu_platform import dra
@@ -76,6 +78,20 @@ def test_a_row_with_an_unknown_maturity_is_refused(tmp_path):
     bad.write_text("drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
                    "    gates:\n      Foo: {maturity: experimental, default: false}\n")
     with pytest.raises(ValueError, match="Foo"):
+        dra.load(bad)
+
+
+@pytest.mark.parametrize("extra, named", [
+    ("    rules: [{gate: Foo, needs: Bar, excludes: Bar, source: x}]\n", "rules[0]"),  # both relations
+    ("    rules: [{gate: Foo, source: x}]\n", "rules[0]"),  # neither
+    ("    rules: [{gate: Foo, needs: Baz, source: x}]\n", "rules[0]"),  # a gate the driver lacks
+    ("    unsupported: {Baz: why}\n", "Baz"),
+])
+def test_a_row_whose_rules_or_unsupported_gates_are_malformed_is_refused(tmp_path, extra, named):
+    bad = tmp_path / "dra.yaml"
+    bad.write_text("drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
+                   "    gates:\n      Foo: {maturity: alpha, default: false}\n      Bar: {maturity: beta, default: true}\n" + extra)
+    with pytest.raises(ValueError, match=re.escape(named)):
         dra.load(bad)
 
 
