@@ -10,10 +10,10 @@ call, and the Helm chart in deployment/helm/node-feature-discovery/ (templates/m
 worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api-crds.yaml).
 
 - Workers publish `nfd.k8s-sigs.io/v1alpha1` NodeFeature objects (the default since 0.14; the gRPC
-  path between worker and master is gone since 0.17), so the CRDs exist before any NFD pod. They
-  carry an open schema (`x-kubernetes-preserve-unknown-fields`) rather than NFD's generated one:
-  enough for the API to store the objects; the release's full schemas can replace them without any
-  other change.
+  path between worker and master is gone since 0.17), so the CRDs exist before any NFD pod. Their
+  structural schemas (node_feature_discovery_crds.yaml, written from NFD's Go types, with what each
+  older line lacks) validate and prune what the tag's own generated CRDs do: a NodeFeature with a
+  non-string label or without spec is refused, an unknown field dropped.
 - What differs between image lines (listeners, health checks, owner references, host paths, CRDs)
   is the `TRAITS` table below, chosen by the image tag's version; the rest is the same at every tag.
 - Worker config follows the GPU Operator's NFD values (pci deviceClassWhitelist,
@@ -22,15 +22,20 @@ worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import yaml
 
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
-from components.kubernetes.operands.version_table import for_version
+from components.kubernetes.operands.version_table import for_version, image_version
 from components.kubernetes.operands.context import OperandContext
+from gpu_platform import versions
 
 GROUP = "nfd.k8s-sigs.io"
 # The lease nfd-master's leader election takes in its own namespace (pkg/nfd-master/nfd-master.go,
@@ -127,7 +132,34 @@ def traits(image: str) -> Traits:
     return for_version(image, TRAITS)
 
 
-def _crd(plural: str, kind: str, scope: str = "Namespaced", short: str = "", status: bool = False) -> dict:
+SCHEMAS_FILE = Path(__file__).with_name("node_feature_discovery_crds.yaml")
+_SCHEMAS = yaml.safe_load(SCHEMAS_FILE.read_text())
+
+
+def crd_schemas(version: str) -> dict[str, dict]:
+    """Each CRD's openAPIV3Schema (by plural) at an NFD version: the file's `crds` less what every
+    `older` row the version has not reached says that line lacks."""
+    # deepcopy keeps the file's aliases shared, so a change to a block reaches every use of it.
+    data = copy.deepcopy(_SCHEMAS)
+
+    def parent(path: str) -> tuple[dict, str]:
+        *keys, last = path.split(".")
+        return functools.reduce(dict.__getitem__, keys, data), last
+
+    for row in data["older"]:
+        if versions.at_least(version, row["before"]):
+            continue
+        for path in row.get("drop", ()):
+            node, key = parent(path)
+            del node[key]
+        for path, value in row.get("set", {}).items():
+            node, key = parent(path)
+            node[key] = value
+    return json.loads(json.dumps(data["crds"]))  # plain trees, nothing shared between CRDs
+
+
+def _crd(schemas: dict[str, dict], plural: str, kind: str, scope: str = "Namespaced", short: str = "",
+         status: bool = False) -> dict:
     names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
     return {"name": f"{plural}.{GROUP}", "spec": {
         "group": GROUP,
@@ -135,7 +167,7 @@ def _crd(plural: str, kind: str, scope: str = "Namespaced", short: str = "", sta
         "scope": scope,
         "versions": [{
             "name": "v1alpha1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            "schema": {"openAPIV3Schema": schemas[plural]},
             **({"subresources": {"status": {}}} if status else {}),
         }],
     }}
@@ -152,6 +184,7 @@ def _probe(listener: Listener, **timing: int) -> Optional[dict]:
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["node-feature-discovery"]
     t = traits(image)
+    schemas = crd_schemas(image_version(image))
     # Requests, limits and probe timings are the chart's values.yaml defaults.
     worker = Container(
         name="worker",
@@ -235,9 +268,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         tolerate_all=True,
         crds=(
-            _crd("nodefeatures", "NodeFeature"),
-            _crd("nodefeaturerules", "NodeFeatureRule", "Cluster", short="nfr"),
-            *((_crd("nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),) if t.feature_groups else ()),
+            _crd(schemas, "nodefeatures", "NodeFeature"),
+            _crd(schemas, "nodefeaturerules", "NodeFeatureRule", "Cluster", short="nfr"),
+            *((_crd(schemas, "nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),)
+              if t.feature_groups else ()),
         ),
         deployments=(
             Deployment(
