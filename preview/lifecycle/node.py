@@ -9,6 +9,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Optional
 
+from components.aws.node_pool import NODE_GROUP_LABEL
 from gpu_platform import contract
 from preview.lifecycle import rules as lifecycle_rules
 from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
@@ -41,6 +42,10 @@ class Node:
     @classmethod
     def boot(cls, stack: StackView, pool: Pool) -> "Node":
         node = cls(stack, pool, labels=dict(pool.labels))
+        # EKS labels each node with its node group: a readiness gate selects the pool's current group.
+        for template in stack.pods:
+            if template.selector.get(contract.POOL_LABEL) == pool.name and NODE_GROUP_LABEL in template.selector:
+                node.labels[NODE_GROUP_LABEL] = template.selector[NODE_GROUP_LABEL]
         node.runtime = stack.config.node_image.toolkit_baked
         return node
 
@@ -193,8 +198,15 @@ class Node:
 
     # --- verdict ----------------------------------------------------------------------------------------
     def stuck(self) -> list[str]:
-        """Every pod that is not running once the node has settled, with what it waits for."""
-        return [f"{name}: {pod.phase} ({pod.why})" for name, pod in sorted(self.pods.items()) if pod.phase != RUNNING]
+        """Every pod that is not running, or never ready, once the node has settled, with what it waits for."""
+        found = []
+        for name, pod in sorted(self.pods.items()):
+            unready = [s for s in pod.template.main if s.ready_marker and s.ready_marker not in self.markers]
+            if pod.phase != RUNNING:
+                found.append(f"{name}: {pod.phase} ({pod.why})")
+            elif unready:
+                found.append(f"{name}: Running, never Ready ({unready[0].container}'s probe waits for marker {unready[0].ready_marker})")
+        return found
 
 
 def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_config: dict) -> dict[str, int]:

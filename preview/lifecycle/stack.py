@@ -17,6 +17,8 @@ from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
 
 OPERAND_LABEL = "gpu-platform.io/operand"
+# A blue-green pool's readiness gate (components/kubernetes/readiness_gate.py), by its name label.
+GATE_NAME = "gpu-readiness-gate"
 _WAIT = re.compile(r"\[ -f (?P<dir>/\S+)/(?P<marker>[\w.-]+) \]")
 _REMOVE = re.compile(r"rm -f (?P<paths>(?:\S+ ?)+)")
 # Node groups spell taint effects as EKS does; the kubelet registers them in Kubernetes spelling.
@@ -34,6 +36,7 @@ class Step:
     privileged: bool = False
     capabilities: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
+    ready_marker: Optional[str] = None  # the marker its readiness probe tests for
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ def _step(container: dict[str, Any], markers_dir: str) -> Step:
     text = " ".join(map(str, [*(container.get("command") or []), *(container.get("args") or [])]))
     waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] == markers_dir]
     security = container.get("securityContext") or {}
+    probe = " ".join(map(str, (((container.get("readinessProbe") or {}).get("exec") or {}).get("command") or [])))
+    ready = re.fullmatch(rf"test -f {re.escape(markers_dir)}/([\w.-]+)", probe)
     return Step(
         container=container["name"],
         wait_for=waits[0] if waits and "COMPONENT" not in env else None,
@@ -101,6 +106,7 @@ def _step(container: dict[str, Any], markers_dir: str) -> Step:
         privileged=bool(security.get("privileged")),
         capabilities=tuple((security.get("capabilities") or {}).get("add") or ()),
         env=tuple(sorted(env.items())),
+        ready_marker=ready.group(1) if ready else None,
     )
 
 
@@ -119,13 +125,14 @@ def _version(image: str) -> str:
     return found.group(0) if found else "0.0.0"
 
 
-def pod_template(daemonset: dict[str, Any]) -> PodTemplate:
+def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
+    """`name`: the resource's name, for a DaemonSet whose object name Pulumi chooses (a readiness gate)."""
     markers_dir = lifecycle_rules.load().markers_dir
     meta, spec = daemonset["metadata"], daemonset["spec"]["template"]["spec"]
     containers = spec.get("containers") or []
     return PodTemplate(
-        daemonset=meta["name"],
-        operand=(meta.get("labels") or {}).get(OPERAND_LABEL, ""),
+        daemonset=meta.get("name") or name,
+        operand=(meta.get("labels") or {}).get(OPERAND_LABEL) or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
         selector=dict(spec.get("nodeSelector") or {}),
         tolerations=tuple(spec.get("tolerations") or ()),
         init=tuple(_step(c, markers_dir) for c in spec.get("initContainers") or []),
@@ -146,8 +153,9 @@ def _pool(group: dict[str, Any]) -> Pool:
 def view(recording: Recording) -> StackView:
     config = parse(recording.config)
     groups = [r.inputs for r in recording.of_type(EKS_NODE_GROUP) if contract.POOL_LABEL in (r.inputs.get("tags") or {})]
-    pods = tuple(pod_template(r.inputs) for r in recording.of_type(DAEMONSET)
-                 if OPERAND_LABEL in (r.inputs["metadata"].get("labels") or {}))
+    pods = tuple(pod_template(r.inputs, r.name) for r in recording.of_type(DAEMONSET)
+                 if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})
+                 or labels.get("app.kubernetes.io/name") == GATE_NAME)
     maps = {r.inputs["metadata"]["name"]: r.inputs.get("data") or {} for r in recording.of_type(CONFIG_MAP)}
     plugin = {name: yaml.safe_load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()}
     mig_file = yaml.safe_load(maps.get("nvidia-mig-manager-mig-parted-config", {}).get("config.yaml", "") or "{}") or {}

@@ -55,3 +55,11 @@ def test_a_pod_lands_only_where_its_gate_is_true_and_it_tolerates_the_gpu_taint(
 def test_a_toleration_without_a_key_tolerates_every_taint():
     spec = {**DAEMONSET["spec"]["template"]["spec"], "nodeSelector": {}, "tolerations": [{"operator": "Exists"}]}
     assert stack.pod_template({**DAEMONSET, "spec": {"template": {"spec": spec}}}).selects({}, GPU_TAINT)
+
+
+def test_a_readiness_probe_on_a_marker_is_what_the_pod_is_ready_on():
+    spec = DAEMONSET["spec"]["template"]["spec"]
+    probed = {**spec["containers"][0], "readinessProbe": {"exec": {"command": ["test", "-f", "/run/nvidia/validations/plugin-ready"]}}}
+    template = stack.pod_template({**DAEMONSET, "spec": {"template": {"spec": {**spec, "containers": [probed]}}}})
+    assert template.main[0].ready_marker == "plugin-ready"
+    assert stack.pod_template(DAEMONSET).main[0].ready_marker is None
