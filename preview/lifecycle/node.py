@@ -145,7 +145,9 @@ class Node:
             if step.check:
                 self._check(pod, step)  # the validator's running container: a check in a loop, the pod runs
                 continue
-            missing = self._missing(tuple(operand.get("needs_with_mig") or ()), step) if mig and self.mig_layout else []
+            # Only a container that asks the runtime for GPUs opens them (not a config-manager sidecar).
+            gpus = "NVIDIA_VISIBLE_DEVICES" in dict(step.env)
+            missing = self._missing(tuple(operand.get("needs_with_mig") or ()), step) if mig and gpus and self.mig_layout else []
             if missing:
                 pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
                 return

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from gpu_platform import matrix
 from preview.lifecycle import scenarios, stack
 from preview.recording import Recording
+from tests import release_stacks
 from tests.conftest import FIXTURES, record
 
 # What one node of each shipped pool offers, from the instance catalogue and the pool's sharing:
@@ -94,3 +96,13 @@ def test_markers_deleted_while_every_gpu_is_taken_hold_gfd_forever_when_plugin_r
     assert "nvidia-gpu-feature-discovery: Init (wait-for-plugin-ready waits for marker plugin-ready)" in problems
     # The same node with a free GPU recovers: the deadlock is the occupancy, not the order.
     assert scenarios.joins_later(view, view.pool("l4")).live
+
+
+@pytest.mark.parametrize("baked", [True, False], ids=["baked-toolkit", "toolkit-daemonset"])
+@pytest.mark.parametrize("release", release_stacks.each(sorted(matrix.load().releases)))
+def test_every_release_ends_live_in_every_scenario(release, baked):
+    """The prod stack on every release of the matrix, and its twin with the toolkit DaemonSet and a
+    time-sliced pool (tests/release_stacks.py): what changes between releases (markers, images, the
+    toolkit's runtime mode) never leaves a pod waiting forever."""
+    outcomes = scenarios.run(stack.view(release_stacks.rendered(release, baked)))
+    assert [f"{o.pool} / {o.scenario}: {p}" for o in outcomes for p in o.problems] == []
