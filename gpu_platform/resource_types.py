@@ -32,6 +32,7 @@ KMS_KEY = "aws:kms/key:Key"
 
 # Kubernetes (pulumi-kubernetes)
 NAMESPACE = "kubernetes:core/v1:Namespace"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 SERVICE = "kubernetes:core/v1:Service"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"

@@ -13,6 +13,7 @@ from gpu_platform import contract, matrix
 from gpu_platform.config import NodePool, StackConfig, parse
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
+from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.reports import rollouts
 from gpu_platform.resource_types import DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
@@ -189,12 +190,39 @@ def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
     return ["Long steps:", *lines] if lines else []
 
 
+def _requests(config: StackConfig, view: lifecycle_stack.StackView) -> list[str]:
+    """What workloads can ask for on each pool, per node and at the pool's desired and maximum size:
+    the lifecycle model's end state of a node (preview/lifecycle/scenarios.py `expected`)."""
+    lines = ["What workloads can request (per node once its operands run; at desired / max nodes):"]
+    sizes = {pool.name: (pool.desired_size, pool.max_size) for pool in config.node_pools}
+    for pool in view.pools:
+        desired, most = sizes.get(pool.name, (0, 0))
+        offered = scenarios.expected(view, pool)
+        what = "; ".join(f"{name} {count} ({count * desired} / {count * most})" for name, count in offered.items())
+        lines.append(f"  {pool.name:<12} {what or 'nothing'}")
+    return lines
+
+
+def _lifecycle(view: lifecycle_stack.StackView) -> list[str]:
+    """The node-lifecycle scenarios' verdict: every pod that would wait forever, by pool and scenario."""
+    outcomes = scenarios.run(view)
+    stuck = [o for o in outcomes if not o.live]
+    lines = [f"Node lifecycle: {len(scenarios.SCENARIOS)} scenarios per GPU pool (boot, join, reboot and rolls with "
+             f"every GPU taken, MIG and time-slicing changes, image roll): "
+             + ("every operand runs and every node offers the above in each" if not stuck else f"{len(stuck)} end stuck")]
+    lines += [f"  STUCK {o.pool} / {o.scenario}: {problem}" for o in stuck for problem in o.problems]
+    return lines
+
+
 def plan(recording: Recording, order: list[Registration]) -> list[str]:
     """The plan's lines (no trailing blank)."""
     config = parse(recording.config)
+    view = lifecycle_stack.view(recording)
     return [
         *_header(config, recording), "",
         *_pools(config, recording), "",
         *_operands(config, recording, order), "",
+        *_requests(config, view), "",
+        *_lifecycle(view), "",
         *_long_steps(config, recording),
     ]

@@ -1,0 +1,232 @@
+"""One GPU node under the lifecycle rules: its labels, markers, runtime, MIG layout, the GPUs
+workloads hold, and a pod per DaemonSet that selects it. `settle()` lets every pod go as far as the
+node allows; whatever is still waiting then waits forever, since nothing else on the node changes
+by itself."""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import Optional
+
+from components.aws.node_pool import NODE_GROUP_LABEL
+from gpu_platform import contract
+from preview.lifecycle import rules as lifecycle_rules
+from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
+
+RUNNING = "Running"
+
+
+@dataclass
+class Pod:
+    template: PodTemplate
+    done: int = 0  # init containers finished
+    phase: str = "Init"  # Init | Running | CrashLoopBackOff
+    why: str = ""  # what it waits for, or why it crashes
+
+
+@dataclass
+class Node:
+    stack: StackView
+    pool: Pool
+    labels: dict[str, str] = field(default_factory=dict)
+    markers: set[str] = field(default_factory=set)
+    runtime: bool = False
+    mig_layout: Optional[str] = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
+    mig_state: str = ""
+    allocated: int = 0  # GPU devices held by workloads
+    pods: dict[str, Pod] = field(default_factory=dict)
+    log: list[str] = field(default_factory=list)
+
+    # --- events -------------------------------------------------------------------------------------
+    @classmethod
+    def boot(cls, stack: StackView, pool: Pool) -> "Node":
+        node = cls(stack, pool, labels=dict(pool.labels))
+        # EKS labels each node with its node group: a readiness gate selects the pool's current group.
+        for template in stack.pods:
+            if template.selector.get(contract.POOL_LABEL) == pool.name and NODE_GROUP_LABEL in template.selector:
+                node.labels[NODE_GROUP_LABEL] = template.selector[NODE_GROUP_LABEL]
+        node.runtime = stack.config.node_image.toolkit_baked
+        return node
+
+    def reboot(self) -> None:
+        rules = lifecycle_rules.load()
+        if rules.cleared_at_boot:
+            self.markers.clear()
+        if not self.stack.config.node_image.toolkit_baked and not rules.runtime_survives_boot:
+            self.runtime = False
+        if not rules.allocations_survive_boot:
+            self.allocated = 0
+        # The kubelet starts every pod again from its first init container.
+        for name, pod in self.pods.items():
+            self.pods[name] = Pod(pod.template)
+        self.log.append("reboot")
+
+    def delete_pod(self, daemonset: str) -> None:
+        """The pod goes (its pre-stop hooks run); its DaemonSet makes a new one at the next settle."""
+        pod = self.pods.pop(daemonset, None)
+        if pod is None:
+            return
+        for glob in pod.template.deletes:
+            self.markers -= {m for m in self.markers if fnmatch.fnmatch(m, glob)}
+
+    def roll(self, daemonsets: Optional[list[str]] = None) -> None:
+        for name in list(daemonsets if daemonsets is not None else self.pods):
+            self.delete_pod(name)
+
+    def fill(self) -> None:
+        """Workloads take every GPU device the node advertises."""
+        self.allocated = sum(self.advertised().values())
+
+    def drain(self) -> None:
+        self.allocated = 0
+
+    # --- what the node offers -----------------------------------------------------------------------
+    def _plugin_config(self) -> dict:
+        configs = self.stack.plugin_configs
+        return configs.get(self.labels.get(contract.DEVICE_PLUGIN_CONFIG_LABEL, ""), configs.get("default", {})) or {}
+
+    def advertised(self) -> dict[str, int]:
+        """What the kubelet lists in the node's capacity: the device plugin's, once it runs."""
+        dra = self.stack.config.allocation.mode == "dra"
+        allocator = next((p for p in self.pods.values() if p.template.operand == ("dra-driver" if dra else "device-plugin")), None)
+        if allocator is None or allocator.phase != RUNNING:
+            return {}
+        return offers(self.stack, self.pool, self.mig_layout, self._plugin_config())
+
+    # --- conditions ---------------------------------------------------------------------------------
+    def _holds(self, condition: str, step: Step) -> bool:
+        if condition == "driver":
+            return True
+        if condition == "runtime":
+            return self.runtime
+        if condition == "gpu-capacity":
+            return sum(self.advertised().values()) > 0
+        if condition == "free-gpu":
+            return sum(self.advertised().values()) > self.allocated
+        if condition == "mig-devices":
+            return step.privileged or (self.stack.toolkit_mode == "legacy" and "SYS_ADMIN" in step.capabilities
+                                       and dict(step.env).get("NVIDIA_MIG_MONITOR_DEVICES") == "all")
+        if condition == "gpus-idle":
+            return self.allocated == 0
+        raise ValueError(f"unknown lifecycle condition {condition!r} (preview/lifecycle/rules.yaml)")
+
+    def _missing(self, conditions: tuple[str, ...], step: Step) -> list[str]:
+        return [c for c in conditions if not self._holds(c, step)]
+
+    # --- one pass -------------------------------------------------------------------------------------
+    def _check(self, pod: Pod, step: Step) -> Optional[str]:
+        """Run a validator check; None when its marker is written, else what it waits for."""
+        rules = lifecycle_rules.load()
+        check = rules.checks.get(step.check or "")
+        if check is None:
+            return None
+        missing = self._missing(check.needs + (check.workload_needs if step.with_workload else ()), step)
+        if missing:
+            return f"{step.container} waits for {', '.join(missing)}"
+        self.markers.add(check.marker(pod.template.image_version))
+        return None
+
+    def _advance(self, pod: Pod) -> None:
+        rules = lifecycle_rules.load()
+        while pod.done < len(pod.template.init):
+            step = pod.template.init[pod.done]
+            if step.wait_for and step.wait_for not in self.markers:
+                pod.why = f"{step.container} waits for marker {step.wait_for}"
+                return
+            blocked = self._check(pod, step) if step.check else None
+            if blocked:
+                pod.why = blocked
+                return
+            pod.done += 1
+        operand = rules.operand(pod.template.operand)
+        mig = self._plugin_config().get("flags", {}).get("migStrategy", "none") not in ("none", None)
+        for step in pod.template.main:
+            if step.check:
+                self._check(pod, step)  # the validator's running container: a check in a loop, the pod runs
+                continue
+            # Only a container that asks the runtime for GPUs opens them (not a config-manager sidecar).
+            gpus = "NVIDIA_VISIBLE_DEVICES" in dict(step.env)
+            missing = self._missing(tuple(operand.get("needs_with_mig") or ()), step) if mig and gpus and self.mig_layout else []
+            if missing:
+                pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
+                return
+        pod.phase, pod.why = RUNNING, ""
+        if operand.get("provides") == "runtime":
+            self.runtime = True
+
+    def _mig_manager(self, pod: Pod) -> None:
+        wanted = self.labels.get(contract.MIG_CONFIG_LABEL)
+        if pod.phase != RUNNING or not wanted or wanted == self.mig_layout or self.mig_state == f"failed:{wanted}":
+            return
+        operand = lifecycle_rules.load().operand("mig-manager")
+        # The clients' gates (their DaemonSets' nvidia.com/gpu.deploy.* selectors) are paused, so their
+        # pods leave the node; afterwards the gates are set back to true.
+        gates = {key for t in self.stack.pods if t.operand in operand["pauses"]
+                 for key in t.selector if key.startswith(contract.GATE_PREFIX)}
+        saved = {key: self.labels[key] for key in gates if key in self.labels}
+        self.labels.update({key: operand["pause_value"] for key in saved})
+        for name, client in list(self.pods.items()):
+            if not client.template.selects(self.labels, self.pool.taints):
+                self.delete_pod(name)
+        if self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
+            self.mig_state = f"failed:{wanted}"
+            self.log.append(f"MIG config {wanted} failed: GPUs in use")
+        else:
+            self.mig_layout, self.mig_state = wanted, "success"
+            self.roll([p.template.daemonset for p in list(self.pods.values()) if p.template.operand in operand["restarts"]])
+        self.labels.update(saved)
+
+    def settle(self, limit: int = 100) -> "Node":
+        for _ in range(limit):
+            before = self._snapshot()
+            for template in self.stack.pods:
+                selected = template.selects(self.labels, self.pool.taints)
+                if selected and template.daemonset not in self.pods:
+                    self.pods[template.daemonset] = Pod(template)
+                elif not selected and template.daemonset in self.pods:
+                    self.delete_pod(template.daemonset)
+            for pod in list(self.pods.values()):
+                self._advance(pod)
+                if pod.template.operand == "mig-manager":
+                    self._mig_manager(pod)
+            if self._snapshot() == before:
+                return self
+        raise AssertionError(f"node of pool {self.pool.name} never settles: {self._snapshot()}")
+
+    def _snapshot(self) -> tuple:
+        return (frozenset(self.markers), self.runtime, self.mig_layout, self.mig_state, self.allocated,
+                tuple(sorted((n, p.done, p.phase, p.why) for n, p in self.pods.items())))
+
+    # --- verdict ----------------------------------------------------------------------------------------
+    def stuck(self) -> list[str]:
+        """Every pod that is not running, or never ready, once the node has settled, with what it waits for."""
+        found = []
+        for name, pod in sorted(self.pods.items()):
+            unready = [s for s in pod.template.main if s.ready_marker and s.ready_marker not in self.markers]
+            if pod.phase != RUNNING:
+                found.append(f"{name}: {pod.phase} ({pod.why})")
+            elif unready:
+                found.append(f"{name}: Running, never Ready ({unready[0].container}'s probe waits for marker {unready[0].ready_marker})")
+        return found
+
+
+def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_config: dict) -> dict[str, int]:
+    """What a node of the pool advertises with the device plugin's config and the MIG layout applied:
+    whole GPUs times the time-slicing replicas, or each MIG profile's count under the mixed strategy
+    (k8s-device-plugin v0.18.1: resource names nvidia.com/gpu and nvidia.com/mig-<profile>)."""
+    if stack.config.allocation.mode == "dra":
+        # The DRA driver publishes each whole GPU as a device of class gpu.nvidia.com (operands/dra_driver.py).
+        return {"gpu.nvidia.com": pool.gpus}
+    flags = plugin_config.get("flags") or {}
+    strategy = flags.get("migStrategy", "none")
+    layout = stack.mig_configs.get(mig_layout or "", {}) if strategy != "none" else {}
+    if layout and strategy == "mixed":
+        return {f"nvidia.com/mig-{profile}": count * pool.gpus for profile, count in sorted(layout.items())}
+    if layout and strategy == "single":
+        return {"nvidia.com/gpu": sum(layout.values()) * pool.gpus}
+    replicas = 1
+    for resource in ((plugin_config.get("sharing") or {}).get("timeSlicing") or {}).get("resources") or ():
+        if resource.get("name") == "nvidia.com/gpu":
+            replicas = int(resource.get("replicas", 1))
+    return {"nvidia.com/gpu": pool.gpus * replicas}

@@ -1,0 +1,171 @@
+"""What the lifecycle model reads of a recording: each GPU pool's node (labels, taints, GPUs) and each
+operand DaemonSet's pod (where it runs, its init waits and checks, its containers, what its pre-stop
+hooks delete), as the program registered them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import yaml
+
+from gpu_platform import contract
+from gpu_platform.config import StackConfig, parse
+from gpu_platform.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP
+from preview.lifecycle import rules as lifecycle_rules
+from preview.recording import Recording
+
+OPERAND_LABEL = "gpu-platform.io/operand"
+# A blue-green pool's readiness gate (components/kubernetes/readiness_gate.py), by its name label.
+GATE_NAME = "gpu-readiness-gate"
+_WAIT = re.compile(r"\[ -f (?P<dir>/\S+)/(?P<marker>[\w.-]+) \]")
+_REMOVE = re.compile(r"rm -f (?P<paths>(?:\S+ ?)+)")
+# Node groups spell taint effects as EKS does; the kubelet registers them in Kubernetes spelling.
+_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One container of a pod: a wait for a marker, a validator check, or an operand's process."""
+
+    container: str
+    wait_for: Optional[str] = None  # a marker file name the container loops on
+    check: Optional[str] = None  # the validator's COMPONENT
+    with_workload: bool = False
+    privileged: bool = False
+    capabilities: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    ready_marker: Optional[str] = None  # the marker its readiness probe tests for
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    daemonset: str
+    operand: str
+    selector: dict[str, str]
+    tolerations: tuple[dict[str, Any], ...]
+    init: tuple[Step, ...]
+    main: tuple[Step, ...]
+    deletes: tuple[str, ...]  # marker globs its pre-stop hooks remove
+    image_version: str  # the tag's version of its first container's image
+
+    def tolerates(self, taints: tuple[dict[str, str], ...]) -> bool:
+        def covered(taint: dict[str, str]) -> bool:
+            for t in self.tolerations:
+                if t.get("operator") == "Exists" and not t.get("key"):
+                    return True
+                if t.get("key") == taint["key"] and t.get("effect") in (None, "", taint["effect"]) and (
+                        t.get("operator") == "Exists" or t.get("value") == taint.get("value")):
+                    return True
+            return False
+        return all(covered(t) for t in taints if t["effect"] in ("NoSchedule", "NoExecute"))
+
+    def selects(self, labels: dict[str, str], taints: tuple[dict[str, str], ...]) -> bool:
+        return all(labels.get(k) == v for k, v in self.selector.items()) and self.tolerates(taints)
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    labels: dict[str, str]
+    taints: tuple[dict[str, str], ...]
+    gpus: int
+    gpu_model: str
+
+
+@dataclass(frozen=True)
+class StackView:
+    config: StackConfig
+    pools: tuple[Pool, ...]
+    pods: tuple[PodTemplate, ...]  # in creation (stage) order
+    plugin_configs: dict[str, dict[str, Any]]  # the device plugin's config files, by name
+    mig_configs: dict[str, dict[str, int]]  # MIG layouts per GPU, by config name ({} = MIG off)
+    toolkit_mode: str  # the runtime mode the node's toolkit resolves `auto` to
+
+    def pool(self, name: str) -> Pool:
+        return next(p for p in self.pools if p.name == name)
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e}
+
+
+def _step(container: dict[str, Any], markers_dir: str) -> Step:
+    env = _env(container)
+    text = " ".join(map(str, [*(container.get("command") or []), *(container.get("args") or [])]))
+    waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] == markers_dir]
+    security = container.get("securityContext") or {}
+    probe = " ".join(map(str, (((container.get("readinessProbe") or {}).get("exec") or {}).get("command") or [])))
+    ready = re.fullmatch(rf"test -f {re.escape(markers_dir)}/([\w.-]+)", probe)
+    return Step(
+        container=container["name"],
+        wait_for=waits[0] if waits and "COMPONENT" not in env else None,
+        check=env.get("COMPONENT"),
+        with_workload=env.get("WITH_WORKLOAD") == "true",
+        privileged=bool(security.get("privileged")),
+        capabilities=tuple((security.get("capabilities") or {}).get("add") or ()),
+        env=tuple(sorted(env.items())),
+        ready_marker=ready.group(1) if ready else None,
+    )
+
+
+def _deletes(containers: list[dict[str, Any]], markers_dir: str) -> tuple[str, ...]:
+    globs = []
+    for container in containers:
+        hook = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
+        for match in _REMOVE.finditer(" ".join(map(str, hook.get("command") or []))):
+            globs += [p.removeprefix(markers_dir + "/") for p in match["paths"].split() if p.startswith(markers_dir + "/")]
+    return tuple(globs)
+
+
+def _version(image: str) -> str:
+    tag = image.rsplit(":", 1)[-1].split("@")[0]
+    found = re.search(r"\d+\.\d+\.\d+", tag)
+    return found.group(0) if found else "0.0.0"
+
+
+def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
+    """`name`: the resource's name, for a DaemonSet whose object name Pulumi chooses (a readiness gate)."""
+    markers_dir = lifecycle_rules.load().markers_dir
+    meta, spec = daemonset["metadata"], daemonset["spec"]["template"]["spec"]
+    containers = spec.get("containers") or []
+    return PodTemplate(
+        daemonset=meta.get("name") or name,
+        operand=(meta.get("labels") or {}).get(OPERAND_LABEL) or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
+        selector=dict(spec.get("nodeSelector") or {}),
+        tolerations=tuple(spec.get("tolerations") or ()),
+        init=tuple(_step(c, markers_dir) for c in spec.get("initContainers") or []),
+        main=tuple(_step(c, markers_dir) for c in containers),
+        deletes=_deletes([*(spec.get("initContainers") or []), *containers], markers_dir),
+        image_version=_version(containers[0]["image"]) if containers else "0.0.0",
+    )
+
+
+def _pool(group: dict[str, Any]) -> Pool:
+    tags = group.get("tags") or {}
+    taints = tuple({"key": t["key"], "value": t.get("value", ""), "effect": _EFFECTS.get(t["effect"], t["effect"])}
+                   for t in group.get("taints") or ())
+    return Pool(name=tags[contract.POOL_LABEL], labels=dict(group.get("labels") or {}), taints=taints,
+                gpus=int(float(tags.get(contract.GPU_COUNT_TAG, 0))), gpu_model=tags.get(contract.GPU_MODEL_TAG, ""))
+
+
+def view(recording: Recording) -> StackView:
+    config = parse(recording.config)
+    groups = [r.inputs for r in recording.of_type(EKS_NODE_GROUP) if contract.POOL_LABEL in (r.inputs.get("tags") or {})]
+    pods = tuple(pod_template(r.inputs, r.name) for r in recording.of_type(DAEMONSET)
+                 if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})
+                 or labels.get("app.kubernetes.io/name") == GATE_NAME)
+    maps = {r.inputs["metadata"]["name"]: r.inputs.get("data") or {} for r in recording.of_type(CONFIG_MAP)}
+    plugin = {name: yaml.safe_load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()}
+    mig_file = yaml.safe_load(maps.get("nvidia-mig-manager-mig-parted-config", {}).get("config.yaml", "") or "{}") or {}
+    mig = {}
+    for name, entries in (mig_file.get("mig-configs") or {}).items():
+        layout: dict[str, int] = {}
+        for entry in entries:
+            if entry.get("mig-enabled"):
+                for profile, count in (entry.get("mig-devices") or {}).items():
+                    layout[profile] = layout.get(profile, 0) + int(count)
+        mig[name] = layout
+    toolkit = config.release.toolkit_version
+    return StackView(config, tuple(_pool(g) for g in groups), pods, plugin, mig, lifecycle_rules.load().toolkit_mode(toolkit))

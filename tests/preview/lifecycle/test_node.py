@@ -1,0 +1,78 @@
+"""One node under the rules: markers, pre-stop hooks, GPU occupancy and the MIG devices a container
+sees, on the dev stack's pool with pods written here."""
+
+import dataclasses
+
+import pytest
+
+from preview.lifecycle import node as lifecycle_node, stack
+from tests.preview.lifecycle.test_stack import DAEMONSET
+
+GATE = {"nvidia.com/gpu.deploy.thing": "true"}
+
+
+@pytest.fixture
+def dev_view(dev):
+    return stack.view(dev)
+
+
+def _one_pod(view, daemonset):
+    pool = dataclasses.replace(view.pools[0], labels={**view.pools[0].labels, **GATE})
+    return dataclasses.replace(view, pods=(stack.pod_template(daemonset),)), pool
+
+
+def _with_main(env=(), privileged=False, caps=()):
+    spec = DAEMONSET["spec"]["template"]["spec"]
+    main = {"name": "thing", "image": "x:v1", "env": [{"name": k, "value": v} for k, v in env],
+            "securityContext": {"privileged": privileged, "capabilities": {"add": list(caps)}}}
+    return {**DAEMONSET, "spec": {"template": {"spec": {**spec, "initContainers": [], "containers": [main]}}}}
+
+
+def test_a_wait_holds_the_pod_until_its_marker_is_written(dev_view):
+    view, pool = _one_pod(dev_view, DAEMONSET)
+    node = lifecycle_node.Node.boot(view, pool).settle()
+    assert node.stuck() == ["nvidia-thing: Init (wait-for-toolkit-ready waits for marker toolkit-ready)"]
+    node.markers.add("toolkit-ready")
+    # Next: the plugin check with a workload needs a GPU the node advertises; no device plugin here.
+    assert "plugin-validation waits for gpu-capacity, free-gpu" in node.settle().stuck()[0]
+
+
+def test_a_reboot_clears_every_marker(dev_view):
+    view, pool = _one_pod(dev_view, DAEMONSET)
+    node = lifecycle_node.Node.boot(view, pool)
+    node.markers |= {"toolkit-ready", "plugin-ready"}
+    node.reboot()
+    assert node.markers == set()
+
+
+def test_deleting_a_pod_runs_its_pre_stop_deletion(dev_view):
+    view, pool = _one_pod(dev_view, DAEMONSET)
+    node = lifecycle_node.Node.boot(view, pool)
+    node.markers |= {"toolkit-ready", "plugin-ready", "other"}
+    node.settle()
+    node.delete_pod("nvidia-thing")
+    assert node.markers == {"other"}
+
+
+@pytest.mark.parametrize("mode, privileged, caps, monitor, sees", [
+    ("jit-cdi", False, ("SYS_ADMIN",), "all", False),  # toolkit issue #1740: jit-cdi injects no caps devices
+    ("jit-cdi", True, (), "", True),  # a privileged container gets every host device
+    ("legacy", False, ("SYS_ADMIN",), "all", True),  # the legacy hook honours NVIDIA_MIG_MONITOR_DEVICES
+    ("legacy", False, (), "all", False),  # ... only in a container it counts as privileged
+])
+def test_which_containers_see_the_mig_capability_devices(dev_view, mode, privileged, caps, monitor, sees):
+    view, pool = _one_pod(dataclasses.replace(dev_view, toolkit_mode=mode), _with_main(
+        env=(("NVIDIA_MIG_MONITOR_DEVICES", monitor),), privileged=privileged, caps=caps))
+    node = lifecycle_node.Node.boot(view, pool)
+    step = view.pods[0].main[0]
+    assert node._holds("mig-devices", step) is sees
+
+
+def test_a_full_node_has_no_free_gpu_and_a_drained_one_has(dev):
+    view = stack.view(dev)
+    node = lifecycle_node.Node.boot(view, view.pools[0]).settle()
+    assert node.advertised() == {"nvidia.com/gpu": 4}  # dev: one L4 (g6.2xlarge), 4 time-slicing replicas
+    node.fill()
+    assert not node._holds("free-gpu", stack.Step("x"))
+    node.drain()
+    assert node._holds("free-gpu", stack.Step("x"))
