@@ -72,7 +72,8 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
 
 
 def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict[str, str], kubernetes_version: str,
-                   provider, depends_on: list[pulumi.Resource]) -> AdmissionArgs:
+                   provider, depends_on: list[pulumi.Resource],
+                   privileged_namespaces: tuple[str, ...] = ()) -> AdmissionArgs:
     """The admission policies' arguments: the service accounts of the operands that run."""
     specs = {spec.operand: spec for _, spec in planned}
     validator = specs.get("validator")
@@ -85,6 +86,7 @@ def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict
         validator_account=validator.name if validator else None,
         validator_images=(images["validator"],) if validator else (),
         node_writers=writers, depends_on=tuple(depends_on), dra=dra.OPERAND in specs,
+        privileged_namespaces=privileged_namespaces,
     )
 
 
@@ -134,8 +136,8 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         # Before the first operand: the validator's first workload pod and the first node patch are
         # already checked (components/kubernetes/admission.py).
-        policies = AdmissionPolicies(f"{name}-admission", admission_args(planned, images, k8s_version, provider, [namespace]),
-                                     opts=child)
+        policies = AdmissionPolicies(f"{name}-admission", admission_args(
+            planned, images, k8s_version, provider, [namespace], config.workloads.privileged_namespaces), opts=child)
         previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace, policies]
         self.operands = []
         for stage, spec in planned:

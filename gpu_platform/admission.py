@@ -161,9 +161,9 @@ NODE_WRITERS = (
 # Admission sees only the pod: a variable set through envFrom (a ConfigMap's keys) or by the image itself
 # (CUDA base images set NVIDIA_VISIBLE_DEVICES=all) passes it. The boundary for those is the node: the
 # toolkit there takes the variable from privileged containers only (accept-nvidia-visible-devices-
-# envvar-when-unprivileged = false, components/aws/image_component.py and the toolkit DaemonSet), and a
-# privileged container outside the operator namespace is Pod Security's to refuse. The policy refuses
-# the requests a pod spells out, early and with a message, not every way to make one.
+# envvar-when-unprivileged = false, components/aws/image_component.py and the toolkit DaemonSet), and
+# the policy refuses privileged containers on GPU nodes (PRIVILEGE_CAPABILITY below). It refuses the
+# requests a pod spells out, early and with a message, not every way to make one.
 DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS")
 # NVIDIA_VISIBLE_DEVICES set to exactly one of these selects no GPU: cuda_image.go:173-176 turns
 # "void" (and an empty value) into no device, and internal/config/image/devices.go:36-47
@@ -185,6 +185,33 @@ CDI_ANNOTATION_DOMAIN = "cdi.k8s.io"
 # (components/kubernetes/operands/sharing.py).
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+
+# The toolkit counts a container as privileged when CAP_SYS_ADMIN is in its bounding set
+# (NVIDIA/nvidia-container-toolkit v1.18.1 and v1.20.0 internal/config/image/privileged.go:23-25,
+# 35-47, 56-62; cuda_image.go:66-74 reads the OCI spec's process env, the image's included), and then
+# honours its device variables whatever accept-nvidia-visible-devices-envvar-when-unprivileged says
+# (cuda_image.go:279-282 VisibleDevices, 435-438 ImexChannelRequests): every GPU of the node, around the device
+# plugin and DRA. `privileged: true` puts every capability in that set, and also every host device node
+# in the container. So on a GPU node, outside the operator namespace, no container is privileged or adds
+# one of these. The kubelet hands capabilities.add to the runtime as written (pkg/kubelet/kuberuntime/
+# security_context.go convertToRuntimeCapabilities); containerd upper-cases each and prefixes CAP_, and
+# takes ALL in any case (containerd v2.2.4 internal/cri/opts/spec_opts.go:208-222, internal/cri/util/
+# strings.go:27-34 EqualFold); CRI-O also takes the CAP_ spelling. So any case, with or without CAP_.
+PRIVILEGE_CAPABILITY = "(?i)^(CAP_)?(SYS_ADMIN|ALL)$"
+# Where a pod can land on a GPU node: it tolerates the GPU taint (a toleration of its key with a NoSchedule
+# or empty effect, whatever the value; or one with no key and operator Exists, which tolerates every taint:
+# k8s.io/api core/v1 toleration.go ToleratesTaint), or it names its node: a pod with spec.nodeName bypasses
+# the scheduler and is bound there even past NoSchedule taints (kubernetes.io/docs/concepts/scheduling-
+# eviction/taint-and-toleration/), and admission cannot tell a GPU node's name from another's. Selecting GPU
+# nodes without tolerating the taint lands nowhere. Tolerations may be added to a pending pod by update
+# (pkg/apis/core/validation ValidatePodUpdate: spec.tolerations, additions only), so that update is checked.
+# Namespaces whose pods may nevertheless run privileged there: kube-system, where EKS runs its add-ons'
+# privileged DaemonSets that tolerate every taint (kube-proxy, aws-node's init container, the EBS CSI node
+# plugin, the node monitoring agent: addon_privileges.py), and where creating a pod already means holding
+# any of the namespace's service accounts, the controllers' among them (kubernetes.io/docs/concepts/security/
+# rbac-good-practices/, "Workload creation"). Its pod creators can take every GPU of any node: a named
+# bypass (README "Admission policies"). Users add their own with gpu-platform:workloads.privilegedNamespaces.
+PRIVILEGED_NAMESPACES = ("kube-system",)
 
 # Pods outside the operator namespace that select devices by environment by design, admitted by
 # name: the EKS node monitoring agent add-on's DCGM server (aws/eks-node-monitoring-agent v1.7.0

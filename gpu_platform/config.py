@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import aws_limits, dra, image_refs, ledger, matrix, operands, versions
+from gpu_platform import admission, aws_limits, dra, image_refs, ledger, matrix, operands, versions
 from gpu_platform.canonical_form import canonical, sha256
 
 PROJECT = "gpu-platform"
@@ -408,6 +408,26 @@ class NodeImage(_Model):
 
 class Workloads(_Model):
     cuda_versions: tuple[str, ...] = Field(alias="cudaVersions", min_length=1)
+    # Namespaces whose pods may run privileged or with SYS_ADMIN on GPU nodes (e.g. your own GPU monitoring
+    # agent's), besides kube-system and the operator namespace: written into the GPU-access admission
+    # policy, whose spec the privilege ledger hashes, so listing one is a new approval.
+    privileged_namespaces: tuple[str, ...] = Field(default=(), alias="privilegedNamespaces")
+
+    @field_validator("privileged_namespaces", mode="before")
+    @classmethod
+    def _namespaces(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)):
+            return value
+        for i, name in enumerate(value):
+            if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", name):
+                raise ValueError(_at(f"[{i}]", f"{_shown(name)} is not a Kubernetes namespace name "
+                                               f"({_NAMESPACE_FORM})"))
+            if name in admission.PRIVILEGED_NAMESPACES:
+                raise ValueError(_at(f"[{i}]", f"{_shown(name)} is exempt already (gpu_platform/admission.py "
+                                               "PRIVILEGED_NAMESPACES); list only your own namespaces"))
+            if name in value[:i]:
+                raise ValueError(_at(f"[{i}]", f"{_shown(name)} is listed twice"))
+        return tuple(value)
 
     @field_validator("cuda_versions", mode="before")
     @classmethod

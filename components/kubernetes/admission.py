@@ -15,7 +15,10 @@ the API server sends them.
    extended-resource) keys of their namespaces, no taints or other spec, the MIG manager only on its
    own node. Node status writes are checked too (`nodes/status`: NFD patches its extended resources there).
 3. GPU access: outside the operator namespace no pod selects devices through the runtime's environment
-   variables (but "no device"), CDI annotations or device volume mounts, and `runtimeClassName: nvidia` comes only with a GPU request.
+   variables (but "no device"), CDI annotations or device volume mounts, and `runtimeClassName: nvidia` comes only
+   with a GPU request; a pod that can land on a GPU node runs no privileged container and adds no SYS_ADMIN (or
+   ALL), but in kube-system and the namespaces the stack lists (the toolkit takes such a container's own device
+   variables).
 4. DRA ResourceSlices (allocation mode dra): the DRA kubelet plugin writes only its own node's slices
    of its own driver. Built here, registered by the DRA driver's component, which owns it.
 """
@@ -28,7 +31,7 @@ from typing import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import admission
+from gpu_platform import admission, contract
 from gpu_platform.admission import NodeWriter
 
 LABELS = {"app.kubernetes.io/part-of": "gpu-platform"}
@@ -214,12 +217,44 @@ def node_writer(namespace: str, account: str, writer: NodeWriter) -> dict:
     }
 
 
-def gpu_access(operator_namespace: str, dra: bool = False) -> dict:
+# The GPU-access policy's requests: pod creation, added ephemeral containers, and the one other pod
+# update that can move a pod onto a GPU node, added tolerations (on a pod still pending); not other
+# updates, for the reasons of _POD_RULES.
+_GPU_ACCESS_RULES = [{**_POD_RULES[0], "operations": ["CREATE", "UPDATE"]}, _POD_RULES[1]]
+_TOLERATIONS = "(has({0}.spec.tolerations) ? {0}.spec.tolerations : [])"
+_CREATE_OR_NEW_TOLERATION = {"name": "create-ephemeral-or-toleration", "expression": (
+    "request.operation == 'CREATE' || (has(request.subResource) && request.subResource == 'ephemeralcontainers')"
+    f" || {_TOLERATIONS.format('object')} != {_TOLERATIONS.format('oldObject')}")}
+
+
+def _gpu_node_variables(exempt_namespaces: Sequence[str]) -> list[dict]:
+    """`gpuNode`: the pod can land on a GPU node; `elevated`: its privileged or SYS_ADMIN containers;
+    `privilegeExempt`: its namespace may run them (the facts: gpu_platform/admission.py)."""
+    effect, key = cel_string(contract.GPU_TAINT_EFFECT), cel_string(contract.GPU_TAINT_KEY)
+    tolerates = (f"object.spec.tolerations.exists(t, (!has(t.effect) || t.effect == '' || t.effect == {effect})"
+                 f" && ((has(t.key) && t.key == {key})"
+                 " || ((!has(t.key) || t.key == '') && has(t.operator) && t.operator == 'Exists')))")
+    sc = "c.securityContext"
+    elevated = (f"has({sc}) && ((has({sc}.privileged) && {sc}.privileged) || (has({sc}.capabilities)"
+                f" && has({sc}.capabilities.add) && {sc}.capabilities.add.exists(a, a.matches("
+                f"{cel_string(admission.PRIVILEGE_CAPABILITY)}))))")
+    return [
+        {"name": "gpuNode", "expression": (f"(has(object.spec.tolerations) && {tolerates})"
+                                           " || (has(object.spec.nodeName) && object.spec.nodeName != '')")},
+        {"name": "elevated", "expression": f"variables.containers.filter(c, {elevated})"},
+        {"name": "privilegeExempt", "expression": f"request.namespace in {cel_list(sorted(exempt_namespaces))}"},
+    ]
+
+
+def gpu_access(operator_namespace: str, dra: bool = False, privileged_namespaces: Sequence[str] = ()) -> dict:
     """The spec of the GPU-access policy (pods outside the operator namespace). `dra`: the stack
     allocates GPUs through the DRA driver, which the messages then point at (the rules are the same:
-    a claim's devices come by CDI from the kubelet, never from a pod's own env, mounts or annotations)."""
+    a claim's devices come by CDI from the kubelet, never from a pod's own env, mounts or annotations).
+    `privileged_namespaces`: the stack's own namespaces that may run privileged pods on GPU nodes, besides
+    admission.PRIVILEGED_NAMESPACES."""
     source = ("ResourceClaims on the DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com)" if dra
               else "the device plugin")
+    exempt_namespaces = (*admission.PRIVILEGED_NAMESPACES, *privileged_namespaces)
     exempt = " || ".join(
         f"(request.namespace == {cel_string(ns)} && has(object.metadata.labels) && {cel_string(key)} in object.metadata.labels"
         f" && object.metadata.labels[{cel_string(key)}] == {cel_string(value)})"
@@ -232,13 +267,29 @@ def gpu_access(operator_namespace: str, dra: bool = False) -> dict:
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
-            "resourceRules": _POD_RULES,
+            "resourceRules": _GPU_ACCESS_RULES,
             "namespaceSelector": {"matchExpressions": [
                 {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [operator_namespace]}]},
         },
-        "matchConditions": [{"name": "not-exempt", "expression": f"!({exempt})"}] if exempt else [],
-        "variables": [_CONTAINERS],
+        "matchConditions": [_CREATE_OR_NEW_TOLERATION,
+                            *([{"name": "not-exempt", "expression": f"!({exempt})"}] if exempt else [])],
+        "variables": [_CONTAINERS, *_gpu_node_variables(exempt_namespaces)],
         "validations": [
+            {"expression": "!variables.gpuNode || size(variables.elevated) == 0 || variables.privilegeExempt",
+             # Names the first such container (standard CEL has no join).
+             "messageExpression": (
+                 cel_string(f"outside {operator_namespace}, a pod that can run on a GPU node (it tolerates the "
+                            f"{contract.GPU_TAINT_KEY} taint or names its node) has no privileged container and adds "
+                            "no SYS_ADMIN or ALL capability: container ")
+                 + " + variables.elevated[0].name + "
+                 + cel_string(f" does, and would get every GPU of the node, around {source}. Drop it from the "
+                              f"container, or run the pod in {operator_namespace} or a namespace listed in "
+                              "gpu-platform:workloads.privilegedNamespaces")),
+             "message": (f"outside {operator_namespace}, a pod that can run on a GPU node has no privileged container "
+                         "and adds no SYS_ADMIN or ALL capability (the toolkit would give it every GPU of the node, "
+                         "around "
+                         f"{source}); drop it, or run the pod in {operator_namespace} or a namespace listed in "
+                         "gpu-platform:workloads.privilegedNamespaces")},
             {"expression": ("variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in "
                             f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
                             f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
@@ -296,6 +347,7 @@ class AdmissionArgs:
     node_writers: tuple[tuple[NodeWriter, str], ...]  # each active writer with its service account
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
     dra: bool = False  # GPUs allocated through the DRA driver (allocation mode dra)
+    privileged_namespaces: tuple[str, ...] = ()  # gpu-platform:workloads.privilegedNamespaces
 
 
 class AdmissionPolicies(pulumi.ComponentResource):
@@ -311,7 +363,7 @@ class AdmissionPolicies(pulumi.ComponentResource):
                 "create pods on any node, the MIG manager and NFD may patch any node key): upgrade the cluster")
             self.register_outputs({})
             return
-        specs = {admission.GPU_ACCESS: gpu_access(args.namespace, args.dra)}
+        specs = {admission.GPU_ACCESS: gpu_access(args.namespace, args.dra, args.privileged_namespaces)}
         if args.validator_account:
             specs[admission.VALIDATOR_PODS] = validator_pods(args.namespace, args.validator_account, args.validator_images)
         for writer, account in args.node_writers:

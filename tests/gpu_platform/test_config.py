@@ -230,6 +230,20 @@ def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fra
     assert f"gpu-platform:monitoring.{key}" in str(error.value) and fragment in str(error.value), str(error.value)
 
 
+@pytest.mark.parametrize("value, path, fragment", [
+    (["GPU-Monitoring"], "[0]", "is not a Kubernetes namespace name"),
+    (["gpu-monitoring", "gpu-monitoring"], "[1]", "is listed twice"),
+    (["kube-system"], "[0]", "is exempt already"),
+])
+def test_privileged_namespaces_kubernetes_would_refuse_or_that_repeat_are_errors(value, path, fragment):
+    raw = engine.read_stack_file(engine.stack_file("prod"))
+    raw["gpu-platform:workloads"]["privilegedNamespaces"] = value
+    with pytest.raises(config_model.ConfigError) as error:
+        config_model.parse(raw)
+    message = str(error.value)
+    assert f"gpu-platform:workloads.privilegedNamespaces{path}" in message and fragment in message, message
+
+
 def test_prometheus_selectors_default_to_kube_prometheus_stack():
     monitoring = config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).monitoring
     assert (monitoring.prometheus_namespace, dict(monitoring.prometheus_pod_labels)) == ("monitoring", {"app.kubernetes.io/name": "prometheus"})

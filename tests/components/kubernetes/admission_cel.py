@@ -1,7 +1,8 @@
 """A ValidatingAdmissionPolicy evaluated as the API server evaluates one (k8s.io/apiserver
 pkg/admission/plugin/policy/validating): the request must match the policy's resource rules (and
 namespace selector, here by the namespace's name label), every match condition must be true, then
-the variables are computed in order and every validation must be true. CEL by cel-python (standard
+the variables are computed in order and every validation must be true; a failed one reports its
+messageExpression when that gives a string. CEL by cel-python (standard
 CEL; the policies use no Kubernetes library function). Returns the messages of the failed
 validations, or None when the policy does not apply."""
 
@@ -48,5 +49,15 @@ def evaluate(spec: dict, request: dict) -> list[str] | None:
         if isinstance(result, celpy.CELEvalError):
             raise AssertionError(f"{validation['expression']}: {result}")
         if not bool(result):
-            failed.append(validation["message"])
+            failed.append(_message(validation, activation))
     return failed
+
+
+def _message(validation: dict, activation) -> str:
+    """A failed validation's message: its messageExpression's string, else (an error, a blank or a
+    multi-line string) its message (k8s.io/api admissionregistration/v1 Validation.messageExpression)."""
+    if "messageExpression" in validation:
+        result = _run(validation["messageExpression"], activation)
+        if isinstance(result, str) and result.strip() and "\n" not in result:
+            return str(result)
+    return validation["message"]

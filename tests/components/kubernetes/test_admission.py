@@ -10,6 +10,7 @@ import copy
 import kubernetes_validate
 import pytest
 
+from gpu_platform import admission
 from tests.components.kubernetes.admission_cel import evaluate
 
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -390,6 +391,147 @@ def test_gpu_access_around_the_device_plugin_is_denied(policies, why, pod):
 
 def test_the_operator_namespace_is_outside_the_gpu_access_policy(policies):
     assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(_cuda_pod())) is None
+
+
+# ---------------------------------------------------------------- privileged containers on GPU nodes
+# The toolkit treats a container with CAP_SYS_ADMIN in its bounding set as privileged and then takes the
+# image's own NVIDIA_VISIBLE_DEVICES (CUDA images set `all`): nvidia-container-toolkit v1.18.1 and v1.20.0
+# internal/config/image/privileged.go:35-47, cuda_image.go:279-282. The pools taint GPU nodes
+# nvidia.com/gpu=present:NoSchedule (README "Node pools").
+TOLERATES_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+TOLERATES_ALL = [{"operator": "Exists"}]  # no key, Exists: every taint (k8s.io/api core/v1 toleration.go)
+CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04"
+
+
+def _elevated(security: dict, namespace: str = "ml", tolerations=TOLERATES_GPU, where: str = "containers",
+              **spec) -> dict:
+    """A pod whose container `miner` (in `where`) has the security context; its other container is plain."""
+    pod = {"metadata": {"name": "miner-0", "namespace": namespace},
+           "spec": {"containers": [{"name": "app", "image": CUDA_IMAGE}], **spec}}
+    if tolerations is not None:
+        pod["spec"]["tolerations"] = tolerations
+    pod["spec"].setdefault(where, []).append({"name": "miner", "image": CUDA_IMAGE, "securityContext": security})
+    return pod
+
+
+def _sys_admin(spelling: str) -> dict:
+    return {"capabilities": {"add": ["NET_ADMIN", spelling]}}
+
+
+@pytest.mark.parametrize("why, pod", [
+    ("SYS_ADMIN", _elevated(_sys_admin("SYS_ADMIN"))),
+    ("privileged", _elevated({"privileged": True})),
+    # containerd upper-cases each added capability and prefixes CAP_ (containerd v2.2.4
+    # internal/cri/opts/spec_opts.go:215-222); CRI-O takes the CAP_ spelling as well
+    ("CAP_ prefixed", _elevated(_sys_admin("CAP_SYS_ADMIN"))),
+    ("lower case", _elevated(_sys_admin("sys_admin"))),
+    ("lower case, CAP_ prefixed", _elevated(_sys_admin("cap_sys_admin"))),
+    ("mixed case", _elevated(_sys_admin("Sys_Admin"))),
+    # ALL in any case is every capability (spec_opts.go:208-210, util/strings.go:27-34 EqualFold)
+    ("ALL", _elevated(_sys_admin("ALL"))),
+    ("all, lower case", _elevated(_sys_admin("all"))),
+    ("tolerating every taint", _elevated({"privileged": True}, tolerations=TOLERATES_ALL)),
+    ("tolerating the key with an empty effect", _elevated(_sys_admin("SYS_ADMIN"), tolerations=[
+        {"key": "nvidia.com/gpu", "operator": "Exists"}])),
+    ("tolerating the key's value", _elevated({"privileged": True}, tolerations=[
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}])),
+    ("an init container", _elevated({"privileged": True}, where="initContainers")),
+    # spec.nodeName bypasses the scheduler and with it NoSchedule taints (kubernetes.io/docs/concepts/
+    # scheduling-eviction/taint-and-toleration/)
+    ("a named node", _elevated({"privileged": True}, tolerations=None, nodeName=NODE)),
+])
+def test_a_privileged_or_sys_admin_container_that_can_run_on_a_gpu_node_is_denied_by_name(policies, why, pod):
+    failed = evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
+    assert any("container miner does" in m and "every GPU of the node" in m for m in failed), (why, failed)
+
+
+@pytest.mark.parametrize("why, pod", [
+    ("no toleration", _elevated({"privileged": True}, tolerations=None)),
+    ("no toleration, SYS_ADMIN", _elevated(_sys_admin("SYS_ADMIN"), tolerations=None)),
+    # A NoExecute toleration does not tolerate the NoSchedule taint; another key is another taint.
+    ("a NoExecute toleration of the key", _elevated({"privileged": True}, tolerations=[
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}])),
+    ("another key", _elevated({"privileged": True}, tolerations=[{"key": "example.com/infra", "operator": "Exists"}])),
+    ("selecting GPU nodes without tolerating them", _elevated({"privileged": True}, tolerations=None,
+                                                              nodeSelector={"nvidia.com/gpu.present": "true"})),
+    ("other capabilities on a GPU node", _elevated(_sys_admin("SYS_PTRACE"))),
+    ("a capability dropped", _elevated({"capabilities": {"drop": ["SYS_ADMIN", "ALL"]}})),
+    ("privileged false", _elevated({"privileged": False, "capabilities": {"add": ["NET_BIND_SERVICE"]}})),
+])
+def test_a_pod_that_cannot_run_on_a_gpu_node_or_is_not_privileged_is_admitted(policies, why, pod):
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) == [], why
+
+
+def test_a_toleration_added_to_a_pending_privileged_pod_is_denied(policies):
+    # Tolerations may be added to an existing pod (ValidatePodUpdate), and a pending one is then scheduled.
+    old = _elevated({"privileged": True}, tolerations=None, nodeSelector={"nvidia.com/gpu.present": "true"})
+    new = copy.deepcopy(old)
+    new["spec"]["tolerations"] = TOLERATES_ALL
+    request = {**_pod_request(new), "operation": "UPDATE", "oldObject": old}
+    failed = evaluate(policies["gpu-platform-gpu-access"], request)
+    assert any("container miner does" in m for m in failed), failed
+
+
+def test_a_privileged_ephemeral_container_on_a_gpu_nodes_pod_is_denied(policies):
+    # `kubectl debug --profile=sysadmin` adds a privileged ephemeral container through the subresource.
+    old = _elevated({}, tolerations=TOLERATES_GPU, nodeName=NODE)
+    new = copy.deepcopy(old)
+    new["spec"]["ephemeralContainers"] = [
+        {"name": "debugger-x7", "image": "busybox:1.36", "securityContext": {"privileged": True}}]
+    request = {**_pod_request(new), "operation": "UPDATE", "subResource": "ephemeralcontainers", "oldObject": old}
+    failed = evaluate(policies["gpu-platform-gpu-access"], request)
+    assert any("container debugger-x7 does" in m for m in failed), failed
+
+
+def test_kube_systems_privileged_add_ons_that_tolerate_every_taint_are_admitted(policies):
+    # kube-proxy as EKS runs it: a privileged container, tolerating every taint (kube-system is exempt
+    # from this rule only: gpu_platform/admission.py PRIVILEGED_NAMESPACES).
+    pod = _elevated({"privileged": True}, namespace="kube-system", tolerations=TOLERATES_ALL, hostNetwork=True,
+                    priorityClassName="system-node-critical")
+    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) == []
+
+
+def test_kube_systems_privileged_pods_still_may_not_select_devices_by_env(policies):
+    pod = _elevated({"privileged": True}, namespace="kube-system", tolerations=TOLERATES_ALL)
+    pod["spec"]["containers"][1]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    failed = evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
+    assert any("NVIDIA_VISIBLE_DEVICES" in m for m in failed), failed
+    assert not any("container miner does" in m for m in failed), failed
+
+
+def _gpu_access_of(rec) -> dict:
+    (spec,) = [p.inputs["spec"] for p in rec.of_type(POLICY) if p.inputs["metadata"]["name"] == admission.GPU_ACCESS]
+    return spec
+
+
+def test_a_namespace_the_stack_lists_may_run_privileged_pods_on_gpu_nodes(variant):
+    rec = variant(lambda c: c["gpu-platform:workloads"].update(privilegedNamespaces=["gpu-monitoring"]))
+    spec = _gpu_access_of(rec)
+    for namespace, admitted in (("gpu-monitoring", True), ("ml", False)):
+        pod = _elevated({"privileged": True}, namespace=namespace, tolerations=TOLERATES_ALL)
+        assert (evaluate(spec, _pod_request(pod)) == []) is admitted, namespace
+
+
+WORKLOAD_TYPES = ("kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment", "kubernetes:batch/v1:Job")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "dra"])
+def test_every_rendered_operand_pod_passes_its_stacks_gpu_access_policy(request, stack):
+    # Privileged by upstream design (the toolkit, the MIG manager, the validator), in the operator
+    # namespace, which the policy leaves alone; a workload the stack renders elsewhere must pass it.
+    rec = request.getfixturevalue(stack)
+    spec = _gpu_access_of(rec)
+    workloads = [w for t in WORKLOAD_TYPES for w in rec.of_type(t)]
+    # Among them some the rule would refuse anywhere else: privileged, or adding SYS_ADMIN.
+    contexts = [c.get("securityContext", {}) for w in workloads for part in ("containers", "initContainers")
+                for c in w.inputs["spec"]["template"]["spec"].get(part, [])]
+    assert any(sc.get("privileged") or "SYS_ADMIN" in sc.get("capabilities", {}).get("add", []) for sc in contexts)
+    for workload in workloads:
+        namespace = workload.inputs["metadata"]["namespace"]
+        template = workload.inputs["spec"]["template"]
+        pod = {"metadata": {**template.get("metadata", {}), "name": "x", "namespace": namespace},
+               "spec": template["spec"]}
+        assert evaluate(spec, _pod_request(pod)) in (None, []), workload.name
 
 
 def _granted(rec, resource: str, verbs: set[str]) -> set[str]:
