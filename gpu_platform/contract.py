@@ -24,6 +24,15 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # The MIG manager applies the configuration this label names (mig-parted config key).
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 
+# The `nvidia` runtime handler (our RuntimeClass's) and, on a node without a baked toolkit, the runtime
+# the toolkit DaemonSet installs under its ROOT on the host's disk (ROOT/toolkit/nvidia-container-runtime:
+# tools/container/toolkit/runtime.go:32-56 at v1.14.3, cmd/nvidia-ctk-installer/toolkit/installer/
+# executables.go:53-61, 98-108 and main.go:65-67 at v1.20.0). The pool's user data registers it with
+# containerd at every boot (components/aws/user_data.py); the operand installs it there.
+NVIDIA_RUNTIME_HANDLER = "nvidia"
+TOOLKIT_INSTALL_ROOT = "/usr/local/nvidia"
+TOOLKIT_RUNTIME = f"{TOOLKIT_INSTALL_ROOT}/toolkit/nvidia-container-runtime"
+
 # Our own labels and tags: the pool a node belongs to, and the GPU model the matrix knows it as.
 POOL_LABEL = "gpu-platform.io/pool"
 GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.aws import tags as aws_tags
+from components.aws import tags as aws_tags, user_data
 from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.efa import EfaNetwork, EfaNetworkArgs
@@ -135,6 +135,8 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 generation=image.generation,
                 declared=declared,
                 gpu_access_at_boot=bool(node_image.toolkit_baked) and node_image.source != "bake",
+                # A baked toolkit is registered by nodeadm itself (/usr/bin/nvidia-container-runtime).
+                containerd_config="" if node_image.toolkit_baked else user_data.toolkit_runtime(release.cdi),
                 efa_security_group_id=efa.security_group_id if efa is not None and found.efa[pool.name] else None,
                 waits_for=tuple(cluster.cni_ready),
             ),

@@ -113,6 +113,8 @@ class NodePoolArgs:
     # An image the stack did not bake: the user data makes the toolkit refuse GPUs to pods the device
     # plugin gave none (user_data.gpu_access_script).
     gpu_access_at_boot: bool = False
+    # TOML nodeadm merges into containerd's config at every boot (user_data.toolkit_runtime); "": none.
+    containerd_config: str = ""
     # With EFA: the stack's EFA security group (components/aws/efa.py); None: the pool has no EFA.
     efa_security_group_id: pulumi.Input[str] | None = None
     # What the nodes need in the cluster before they start: the VPC CNI's credentials (EksCluster.cni_ready).
@@ -168,7 +170,7 @@ class GpuNodePool(pulumi.ComponentResource):
             cluster.name, cluster.endpoint, cluster.certificate_authority, cluster.service_cidr
         ).apply(
             lambda c: base64.b64encode(
-                user_data.mime(user_data.node_config(c[0], c[1], c[2], c[3], labels, taints),
+                user_data.mime(user_data.node_config(c[0], c[1], c[2], c[3], labels, taints, args.containerd_config),
                                user_data.gpu_access_script() if args.gpu_access_at_boot else None).encode()
             ).decode()
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import yaml
 
 from components.aws.image_component import GPU_ACCESS_SETTINGS
+from gpu_platform import contract
 
 _BOUNDARY = "==GPUPLATFORM=="
 # A kubelet drop-in, so that the settings are applied before every start of the kubelet, on every boot.
@@ -19,7 +20,8 @@ NVIDIA_CTK = "/usr/bin/nvidia-ctk"
 
 
 def node_config(cluster_name: str, endpoint: str, certificate_authority: str, service_cidr: str,
-                labels: dict[str, str], taints: list[dict[str, str]]) -> str:
+                labels: dict[str, str], taints: list[dict[str, str]], containerd_config: str = "") -> str:
+    """`containerd_config`: TOML nodeadm merges into the containerd config it writes (toolkit_runtime)."""
     flags = [
         "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
         "--register-with-taints=" + ",".join(f"{t['key']}={t['value']}:{t['effect']}" for t in taints),
@@ -35,9 +37,42 @@ def node_config(cluster_name: str, endpoint: str, certificate_authority: str, se
                 "cidr": service_cidr,
             },
             "kubelet": {"flags": flags},
+            **({"containerd": {"config": containerd_config}} if containerd_config else {}),
         },
     }
     return yaml.safe_dump(document, sort_keys=False, width=1000)
+
+
+def toolkit_runtime(cdi: bool) -> str:
+    """containerd config for a node whose toolkit the DaemonSet installs: the `nvidia` runtime on the
+    binary the operand leaves on the host's disk, so containerd serves it from boot.
+
+    nodeadm rewrites /etc/containerd/config.toml at every boot from its template, which imports no
+    drop-in, so nothing the toolkit writes survives a reboot; it deep-merges this TOML into its own,
+    the user's keys winning (amazon-eks-ami v20260714 nodeadm/internal/containerd/config.go:59-106,
+    config2.template.toml, config.template.toml; util.Merge is mergo.Merge WithOverride,
+    internal/util/merge.go:16-53). Config version 2, which nodeadm takes on containerd 1.7 and, on
+    2.x, renders with its version-2 template and migrates (config.go:82-87, 126-142); version 3 fails
+    nodeadm on 1.7. Not the default runtime: at first boot the binary is not there yet, and
+    containerd checks no BinaryName until a container of that runtime starts (containerd v2.2.4
+    internal/cri/config/config.go:608-684; cmd/containerd-shim-runc-v2/runc/container.go:85, 205),
+    so only pods of the nvidia RuntimeClass wait (the toolkit's own pod runs under runc). The options
+    are those the installer copies from the runc runtime, as nodeadm writes them for it; with CDI,
+    enable_cdi as the installer sets it (RUNTIME_ENABLE_CDI defaults to CDI_ENABLED:
+    cmd/nvidia-ctk-installer/container/runtime/runtime.go:153-155 at v1.20.0), which nodeadm sets
+    only from kubelet 1.32 (config.go:115)."""
+    cri = 'plugins."io.containerd.grpc.v1.cri"'
+    runtime = f"{cri}.containerd.runtimes.{contract.NVIDIA_RUNTIME_HANDLER}"
+    return (
+        "version = 2\n"
+        + (f"\n[{cri}]\nenable_cdi = true\n" if cdi else "")
+        + f"\n[{runtime}]\n"
+        'runtime_type = "io.containerd.runc.v2"\n'
+        'base_runtime_spec = "/etc/containerd/base-runtime-spec.json"\n'
+        f"\n[{runtime}.options]\n"
+        f'BinaryName = "{contract.TOOLKIT_RUNTIME}"\n'
+        "SystemdCgroup = true\n"
+    )
 
 
 def gpu_access_script() -> str:

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from gpu_platform import cluster_admins, contract
 
 NAMESPACE = "gpu-operator"
-RUNTIME_CLASS = "nvidia"
+RUNTIME_CLASS = contract.NVIDIA_RUNTIME_HANDLER
 # The container ports that serve Prometheus metrics: `metrics` (DCGM exporter; NFD up to 0.17) and
 # `http` (NFD 0.18+, one port for /metrics and /healthz: cmd/nfd-*/main.go v0.18.2). Nothing else in
 # the namespace takes connections: the operands talk to the API server and the node, never to each

@@ -1,5 +1,7 @@
-"""The NVIDIA container toolkit: registers the `nvidia` runtime handler in the host's containerd and
-restarts containerd through its socket. Its first init step is the validator's driver check, which
+"""The NVIDIA container toolkit: installs the `nvidia` runtime on the host's disk, where the pool's user
+data has registered it with containerd from boot (components/aws/user_data.py, toolkit_runtime); images
+older than v1.19.0 also register it in containerd's config and restart containerd through its socket
+(`configures_runtime` below). Its first init step is the validator's driver check, which
 proves the baked driver is loaded and writes its marker (`host-driver-ready` for a host driver up to
 validator v24.3.0, `driver-ready` from v24.6.0: validator.py). The installer itself reads no marker and
 makes no Kubernetes API call (gpu_platform/operand_contracts/container-toolkit.yaml), so the pods get
@@ -25,11 +27,12 @@ from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, Host
 from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.namespace import RUNTIME_CLASS
+from gpu_platform import contract
 
-# Not the operator's default /etc/containerd/conf.d: on EKS AL2023 nodeadm rewrites config.toml at
-# every boot with `imports = ["/etc/containerd/config.d/*.toml"]` (its containerd template), so a
-# drop-in there survives reboots without the toolkit editing config.toml. The baked image
-# (scripts/install-nvidia-driver.sh) writes the same file.
+# Where v1.18.x writes its drop-in. nodeadm's template imports nothing (amazon-eks-ami v20260714
+# nodeadm/internal/containerd/config.template.toml, config2.template.toml): containerd reads the
+# drop-in only through the `imports` line the installer adds to config.toml, until nodeadm rewrites
+# that file at the next boot. What holds from boot is the pool's user data (user_data.toolkit_runtime).
 DROP_IN_DIR = "/etc/containerd/config.d"
 CONFIG_TOML = "/etc/containerd/config.toml"
 PID_DIR = "toolkit-run"
@@ -73,6 +76,13 @@ class Traits:
     # RUNTIME_DROP_IN_CONFIG(_HOST_PATH) exist from v1.18.0 (cmd/nvidia-ctk-installer); older images
     # edit the file named by RUNTIME_CONFIG/CONTAINERD_CONFIG in place (and restore it on exit).
     drop_in: bool
+    # Whether the installer edits containerd's config and restarts it. From v1.19.0 NO_RUNTIME_CONFIG
+    # turns both off, cleanup included (cmd/nvidia-ctk-installer/main.go:121-128, 281, 310, 332 and
+    # container/runtime/runtime.go:233-239, 280-290 at v1.20.0; absent at v1.18.1): the pool's user data
+    # registers the runtime at every boot, so no edit is needed, nor the socket and hostPID of the SIGHUP.
+    # Older images cannot be told: they still edit and restart (the non-CDI lines also make `nvidia`
+    # containerd's default runtime, which the boot config must not: its binary is absent at first boot).
+    configures_runtime: bool
     # The env the operator sets with CDI enabled, for this toolkit line: up to v25.3.x
     # (object_controls.go at v24.9.2, v25.3.4: the annotation prefix, runtime mode `cdi` only with
     # cdi.default) and from v25.10.0 (transformToolkitCtrForCDI: CDI as the runtime mode, the
@@ -93,9 +103,14 @@ _CDI_MODE = (
 )
 
 TRAITS: tuple[Traits, ...] = (
-    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, dev_root_env=False, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=True, cdi_env=_CDI_MODE),
+    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, dev_root_env=False, drop_in=False,
+           configures_runtime=True, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False,
+           configures_runtime=True, cdi_env=_CDI_ANNOTATIONS),
+    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=True,
+           configures_runtime=True, cdi_env=_CDI_MODE),
+    Traits("1.19", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False,
+           configures_runtime=False, cdi_env=_CDI_MODE),
 )
 
 
@@ -107,6 +122,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["container-toolkit"]
     t = traits(image)
     containerd = (
+        ("RUNTIME", "containerd"),
+        ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
+        ("NO_RUNTIME_CONFIG", "true"),
+    ) if not t.configures_runtime else (
         ("RUNTIME", "containerd"),
         ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
         ("RUNTIME_CONFIG", "/runtime/config-dir/config.toml"),
@@ -124,7 +143,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
         name="nvidia-container-toolkit-ctr",
         image=image,
         env=(
-            ("ROOT", "/usr/local/nvidia"),
+            ("ROOT", contract.TOOLKIT_INSTALL_ROOT),
             ("NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "management.nvidia.com/gpu"),
             ("NVIDIA_VISIBLE_DEVICES", "void"),
             *GPU_ACCESS,
@@ -138,38 +157,43 @@ def spec(ctx: OperandContext) -> OperandSpec:
             *containerd,
             *(t.cdi_env if ctx.cdi else ()),
         ),
-        host_paths=("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket",
+        host_paths=(*(("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket")
+                      if t.configures_runtime else ()),
                     *toolkit_root, "toolkit-install-dir", "host-root", "cdi-root"),
         mounts=pid_dir,
         privileged=True,
         read_only_root=False,
         requests=("50m", "64Mi"),
     )
-    writes = (f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml" if t.drop_in
-              else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit)")
+    writes = (f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml, imports it into {CONFIG_TOML} until the "
+              "next boot and restarts containerd (privileged, hostPID)" if t.drop_in
+              else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit) and restarts containerd (privileged, hostPID)"
+              if t.configures_runtime
+              else "which the node's user data registers with containerd at boot: leaves containerd alone (privileged)")
     return OperandSpec(
         operand="container-toolkit",
         reason=(
-            f"installs the NVIDIA runtime under /usr/local/nvidia, {writes} and restarts containerd "
-            "(privileged, hostPID); generates CDI specs in /var/run/cdi; its driver check chroots into / and links the GPU char devices in /dev/char"
+            f"installs the NVIDIA runtime under {contract.TOOLKIT_INSTALL_ROOT}, {writes}; "
+            "generates CDI specs in /var/run/cdi; its driver check chroots into / and links the GPU char devices in /dev/char"
         ),
         init_containers=(validator.driver_check(ctx.images["validator"]),),
         containers=(toolkit,),
         host_paths=(
-            HostPath("containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"),
-            *((HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),)
-              if t.drop_in else ()),
-            HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False),
+            *((HostPath("containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"),
+               *((HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),)
+                 if t.drop_in else ()),
+               HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False)) if t.configures_runtime else ()),
             *((HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),)
               if t.pid_file_env else ()),
-            HostPath("toolkit-install-dir", "/usr/local/nvidia", "/usr/local/nvidia", False),
+            HostPath("toolkit-install-dir", contract.TOOLKIT_INSTALL_ROOT, contract.TOOLKIT_INSTALL_ROOT, False),
             validator.HOST_ROOT,
             HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),
             validator.HOST_DEV_CHAR,
             HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, False, "DirectoryOrCreate"),
         ),
         empty_dirs=() if t.pid_file_env else (PID_DIR,),
-        host_pid=True,
+        # Only for the SIGHUP that restarts containerd (toolkit-host-namespace-pid).
+        host_pid=t.configures_runtime,
         # The GPU Operator's pod label (assets/state-container-toolkit/0500_daemonset.yaml:17 at
         # v23.9.0 .. v26.7.0), kept beside ours.
         app_label="nvidia-container-toolkit-daemonset",

@@ -79,6 +79,8 @@ TOOLKIT_ENV = {
              "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS"},
     "1.16": {"TOOLKIT_PID_FILE", "NVIDIA_DEV_ROOT", "DEV_ROOT_CTR_PATH"},
     "1.18": {"RUNTIME_DROP_IN_CONFIG", "RUNTIME_DROP_IN_CONFIG_HOST_PATH"},
+    # cmd/nvidia-ctk-installer/main.go:121-128 at v1.19.0 and v1.20.0; absent at v1.18.1.
+    "1.19": {"NO_RUNTIME_CONFIG"},
 }
 # Read by the container runtime for the toolkit's own container, not by the installer.
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES"}
@@ -208,8 +210,10 @@ def test_the_toolkit_gets_only_env_its_installer_reads(release):
 
 
 @pytest.mark.parametrize("release", stacks.each(RELEASES))
-def test_the_toolkit_writes_a_drop_in_only_where_its_image_can(release):
-    drop_in = versions.at_least(image_version(release, "container-toolkit"), "1.18")
+def test_the_toolkit_writes_a_drop_in_only_where_its_image_cannot_be_told_to_leave_containerd_alone(release):
+    version = image_version(release, "container-toolkit")
+    # v1.18.x writes a drop-in and cannot skip it; NO_RUNTIME_CONFIG exists from v1.19.0.
+    drop_in = versions.at_least(version, "1.18") and not versions.at_least(version, "1.19")
     ds = workload(release, "container-toolkit")
     c = ds["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in c["env"]}
@@ -217,9 +221,31 @@ def test_the_toolkit_writes_a_drop_in_only_where_its_image_can(release):
     host_paths = annotations["audit.gpu-platform.io/host-paths"]
     assert ("RUNTIME_DROP_IN_CONFIG" in env) == drop_in, release
     assert (f"{container_toolkit.DROP_IN_DIR}:rw" in host_paths) == drop_in, release
-    # Without a drop-in the image edits config.toml in place: the reason says so.
-    assert ("config.toml" in annotations["audit.gpu-platform.io/reason"]) == (not drop_in), release
-    assert env["CONTAINERD_CONFIG"] == "/runtime/config-dir/config.toml"
+    # Without a drop-in the image up to v1.17 edits config.toml in place: the reason says so.
+    in_place = not versions.at_least(version, "1.18")
+    assert ("adds the nvidia runtime to /etc/containerd/config.toml" in annotations["audit.gpu-platform.io/reason"]) \
+        == in_place, release
+    assert ("CONTAINERD_CONFIG" in env) == (not versions.at_least(version, "1.19")), release
+    # nodeadm rewrites config.toml at boot and imports no drop-in: the imports line the installer adds lasts
+    # until then (amazon-eks-ami v20260714 nodeadm/internal/containerd/config.template.toml).
+    if drop_in:
+        assert "until the next boot" in annotations["audit.gpu-platform.io/reason"], release
+
+
+@pytest.mark.parametrize("release", stacks.each(RELEASES))
+def test_the_toolkit_leaves_containerd_alone_where_its_image_can_be_told(release):
+    # NO_RUNTIME_CONFIG=true (v1.19.0+) skips the config edit, the restart and the cleanup
+    # (cmd/nvidia-ctk-installer/main.go:281, 310, 332; container/runtime/runtime.go:233-239 at v1.20.0):
+    # then neither containerd's config directory, nor its socket, nor hostPID for the SIGHUP.
+    told = versions.at_least(image_version(release, "container-toolkit"), "1.19")
+    ds = workload(release, "container-toolkit")
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in c["env"]}
+    host_paths = ds["metadata"]["annotations"]["audit.gpu-platform.io/host-paths"]
+    assert (env.get("NO_RUNTIME_CONFIG") == "true") == told, release
+    assert ("/etc/containerd" in host_paths) == (not told), release
+    assert ("/run/containerd" in host_paths) == (not told), release
+    assert bool(ds["spec"]["template"]["spec"].get("hostPID")) == (not told), release
 
 
 @pytest.mark.parametrize("release", stacks.each(RELEASES))
