@@ -32,6 +32,7 @@ class Node:
     labels: dict[str, str] = field(default_factory=dict)
     markers: set[str] = field(default_factory=set)
     runtime: bool = False
+    installed: bool = False  # the toolkit DaemonSet has put the runtime binaries on the node's disk
     mig_layout: Optional[str] = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
     mig_state: str = ""
     allocated: int = 0  # GPU devices held by workloads
@@ -53,8 +54,9 @@ class Node:
         rules = lifecycle_rules.load()
         if rules.cleared_at_boot:
             self.markers.clear()
-        if not self.stack.config.node_image.toolkit_baked and not rules.runtime_survives_boot:
-            self.runtime = False
+        if not self.stack.config.node_image.toolkit_baked:
+            # Registered again at boot only by containerd's boot config, and usable once installed.
+            self.runtime = self.installed and self.pool.boot_runtime is not None
         if not rules.allocations_survive_boot:
             self.allocated = 0
         # The kubelet starts every pod again from its first init container.
@@ -153,7 +155,10 @@ class Node:
                 return
         pod.phase, pod.why = RUNNING, ""
         if operand.get("provides") == "runtime":
-            self.runtime = True
+            self.installed = True
+            # It registers the runtime itself unless told to leave containerd alone (toolkit v1.19+).
+            configures = not any(dict(s.env).get("NO_RUNTIME_CONFIG") == "true" for s in pod.template.main)
+            self.runtime = configures or self.pool.boot_runtime is not None
 
     def _mig_manager(self, pod: Pod) -> None:
         wanted = self.labels.get(contract.MIG_CONFIG_LABEL)

@@ -35,7 +35,6 @@ class Rules:
     cleared_at_boot: bool
     checks: dict[str, Check]
     toolkit_modes: tuple[tuple[str, str], ...]  # (since, mode), oldest first
-    runtime_survives_boot: bool
     operands: dict[str, dict[str, Any]]
     allocations_survive_boot: bool
 
@@ -61,7 +60,6 @@ def load() -> Rules:
         cleared_at_boot=bool(data["markers"]["cleared_at_boot"]),
         checks=checks,
         toolkit_modes=tuple((row["since"], row["mode"]) for row in data["toolkit_modes"]),
-        runtime_survives_boot=bool(data["runtime_survives_boot"]),
         operands=dict(data["operands"]),
         allocations_survive_boot=bool(data["kubelet"]["allocations_survive_boot"]),
     )

@@ -4,7 +4,10 @@ hooks delete), as the program registered them."""
 
 from __future__ import annotations
 
+import base64
+import email
 import re
+import tomllib
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -12,7 +15,7 @@ import yaml
 
 from gpu_platform import contract
 from gpu_platform.config import StackConfig, parse
-from gpu_platform.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP
+from gpu_platform.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
 from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
 
@@ -72,6 +75,9 @@ class Pool:
     taints: tuple[dict[str, str], ...]
     gpus: int
     gpu_model: str
+    # The runtime binaries containerd's boot config (nodeadm's, merged with the pool's NodeConfig
+    # spec.containerd.config) names for handler `nvidia`: registered from boot when installed.
+    boot_runtime: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -142,17 +148,37 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     )
 
 
-def _pool(group: dict[str, Any]) -> Pool:
+def _boot_runtime(user_data: str) -> Optional[str]:
+    """The `nvidia` runtime's BinaryName in the NodeConfig's containerd config of a pool's user data
+    (a MIME multipart the launch template carries base64-encoded), if it registers one."""
+    text = base64.b64decode(user_data).decode() if user_data else ""
+    for part in email.message_from_string(text).walk():
+        if part.get_content_type() != "application/node.eks.aws":
+            continue
+        document = yaml.safe_load(part.get_payload()) or {}
+        config = ((document.get("spec") or {}).get("containerd") or {}).get("config") or ""
+        runtimes = (((tomllib.loads(config).get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {})
+                    .get("containerd") or {}).get("runtimes") or {}
+        binary = ((runtimes.get("nvidia") or {}).get("options") or {}).get("BinaryName")
+        if binary:
+            return binary
+    return None
+
+
+def _pool(group: dict[str, Any], user_data: str = "") -> Pool:
     tags = group.get("tags") or {}
     taints = tuple({"key": t["key"], "value": t.get("value", ""), "effect": _EFFECTS.get(t["effect"], t["effect"])}
                    for t in group.get("taints") or ())
     return Pool(name=tags[contract.POOL_LABEL], labels=dict(group.get("labels") or {}), taints=taints,
-                gpus=int(float(tags.get(contract.GPU_COUNT_TAG, 0))), gpu_model=tags.get(contract.GPU_MODEL_TAG, ""))
+                gpus=int(float(tags.get(contract.GPU_COUNT_TAG, 0))), gpu_model=tags.get(contract.GPU_MODEL_TAG, ""),
+                boot_runtime=_boot_runtime(user_data))
 
 
 def view(recording: Recording) -> StackView:
     config = parse(recording.config)
     groups = [r.inputs for r in recording.of_type(EKS_NODE_GROUP) if contract.POOL_LABEL in (r.inputs.get("tags") or {})]
+    user_data = {(r.inputs.get("tags") or {}).get(contract.POOL_LABEL): r.inputs.get("userData") or ""
+                 for r in recording.of_type(LAUNCH_TEMPLATE)}
     pods = tuple(pod_template(r.inputs, r.name) for r in recording.of_type(DAEMONSET)
                  if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})
                  or labels.get("app.kubernetes.io/name") == GATE_NAME)
@@ -168,4 +194,4 @@ def view(recording: Recording) -> StackView:
                     layout[profile] = layout.get(profile, 0) + int(count)
         mig[name] = layout
     toolkit = config.release.toolkit_version
-    return StackView(config, tuple(_pool(g) for g in groups), pods, plugin, mig, lifecycle_rules.load().toolkit_mode(toolkit))
+    return StackView(config, tuple(_pool(g, user_data.get(g["tags"][contract.POOL_LABEL], "")) for g in groups), pods, plugin, mig, lifecycle_rules.load().toolkit_mode(toolkit))

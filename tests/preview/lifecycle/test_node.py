@@ -76,3 +76,32 @@ def test_a_full_node_has_no_free_gpu_and_a_drained_one_has(dev):
     assert not node._holds("free-gpu", stack.Step("x"))
     node.drain()
     assert node._holds("free-gpu", stack.Step("x"))
+
+
+def _toolkit_daemonset_view(variant, boot_registration: bool):
+    def change(config):
+        config["gpu-platform:nodeImage"]["toolkitBaked"] = False
+    view = stack.view(variant(change))
+    pool = view.pools[0]
+    if not boot_registration:
+        pool = dataclasses.replace(pool, boot_runtime=None)
+    return view, pool
+
+
+def test_a_pool_without_a_baked_toolkit_registers_the_runtime_at_boot(variant):
+    # The pool's NodeConfig names the toolkit operand's installed runtime (components/aws/user_data.py),
+    # which nodeadm merges into the config.toml it writes at every boot.
+    view, pool = _toolkit_daemonset_view(variant, boot_registration=True)
+    assert pool.boot_runtime == "/usr/local/nvidia/toolkit/nvidia-container-runtime"
+    node = lifecycle_node.Node.boot(view, pool).settle()
+    node.reboot()
+    assert node.runtime  # before any pod runs again: the binaries are on disk and registered at boot
+
+
+def test_without_a_boot_registration_a_reboot_loses_the_runtime_until_the_toolkit_pod_runs(variant):
+    view, pool = _toolkit_daemonset_view(variant, boot_registration=False)
+    node = lifecycle_node.Node.boot(view, pool).settle()
+    node.reboot()
+    # The release's toolkit image (v1.18.1 for v25.10.1) registers the runtime itself: once it runs again.
+    assert not node.runtime
+    assert node.settle().runtime
