@@ -12,7 +12,7 @@ from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_la
 from components.kubernetes.namespace import NAMESPACE, GpuNamespace, NamespaceArgs
 from components.kubernetes.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
 from components.kubernetes.readiness_gate import GateArgs, ReadinessGate
-from components.kubernetes.operands import sharing, stages
+from components.kubernetes.operands import dcgm_exporter, sharing, stages
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
@@ -68,6 +68,9 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         service_monitor=service_monitor(config, found),
     )
     active = stages.active(config.node_image.toolkit_baked, any_mig=bool(mig_pools), carried=config.release.carried_operands, dra=config.dra)
+    warning = dcgm_exporter.shared_gpu_warning(context)
+    if warning and any(s.operand == "dcgm-exporter" for s in active):
+        pulumi.log.warn(warning)
     return [(stage, stage.spec(context)) for stage in active]
 
 

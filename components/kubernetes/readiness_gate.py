@@ -3,10 +3,13 @@ group, ready only once every one of those nodes serves GPUs, so that the old gro
 after it.
 
 What "serves GPUs" means depends on how pods get GPUs (gpu-platform:allocation.mode):
-- device-plugin: the validator's own per-node proof. Its plugin check runs a CUDA workload that asks
-  the device plugin for a GPU and, once that works, writes `plugin-ready` in /run/nvidia/validations
-  on that node (components/kubernetes/operands/stages.py). Each gate pod reads that marker on its own
-  node, read-only, as its readiness probe.
+- device-plugin: the validator's own per-node proof. Its init checks ran nvidia-smi through the
+  nvidia runtime and a CUDA workload (cuda-ready), and its plugin check writes `plugin-ready` in
+  /run/nvidia/validations once the node advertises GPUs, i.e. the device plugin has registered them
+  with the kubelet (components/kubernetes/operands/stages.py). It runs without the workload that would
+  take a GPU from the device plugin (validator.py: on a full node that never succeeds), so the gate
+  does not prove an allocation through the plugin, as the GPU Operator's own validator has not from
+  v25.3.3. Each gate pod reads that marker on its own node, read-only, as its readiness probe.
 - dra: nothing writes plugin-ready (no device plugin, no plugin check), so each gate pod proves it
   itself, the way the DRA validator does (components/kubernetes/operands/dra_validator.py): it claims
   one GPU of class gpu.nvidia.com with admin access through its pool's ResourceClaimTemplate, and its

@@ -54,20 +54,22 @@ def test_where_an_operand_runs_in_allocation_mode_dra(on, deployed):
 
 
 def test_the_device_plugin_and_its_readers_run_only_in_device_plugin_mode_and_the_dra_driver_only_in_dra():
-    # Never both on one node (AWS's EKS guide: GPUs silently oversubscribed); GFD waits for the device
-    # plugin's plugin-ready, which no node writes in mode dra.
+    # Never both on one node (AWS's EKS guide: GPUs silently oversubscribed); GFD reads the device
+    # plugin's per-pool config, and upstream's DRA mode runs none.
     on = {r.operand: r.on for r in operands.rows()}
     assert on["device-plugin"] == on["gpu-feature-discovery"] == "device-plugin-nodes"
     assert on["dra-driver"] == "dra-nodes"
     assert on["validator"] == "gpu-nodes" and on["node-feature-discovery"] == "every-node"
 
 
-def test_the_dcgm_exporter_runs_in_both_modes_and_waits_for_plugin_ready_only_beside_the_device_plugin():
-    # In mode dra it takes its GPUs through a claim the DRA driver prepares (GPU Operator v26.7.0
-    # manifests/state-dcgm-exporter/0700_daemonset.yaml: no init container); plugin-ready never appears there.
+def test_the_dcgm_exporter_runs_in_both_modes_and_waits_for_toolkit_ready_only_beside_the_device_plugin():
+    # Beside the device plugin it waits for toolkit-ready, as the GPU Operator's asset does
+    # (assets/state-dcgm-exporter/0800_daemonset.yaml:31 at v25.10.1); in mode dra it takes its GPUs
+    # through a claim the DRA driver prepares (v26.7.0 manifests/state-dcgm-exporter/0700_daemonset.yaml:
+    # no init container).
     (row,) = [r for r in operands.rows() if r.operand == "dcgm-exporter"]
     assert row.on == "gpu-nodes"
-    assert (row.marker(dra=False), row.marker(dra=True)) == ("plugin-ready", None)
+    assert (row.marker(dra=False), row.marker(dra=True)) == ("toolkit-ready", None)
 
 
 def test_a_marker_per_mode_must_name_both_modes(tmp_path):

@@ -109,6 +109,56 @@ IMAGES: tuple[ExporterImage, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class SharedGpuMode:
+    """What the exporter's shared-GPU mode (KUBERNETES_VIRTUAL_GPUS=true: one series per pod sharing a
+    GPU, where the default maps device -> pod last writer wins, so a time-sliced GPU names one pod)
+    would do to this stack's metrics. None of the rows is safe with the rights this exporter gets (no
+    host PID namespace, no API token), so it stays off and a time-sliced stack is told why. The
+    DaemonSet is the whole cluster's: the env would reach non-shared and MIG pools too."""
+
+    since: str  # first exporter version this row describes
+    why_off: str  # what the mode would break here, for the stack's warning
+    source: str
+
+
+SHARED_GPU_MODES: tuple[SharedGpuMode, ...] = (
+    SharedGpuMode("3.0.0", "this exporter has no shared-GPU mode (KUBERNETES_VIRTUAL_GPUS comes with 4.0.3)",
+                  "NVIDIA/dcgm-exporter 3.3.9-3.6.1: no KUBERNETES_VIRTUAL_GPUS (git grep); "
+                  "4.1.1-4.0.3 pkg/cmd/app.go:90, 264"),
+    # The shared path keeps only the per-pod copies of each counter: a GPU no pod holds loses its
+    # series (temperature, XID errors) on every pool; up to 4.5.0 even a node with no GPU pod at all.
+    SharedGpuMode("4.0.3", "its shared-GPU mode drops the series of every GPU no pod holds (XID errors, temperature "
+                  "included), on every pool, as the exporter's settings are the whole cluster's",
+                  "NVIDIA/dcgm-exporter 4.1.1-4.0.4 internal/pkg/transformation/kubernetes.go:83-127 "
+                  "(metrics[counter] = newmetrics); 4.4.1-4.5.2 kubernetes.go:195-246, 4.5.1-4.8.0 246-296 (the "
+                  "originals kept only when no GPU of the node has a pod)"),
+    # Idle GPUs keep their series, but GPU_UTIL and FB_USED per pod come from NVML's process lists mapped
+    # to pods by /proc/<pid>/cgroup and the pod's UID from the API: without the host PID namespace and a
+    # pod informer every pod reads 0, on non-shared GPUs too.
+    SharedGpuMode("4.8.2", "its shared-GPU mode reports DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED per pod from "
+                  "process accounting, which needs the host PID namespace and pod UIDs from the API (neither is "
+                  "granted to the exporter), so every pod, on shared and non-shared GPUs alike, would read 0",
+                  "NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:201-252, 338-406, "
+                  "921-954; process_metrics.go:30-32; pidmapper.go:40-56, 82-110; 7ad58324 (4.6.0-4.8.3) "
+                  "kubernetes.go createPerProcessMetrics, NewPodMapper (no informer without pod labels/UID/DRA)"),
+)
+
+
+def shared_gpu_warning(ctx: OperandContext) -> str | None:
+    """Why per-pod metrics on this stack's time-sliced GPUs name one pod per GPU, or None when no pool
+    time-slices (mode dra refuses time-slicing at config time)."""
+    pools = [s.config_name for s in ctx.sharing if s.replicas]
+    if not pools or ctx.dra:
+        return None
+    image = ctx.images["dcgm-exporter"]
+    mode = row_for(exporter_version(image), SHARED_GPU_MODES, f"dcgm-exporter image {image!r}")
+    return (f"gpu-platform:nodePools ({', '.join(pools)}): time-sliced GPUs are attributed to one pod each in the "
+            f"DCGM exporter's per-pod metrics (the pod the kubelet lists last); KUBERNETES_VIRTUAL_GPUS stays off "
+            f"because at {image_refs.tag_of(image)} {mode.why_off}. Use the device-level series (by gpu, UUID) "
+            "for time-sliced pools")
+
+
 def exporter_version(image: str) -> str:
     """`nvcr.io/nvidia/k8s/dcgm-exporter:4.4.2-4.7.0-distroless` -> `4.7.0` (the tag is DCGM, then
     the exporter)."""

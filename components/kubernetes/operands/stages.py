@@ -12,7 +12,8 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
     toolkit        init: driver check -> driver-ready; ready once its installer runs (the proof that
                    containerd has the nvidia handler is the validator's toolkit check, next stage)
     validator      init: driver check, toolkit check -> toolkit-ready, CUDA workload -> cuda-ready;
-                   its running container waits for the plugin and writes plugin-ready
+                   its running container waits for the device plugin to advertise GPUs and writes
+                   plugin-ready (read by the blue-green readiness gate only)
     MIG manager    waits for toolkit-ready
     DRA driver     waits for driver-ready (allocation mode dra only; upstream checks the driver only)
     DRA validator  no marker (allocation mode dra only): its pod claims one GPU, which the kubelet has
@@ -20,16 +21,23 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
                    claimed GPU with nvidia-smi, so the pod is ready only where the DRA driver allocates
                    and injects GPUs. It writes no marker: nothing later waits for it
     device plugin  waits for toolkit-ready (allocation mode device-plugin only)
-    GFD, DCGM      wait for plugin-ready (GFD in allocation mode device-plugin only: in mode dra
-                   nothing writes plugin-ready, so GFD is not deployed there, and the validator
+    GFD, DCGM      wait for toolkit-ready, as the GPU Operator's assets do (GFD in allocation mode
+                   device-plugin only, as upstream's DRA mode runs none; in mode dra the validator
                    leaves out its plugin check)
     DCGM (dra)     no marker: its pod takes the GPUs through a ResourceClaim, as the DRA validator's
                    does (operands.yaml)
 
+No marker may hang on a free GPU. /run is a tmpfs and the validator's preStop hook deletes the
+markers, so they are written again after every reboot and every roll of the validator (a release
+bump, a new approval id: every pod template carries it), on nodes whose GPUs workloads hold. None of
+the checks behind them asks for a GPU: the cuda workload pod requests no nvidia.com/gpu (it is
+privileged with every GPU visible), and the plugin check runs without its workload (WITH_WORKLOAD=false,
+validator.py), which would take one GPU from the device plugin and never get it on a full node.
+
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
-that needs a later stage (the plugin's, which needs the device plugin) runs in the validator's main
-container, not in an init container, and the validator is ready on `cuda-ready`. The MIG manager
-waits for `toolkit-ready` only (as the GPU Operator's own asset does): a node whose GPUs boot in MIG
+that needs a later stage (the plugin's, which needs the device plugin's advertised GPUs) runs in the
+validator's main container, not in an init container, and the validator is ready on `cuda-ready`.
+The MIG manager waits for `toolkit-ready` only (as the GPU Operator's own asset does): a node whose GPUs boot in MIG
 mode with no instances advertises nothing until the MIG manager has carved them, so a MIG manager
 that waited for `plugin-ready` would never start there, and the node would hold every later stage
 forever. On a node it starts beside the device plugin; what orders them there is the MIG manager

@@ -1,6 +1,11 @@
-"""The validator: proves on each node that the driver, the runtime, a CUDA workload and the device
-plugin work, and leaves the readiness markers (`/run/nvidia/validations/<check>-ready`) the later
-stages wait for.
+"""The validator: proves on each node that the driver, the runtime and a CUDA workload work and that
+the device plugin advertises the node's GPUs, and leaves the readiness markers
+(`/run/nvidia/validations/<check>-ready`) the later stages wait for.
+
+Which checks need a free GPU: none of ours. The driver and toolkit checks run nvidia-smi on the host
+and through the nvidia runtime; the cuda check's workload pod requests no GPU resource; the plugin
+check, run without a workload, reads the node's advertised capacity (see `spec`). So every marker comes
+back on a node whose GPUs are all allocated, after a reboot or a validator roll deletes them.
 
 The checks are the validator image's own (`nvidia-validator` with `COMPONENT`), as in the GPU
 Operator's state-operator-validation asset (github.com/NVIDIA/gpu-operator
@@ -19,10 +24,10 @@ the toolkit check runs `nvidia-smi` through the nvidia runtime, and every image 
 `all` itself; and from v25.10.0 the image is distroless with busybox, where the asset stopped
 using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in finite steps.
 
-What the image looks up by name (gpu_platform/operand_contracts/validator.yaml): the cuda and plugin
-checks GET the DaemonSet `nvidia-operator-validator` in their namespace before they create a workload
-pod (validator/main.go:1030-1053 at v23.9.0, cmd/nvidia-validator/main.go:1330, 1594 at v26.7.0), and
-the workload pods baked into the image run as the service account of that name
+What the image looks up by name (gpu_platform/operand_contracts/validator.yaml): the cuda check (the
+plugin check too, but ours runs without a workload) GETs the DaemonSet `nvidia-operator-validator` in
+its namespace before it creates a workload pod (validator/main.go:1030-1053 at v23.9.0,
+cmd/nvidia-validator/main.go:1330, 1594 at v26.7.0), and the workload pods baked into the image run as the service account of that name
 (validator/cuda-workload-validation.yaml:14 at v23.9.0, validator/manifests/*-workload-validation.yaml
 at v26.7.0), so the DaemonSet, its service account and its RBAC carry the upstream name. The pods
 keep the upstream label app=nvidia-operator-validator, by which the MIG manager restarts them after
@@ -31,8 +36,8 @@ repartitioning (deployments/container/reconfigure-mig.sh:640 at NVIDIA/mig-parte
 The driver marker is not the same at every tag: up to v24.3.0 a host driver gets `host-driver-ready`
 (validator/main.go:141-144, 677-681 at v23.9.0 and v24.3.0) and `driver-ready` is written only for a
 driver container; from v24.6.0 `driver-ready` is written for both (validator/main.go:150, 773-820 at
-v24.6.0). No stage may wait for either (stages.py waits for toolkit-ready and plugin-ready, which
-every tag writes).
+v24.6.0). No stage may wait for either (stages.py: the stages wait for toolkit-ready, which every
+tag writes; plugin-ready is read by the blue-green readiness gate only).
 """
 
 from __future__ import annotations
@@ -81,11 +86,21 @@ def spec(ctx: OperandContext) -> OperandSpec:
     # Runs until the device plugin (a later stage) advertises GPUs, then keeps the pod alive; the
     # pod is ready once the checks that precede the plugin have passed (readiness below). In
     # allocation mode dra no device plugin runs and no node advertises nvidia.com/gpu, so the plugin
-    # check (which asks for one, cmd/nvidia-validator/main.go:1342-1351 at v26.7.0) would wait
+    # check (which looks for one, cmd/nvidia-validator/main.go:1447-1467 at v26.7.0) would wait
     # forever: the container only keeps the pod alive. The DRA path itself (a GPU allocated through a
     # claim and injected) is proven per node by the DRA validator (dra_validator.py), as the GPU
     # Operator's DRA mode does (manifests/state-dra-validation/ at v26.7.0).
-    plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "true"), *_workload_env(image)))
+    # No workload: its pod asks the device plugin for one free GPU (plugin-workload-validation.yaml and
+    # Plugin.runWorkload: 1 of the node's allocatable nvidia.com/gpu), which a node whose GPUs are all
+    # held never has, so after a reboot or a validator roll plugin-ready would never come back there.
+    # Without it the check reads the node's capacity only (Plugin.validate skips runWorkload unless
+    # WITH_WORKLOAD, validateGPUResource looks for nvidia.com/gpu* or nvidia.com/mig-* >= 1 in
+    # status.capacity: validator/main.go:813-855, 1115-1135 at v23.9.0, the same bodies through
+    # v25.3.4 (972-1014, 1247-1267); cmd/nvidia-validator/main.go:1021-1063, 1296-1316 at v25.10.0,
+    # 1172-1214, 1447-1467 at v26.7.0), as the GPU Operator runs it from v25.3.3
+    # (assets/state-operator-validation/0500_daemonset.yaml:129-130 at v25.3.3, 150-151 at v25.10.1).
+    # So it needs neither VALIDATOR_IMAGE nor the runtime class the workload pod would take.
+    plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "false"),))
     run = ("echo all validations are successful; while true; do sleep 86400; done" if ctx.dra else
            "until nvidia-validator; do sleep 10; done; echo all validations are successful; while true; do sleep 86400; done")
     plugin = Container(
@@ -112,9 +127,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         containers=(plugin,),
         host_paths=(HOST_ROOT, HOST_DEV_CHAR, VALIDATIONS_RW, *gpu_access.host_paths()),
-        # The cuda and plugin checks list and delete the node's earlier workload pod, create a new one and
-        # get it until it succeeds, after a get of their own DaemonSet (for its tolerations); the plugin
-        # check gets its Node for the advertised GPUs. No watch, update or list of DaemonSets: the
+        # The cuda check lists and deletes the node's earlier workload pod, creates a new one and gets it
+        # until it succeeds, after a get of its own DaemonSet (for its tolerations); the plugin check
+        # (no workload, above) gets its Node for the advertised GPUs only. The cuda pod asks for no GPU
+        # (no resources in cuda-workload-validation.yaml at any tag, CUDA.runWorkload sets none): it is
+        # privileged with NVIDIA_VISIBLE_DEVICES=all, so it runs on a node whose GPUs are all held. No watch, update or list of DaemonSets: the
         # driver check lists driver DaemonSets (v24.6.0+) only when `chroot /host nvidia-smi` fails, and
         # then a refusal is what we want: the check exits and the kubelet restarts it, so it tries the
         # host driver again, where a granted list that finds no driver DaemonSet would wait for a

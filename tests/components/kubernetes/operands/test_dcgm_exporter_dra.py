@@ -87,7 +87,7 @@ def test_beside_the_device_plugin_the_exporter_is_unchanged(stack):
     spec = _exporter(stack)
     assert "resourceClaims" not in spec and stack.of_type(CLAIM_TEMPLATE) == []
     assert spec["runtimeClassName"] == "nvidia"
-    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-plugin-ready"]
+    assert [c["name"] for c in spec["initContainers"]] == ["wait-for-toolkit-ready"]
     assert spec["automountServiceAccountToken"] is False
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from components.kubernetes.operands import stages
 from gpu_platform import contract
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, operands, pod_spec
@@ -93,6 +95,48 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
                     assert needs_running.get(stage.waits_for, set()) <= seen, \
                         f"{stage.operand} waits for {stage.waits_for} before {needs_running[stage.waits_for] - seen} runs"
                 seen.add(stage.operand)
+
+
+# The validator check (COMPONENT) that writes each marker: validator/main.go:147-152 at v23.9.0,
+# cmd/nvidia-validator/main.go:174-179 at v26.7.0 (toolkit-ready, cuda-ready, plugin-ready).
+WRITTEN_BY_CHECK = {"toolkit-ready": "toolkit", "cuda-ready": "cuda", "plugin-ready": "plugin"}
+
+
+def _needs_a_free_gpu(check: dict) -> bool:
+    """Whether a validator check waits for a GPU that no pod holds. Only the plugin check's workload
+    pod asks for one (1 of the node's nvidia.com/gpu or nvidia.com/mig-*: validator/main.go:986-996 at
+    v23.9.0, plugin-workload-validation.yaml), and it runs unless WITH_WORKLOAD is "false" (default
+    true from v23.9.2, validator/main.go:250-257). The cuda check's pod requests no GPU resource
+    (cuda-workload-validation.yaml at every tag v23.9.0..v26.7.0); driver and toolkit make no pod."""
+    env = {e["name"]: e.get("value") for e in check.get("env", [])}
+    return env.get("COMPONENT") == "plugin" and env.get("WITH_WORKLOAD", "true") != "false"
+
+
+def _markers_waited_for(spec: dict) -> list[str]:
+    return [m for c in spec.get("initContainers", [])
+            for m in re.findall(r"-f /run/nvidia/validations/([a-z-]+)", " ".join(c.get("args", [])))]
+
+
+def test_gfd_and_the_exporter_start_on_a_node_whose_gpus_are_all_allocated(stack):
+    # A reboot (/run is a tmpfs) or a validator roll (its preStop deletes the markers) leaves a node
+    # with no marker while its workloads hold every GPU: the checks up to the one that writes what GFD
+    # and the exporter wait for must need no free GPU, or they stay in Init there forever.
+    validator = pod_spec(daemonset_of(stack, "validator"))
+    checks = [*validator["initContainers"], *validator["containers"]]
+    components = [{e["name"]: e.get("value") for e in c.get("env", [])}.get("COMPONENT") for c in checks]
+    for operand in ("gpu-feature-discovery", "dcgm-exporter"):
+        markers = _markers_waited_for(pod_spec(daemonset_of(stack, operand)))
+        assert markers, operand
+        for marker in markers:
+            writer = components.index(WRITTEN_BY_CHECK[marker])
+            blocking = [c["name"] for c in checks[:writer + 1] if _needs_a_free_gpu(c)]
+            assert not blocking, f"{operand} waits for {marker} behind {blocking}"
+
+
+def test_no_validator_check_needs_a_free_gpu(stack):
+    # Every marker then comes back on a full node, plugin-ready (the blue-green gate's) included.
+    validator = pod_spec(daemonset_of(stack, "validator"))
+    assert [c["name"] for c in [*validator["initContainers"], *validator["containers"]] if _needs_a_free_gpu(c)] == []
 
 
 def test_the_rollout_order_is_the_one_the_readme_gives():

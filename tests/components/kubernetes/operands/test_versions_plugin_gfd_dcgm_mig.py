@@ -137,7 +137,7 @@ def test_nothing_in_the_exporter_pod_needs_a_shell_from_the_exporter_image(relea
         if c["image"] == image:
             assert not set(c.get("command", [])[:1]) & SHELLS, c["name"]
             assert not any("exec" in p for p in probes), c["name"]
-    # The wait for plugin-ready runs in the validator's image, as the operator's own wait does.
+    # The wait for toolkit-ready runs in the validator's image, as the operator's own wait does.
     assert [c["image"] for c in pod["initContainers"]] == [release.images["validator"]]
 
 
