@@ -16,6 +16,7 @@ from components.kubernetes.operands import dcgm_exporter, sharing, stages
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
+from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
 from gpu_platform import admission, dra
 from gpu_platform.config import StackConfig
@@ -62,6 +63,8 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
         sharing=tuple(sharing.for_pool(p, found.gpus[p.name].model) for p in config.node_pools),
         mig_pools=tuple(mig_pools),
         toolkit_baked=config.node_image.toolkit_baked,
+        toolkit_version=(found.eks_nvidia.ami.toolkit if found.eks_nvidia
+                         else image_version(images["container-toolkit"])),
         cdi=config.release.cdi,
         dra=config.dra,
         dra_feature_gates=dict(config.allocation.feature_gates),

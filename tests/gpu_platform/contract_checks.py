@@ -72,6 +72,9 @@ class Facts:
     toolkit_baked: bool
     mig: bool
     time_slicing: bool
+    # The nodes' toolkit hands MIG's capability devices to a CAP_SYS_ADMIN container that sets
+    # NVIDIA_MIG_MONITOR_DEVICES (its legacy hook, `auto`'s mode before 1.18.0); from 1.18.0 none does.
+    toolkit_mig_by_env: bool
 
     def match(self, when: Optional[dict]) -> bool:
         return all(getattr(self, key) == value for key, value in (when or {}).items())

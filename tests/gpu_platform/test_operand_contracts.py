@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_platform import matrix, operands
+from gpu_platform import matrix, operands, versions
 from tests.gpu_platform import contract_checks as checks
 from tests.release_stacks import each, group, rendered
 
@@ -33,8 +33,16 @@ def contracts() -> dict[str, dict]:
     return found
 
 
+# From nvidia-container-toolkit 1.18.0 `auto` resolves to jit-cdi, which injects no MIG capability device
+# for NVIDIA_MIG_MONITOR_DEVICES (internal/info/auto.go:89 at v1.18.0..v1.20.0; toolkit issue #1740).
+JIT_CDI_SINCE = "1.18.0"
+
+
 def facts(release: str, baked: bool) -> checks.Facts:
-    return checks.Facts(cdi=MATRIX.releases[release].cdi, toolkit_baked=baked, mig=True, time_slicing=not baked)
+    # Both variants run the release's own toolkit, baked or as the DaemonSet.
+    legacy = not versions.at_least(MATRIX.releases[release].toolkit_version, JIT_CDI_SINCE)
+    return checks.Facts(cdi=MATRIX.releases[release].cdi, toolkit_baked=baked, mig=True, time_slicing=not baked,
+                        toolkit_mig_by_env=legacy)
 
 
 def tag(image: str) -> str:

@@ -24,6 +24,9 @@ class OperandContext:
     sharing: tuple[PoolSharing, ...]
     mig_pools: tuple[MigPool, ...]
     toolkit_baked: bool
+    # The nvidia-container-toolkit version on the GPU nodes: AWS's in its AMI (source eks-nvidia), else
+    # the release's container-toolkit image's, baked or run as the toolkit DaemonSet (overrides applied).
+    toolkit_version: str
     cdi: bool
     # GPUs are allocated through the DRA driver (gpu-platform:allocation mode dra), not the device plugin.
     dra: bool = False

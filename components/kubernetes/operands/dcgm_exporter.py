@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.kubernetes.operands import mig_access
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import ClaimTemplate, Container, HostPath, OperandSpec, Service
 from components.kubernetes.operands.version_table import row_for
@@ -176,6 +177,9 @@ def image_traits(image: str) -> ExporterImage:
 def spec(ctx: OperandContext) -> OperandSpec:
     traits = image_traits(ctx.images["dcgm-exporter"])
     health = {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 10}
+    # In mode dra its GPUs come from the DRA driver's CDI specs, not the toolkit's runtime mode.
+    mig = any(s.mig_strategy != "none" for s in ctx.sharing) and not ctx.dra
+    privileged = mig_access.privileged(ctx) and not ctx.dra
     exporter = Container(
         name="nvidia-dcgm-exporter",
         image=ctx.images["dcgm-exporter"],
@@ -185,11 +189,15 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("DCGM_EXPORTER_KUBERNETES", "true"),
             ("DCGM_EXPORTER_COLLECTORS", f"{_METRICS_DIR}/metrics.csv"),
             *((("KUBERNETES_ENABLE_DRA", "true"),) if ctx.dra else (("NVIDIA_VISIBLE_DEVICES", "all"),)),
+            # DCGM reads MIG instances through NVML as the plugin does: the same request for MIG's
+            # capability devices (mig_access), which a toolkit that honours it serves to SYS_ADMIN.
+            *((("NVIDIA_MIG_MONITOR_DEVICES", "all"),) if mig else ()),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"),),
         host_paths=("pod-gpu-resources",),
         mounts=(("metrics", _METRICS_DIR, True), ("tmp", "/tmp", False)),
-        capabilities=("SYS_ADMIN",),
+        privileged=privileged,
+        capabilities=() if privileged else ("SYS_ADMIN",),
         run_as_root=True,
         requests=("100m", "128Mi"),
         memory_limit="512Mi",
@@ -211,8 +219,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
     return OperandSpec(
         operand="dcgm-exporter",
         reason=(
-            "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter "
-            "README); reads the kubelet pod-resources socket (read-only) to attribute GPUs to pods"
+            (mig_access.reason(ctx, "to read MIG devices' metrics (and SYS_ADMIN with it, which DCGM's profiling "
+                                    "metrics need)") if privileged else
+             "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter README)")
+            + "; reads the kubelet pod-resources socket (read-only) to attribute GPUs to pods"
             + ("; every GPU of its node through an admin-access ResourceClaim (no device plugin in DRA mode)"
                if ctx.dra else "")
         ),

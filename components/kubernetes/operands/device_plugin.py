@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import yaml
 
-from components.kubernetes.operands import gpu_access
+from components.kubernetes.operands import gpu_access, mig_access
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import image_version
@@ -142,6 +142,7 @@ def available_configs(ctx: OperandContext) -> dict[str, dict[str, str]]:
 def spec(ctx: OperandContext) -> OperandSpec:
     image, sharing = ctx.images["device-plugin"], ctx.sharing
     mig = any(s.mig_strategy != "none" for s in sharing)
+    privileged = mig_access.privileged(ctx)
     init, manager = config_managers(image, "nvidia-device-plugin")
     return OperandSpec(
         operand="device-plugin",
@@ -150,7 +151,8 @@ def spec(ctx: OperandContext) -> OperandSpec:
             "(/var/lib/kubelet/device-plugins, read-write)"
             + ("; writes the CDI specs of the devices it hands out to /var/run/cdi, generated from the "
                "host's driver under / (read-only)" if ctx.cdi else "")
-            + ("; SYS_ADMIN to watch MIG devices' health" if mig else "")
+            + ("; " + mig_access.reason(ctx, "to list MIG devices and watch their health") if privileged else
+               "; SYS_ADMIN to watch MIG devices' health" if mig else "")
         ),
         init_containers=(init,),
         containers=(
@@ -168,7 +170,8 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 ),
                 host_paths=("device-plugin", *(("cdi-root", HOST_ROOT.volume) if ctx.cdi else ()), *gpu_access.volumes()),
                 mounts=CONFIG_MOUNTS,
-                capabilities=("SYS_ADMIN",) if mig else (),
+                privileged=privileged,
+                capabilities=("SYS_ADMIN",) if mig and not privileged else (),
                 run_as_root=True,
                 requests=("50m", "64Mi"),
                 # No probe: the plugin has no health endpoint, and on a node with nothing to advertise

@@ -129,6 +129,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 field_env=(("NODE_NAME", "spec.nodeName"), ("NAMESPACE", "metadata.namespace")),
                 host_paths=tuple(hp.volume for hp in HOST_PATHS),
                 privileged=True,
+                read_only_root=False,
                 run_as_root=True,
                 # Upstream sets no resources; a limit is ours, generous for a Go daemon.
                 requests=("50m", "64Mi"),

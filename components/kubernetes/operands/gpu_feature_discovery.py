@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.kubernetes.operands import device_plugin, gpu_access
+from components.kubernetes.operands import device_plugin, gpu_access, mig_access
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version
@@ -82,6 +82,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
     traits = image_traits(image)
     manager_image = image if traits.ships_config_manager else ctx.images["device-plugin"]
     mig = any(s.mig_strategy != "none" for s in ctx.sharing)
+    privileged = mig_access.privileged(ctx)
     # The same config-manager as the device plugin's, signalling GFD instead.
     init, manager = device_plugin.config_managers(manager_image, traits.binary)
     api = traits.node_feature_api
@@ -95,12 +96,16 @@ def spec(ctx: OperandContext) -> OperandSpec:
             ("CONFIG_FILE", device_plugin.CONFIG_FILE),
             ("NVIDIA_VISIBLE_DEVICES", "all"),
             ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+            # What asks the runtime for MIG's capability devices, as the operator sets it on GFD
+            # (controllers/object_controls.go:959, 2611-2622 at v25.10.1); see mig_access.
+            *((("NVIDIA_MIG_MONITOR_DEVICES", "all"),) if mig else ()),
         ),
         field_env=(("NAMESPACE", "metadata.namespace"), ("NODE_NAME", "spec.nodeName"),
                    *((("POD_NAME", "metadata.name"),) if api else ())),
         host_paths=(*(() if api else ("output-dir",)), "host-sys", *gpu_access.volumes()),
         mounts=device_plugin.CONFIG_MOUNTS,
-        capabilities=("SYS_ADMIN",) if mig else (),
+        privileged=privileged,
+        capabilities=("SYS_ADMIN",) if mig and not privileged else (),
         run_as_root=True,
         api_token=api,  # it publishes its NodeFeature object itself from v0.19
         # No probe: GFD has no health endpoint, and the feature file exists only in file mode (never
@@ -112,7 +117,9 @@ def spec(ctx: OperandContext) -> OperandSpec:
         reason=(
             ("publishes GPU labels as its node's NodeFeature object" if api else
              "writes GPU labels as an NFD feature file in " + FEATURES_D + " (read-write)")
-            + " and reads PCI/DMI data from /sys (read-only)" + ("; SYS_ADMIN to read MIG devices through NVML" if mig else "")
+            + " and reads PCI/DMI data from /sys (read-only)"
+            + ("; " + mig_access.reason(ctx, "to label MIG devices") if privileged else
+               "; SYS_ADMIN to read MIG devices through NVML" if mig else "")
         ),
         init_containers=(init,),
         containers=(gfd, manager),

@@ -41,7 +41,10 @@ def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, st
 
 def _security_context(c: Container) -> dict:
     if c.privileged:
-        return {"privileged": True, "runAsUser": 0}
+        # The runtime gives a privileged container every capability and no seccomp filter whatever the
+        # context says (containerd v2.2.4 pkg/oci/spec_opts.go:1423-1434), and the API server refuses
+        # allowPrivilegeEscalation: false with it; a read-only root still holds.
+        return {"privileged": True, "runAsUser": 0, **({"readOnlyRootFilesystem": True} if c.read_only_root else {})}
     context: dict[str, Any] = {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"], **({"add": list(c.capabilities)} if c.capabilities else {})},

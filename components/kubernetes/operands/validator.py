@@ -74,7 +74,8 @@ def check(image: str, component: str, *, wait: bool = False, extra_env: tuple = 
 def driver_check(image: str) -> Container:
     """The baked driver is loaded: `chroot /host nvidia-smi` (validateHostDriver in
     cmd/nvidia-validator/main.go), which needs the host root and the GPU device nodes, so privileged."""
-    return check(image, "driver", wait=True, host_paths=("host-root", "host-dev-char", "run-nvidia-validations"), privileged=True)
+    return check(image, "driver", wait=True, host_paths=("host-root", "host-dev-char", "run-nvidia-validations"),
+                 privileged=True, read_only_root=False)
 
 
 def _workload_env(image: str) -> tuple:

@@ -94,21 +94,27 @@ def test_the_ledger_reads_back_one_row_per_privilege(prod):
     rows = ledger.parse(audit.report(prod))
     assert ("DaemonSet gpu-operator/nvidia-mig-manager", "(pod)", "hostPID") in rows
     assert ("DaemonSet gpu-operator/nvidia-operator-validator", "toolkit-validation", "hostPath /dev/null ro") in rows
-    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "capability SYS_ADMIN") in rows
+    # Privileged on prod's MIG pool (toolkit 1.18.1's jit-cdi: toolkit issue #1740), SYS_ADMIN with it.
+    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "privileged") in rows
 
 
 def test_against_itself_nothing_changes(prod):
     assert "No privilege added or removed" in _changes(audit.report(prod, against=ledger.parse(audit.report(prod))))
 
 
-def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
+def test_a_mig_pool_adds_the_mig_manager_and_runs_the_mig_readers_privileged(dev, prod):
     changes = _changes(audit.report(prod, against=ledger.parse(audit.report(dev))))
     added = changes[changes.index("### Added"):changes.index("### Removed")]
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | privileged |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |" in added
-    assert "| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | capability SYS_ADMIN |" in added
-    # No workload privilege removed; the bake's rows differ (another driver, the fabric manager, the toolkit),
+    # dev and prod both run toolkit 1.18.1, whose jit-cdi hands MIG's capability devices to no
+    # unprivileged container (toolkit issue #1740): the three operands that read MIG devices turn privileged.
+    for workload, container in (("nvidia-device-plugin", "nvidia-device-plugin"),
+                                ("nvidia-gpu-feature-discovery", "gpu-feature-discovery"),
+                                ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter")):
+        assert f"| DaemonSet gpu-operator/{workload} | {container} | privileged |" in added
+    # No workload privilege removed but the exporter's SYS_ADMIN, which privileged holds; the bake's rows differ (another driver, the fabric manager, the toolkit),
     # and so do the sharing ConfigMaps and the device plugin's env (MIG strategy): each such row is
     # replaced by the same binding with its new hash, never dropped.
     removed = changes[changes.index("### Removed"):]
@@ -134,23 +140,35 @@ def test_a_mig_pool_adds_the_mig_manager_and_sys_admin(dev, prod):
         "| IAM role gpu-cluster-vpc-cni-role | (trust) | assumeRolePolicy",
         "| IAM role gpu-node-image-builder | (policies) | policy arn:aws:iam::(stack account):policy/gpu-platform-dev-gpu-node-image-ssm-agent |",
     ]
-    # The device plugin and GFD gain SYS_ADMIN on a MIG pool: their securityContext row is replaced too.
+    # The three MIG readers turn privileged: their securityContext rows are replaced, and GFD and the
+    # exporter ask for the MIG monitor devices (a new env row, so their env order row is replaced too).
     unprivileged = ('securityContext {"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},'
                     '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
+    sys_admin = ('securityContext {"allowPrivilegeEscalation":false,"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]},'
+                 '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
+    subsumed = "| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | capability SYS_ADMIN |"
     assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
+        subsumed,
+        '| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | env order ["DCGM_EXPORTER_LISTEN",'
+        '"DCGM_EXPORTER_KUBERNETES","DCGM_EXPORTER_COLLECTORS","NVIDIA_VISIBLE_DEVICES","NODE_NAME"] |',
+        f"| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | {sys_admin}",
         "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
         '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="none" |',
         f"| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | {unprivileged}",
         "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
+        '| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | env order ["GFD_SLEEP_INTERVAL",'
+        '"GFD_FAIL_ON_INIT_ERROR","CONFIG_FILE","NVIDIA_VISIBLE_DEVICES","NVIDIA_DRIVER_CAPABILITIES","NAMESPACE","NODE_NAME"] |',
         f"| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | {unprivileged}",
     ]
     def binding(line: str) -> str:  # the row's key: what it binds, without the value that changed
         if " sha256:" in line:
             return line.split(" sha256:")[0] + " sha256:"
+        if " | env order " in line:
+            return line.split(" [")[0] + " ["
         return line.split("=")[0] + "=" if " | env " in line else line.split(" securityContext ")[0] + " securityContext "
-    assert all(binding(line) in added for line in workload_removed)
+    assert all(binding(line) in added for line in workload_removed if line != subsumed)
     assert '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |' in added
-    assert '"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]}' in added
+    assert '| nvidia-dcgm-exporter | securityContext {"privileged":true,"readOnlyRootFilesystem":true,"runAsUser":0} |' in added
 
 
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
@@ -330,7 +348,7 @@ def test_the_report_names_who_may_administer_the_cluster(variant):
 def test_a_read_only_host_mount_of_a_privileged_container_is_not_presented_as_a_boundary(prod):
     # The validator's driver-validation container is privileged and mounts the host's / read-only.
     section = _section(audit.report(prod), "DaemonSet gpu-operator/nvidia-operator-validator")
-    assert "`/` read-only at `/host`" not in section
+    assert "`/sys` read-only at `/sys`" not in section
     assert ("`/` mounted read-only, which is no boundary for a privileged container (it can remount it read-write), "
             "at `/host`") in section
     summary = audit.report(prod).split("## Summary per operand")[1].split("\n\n")[1]
@@ -338,11 +356,13 @@ def test_a_read_only_host_mount_of_a_privileged_container_is_not_presented_as_a_
     assert "| 2 | validator | 1 | 4 | 1 | 0 | 3 | 1 | 0 |" in summary
 
 
-def test_a_read_only_host_mount_of_a_container_with_sys_admin_is_not_presented_as_a_boundary(prod):
-    # The device plugin's main container is not privileged but adds SYS_ADMIN, which lets it remount
-    # the host's / (mounted read-only at /host) read-write: the runtime's default seccomp profile
-    # allows mount to a container with CAP_SYS_ADMIN.
-    section = _section(audit.report(prod), "DaemonSet gpu-operator/nvidia-device-plugin")
-    assert ("`/` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
-            "read-write), at `/host`") in section
-    assert "`/` read-only at `/host`" not in section
+def test_a_read_only_host_mount_of_a_container_with_sys_admin_is_not_presented_as_a_boundary(variant):
+    # GFD's main container is not privileged but adds SYS_ADMIN on a MIG pool whose toolkit hands MIG's
+    # devices to SYS_ADMIN (1.17.8, legacy mode: release v25.3.4), which lets it remount the host's /sys
+    # (mounted read-only) read-write: the runtime's default seccomp profile allows mount to a container
+    # with CAP_SYS_ADMIN. On prod (toolkit 1.18.1) it is privileged, which says the same.
+    rec = variant(lambda c: c["gpu-platform:operator"].update({"release": "v25.3.4"}), stack="prod")
+    section = _section(audit.report(rec), "DaemonSet gpu-operator/nvidia-gpu-feature-discovery")
+    assert ("`/sys` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
+            "read-write), at `/sys`") in section
+    assert "`/sys` read-only at `/sys`" not in section

@@ -26,7 +26,8 @@ INSTALLER = "nvidia-container-toolkit-ctr"
 
 def manifest(release: str) -> dict:
     row = MATRIX.release(release)
-    ctx = OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False, cdi=row.cdi)
+    ctx = OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False,
+                         toolkit_version=row.toolkit_version, cdi=row.cdi)
     spec = container_toolkit.spec(ctx)
     args = OperandArgs(spec=spec, namespace="gpu-operator", gate="container-toolkit", waits_for=None, wait_image="",
                             audit=Audit(owner="o", approval="a"), release=release, provider=None)

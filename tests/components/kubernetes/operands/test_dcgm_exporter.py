@@ -15,7 +15,8 @@ RELEASES = matrix.load().releases
 
 def spec(release: str, service_monitor=None):
     return dcgm_exporter.spec(OperandContext(images=dict(RELEASES[release].images), sharing=(), mig_pools=(),
-                                             toolkit_baked=True, cdi=RELEASES[release].cdi,
+                                             toolkit_baked=True, toolkit_version=RELEASES[release].toolkit_version,
+                                             cdi=RELEASES[release].cdi,
                                              service_monitor=service_monitor))
 
 

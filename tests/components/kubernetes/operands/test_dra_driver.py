@@ -141,7 +141,7 @@ def _plugin_env(gates: dict) -> dict:
     from components.kubernetes.operands.context import OperandContext
     from gpu_platform import matrix
     ctx = OperandContext(images=dict(matrix.load().releases["v26.7.0"].images), sharing=(), mig_pools=(), toolkit_baked=True,
-                         cdi=True, dra=True, dra_feature_gates=gates)
+                         toolkit_version="1.20.0", cdi=True, dra=True, dra_feature_gates=gates)
     (container,) = dra_driver.spec(ctx).containers
     return dict(container.env)
 

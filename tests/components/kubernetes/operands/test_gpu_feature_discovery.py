@@ -26,6 +26,7 @@ def context(release: matrix.Release, replicas: int = 4) -> OperandContext:
         sharing=(PoolSharing("h100-mig", None, "mixed", "all-balanced"), PoolSharing("l4", replicas, "none", None)),
         mig_pools=(MigPool("h100-mig", "H100-80GB", "all-balanced", H100),),
         toolkit_baked=True,
+        toolkit_version=release.toolkit_version,
         cdi=release.cdi,
     )
 

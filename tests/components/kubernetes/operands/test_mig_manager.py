@@ -17,6 +17,7 @@ def spec(release: str = "v25.10.1", toolkit_baked: bool = True):
     h100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
     ctx = OperandContext(
         images=dict(RELEASES[release].images), sharing=(), toolkit_baked=toolkit_baked, cdi=RELEASES[release].cdi,
+        toolkit_version=RELEASES[release].toolkit_version,
         mig_pools=(MigPool("h100-mig", "H100-80GB", "all-balanced", h100),),
     )
     return mig_manager.spec(ctx)

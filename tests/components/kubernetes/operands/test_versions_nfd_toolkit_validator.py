@@ -276,7 +276,8 @@ def test_the_toolkits_pre_1_18_cdi_env_is_the_operators_annotation_prefix_set():
     # CDI on ships toolkit 1.18 or later, and operator.overrides may only be a patch bump of the
     # release's image (policy/images.py refuses the rest), so only the spec can show this branch.
     row = MATRIX.release("v24.9.2")
-    spec = container_toolkit.spec(OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False, cdi=True))
+    spec = container_toolkit.spec(OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False,
+                                                 toolkit_version=row.toolkit_version, cdi=True))
     env = dict(spec.containers[0].env)
     assert env["NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES"] == "nvidia.cdi.k8s.io/"
     assert "NVIDIA_CONTAINER_RUNTIME_MODE" not in env and "RUNTIME_DROP_IN_CONFIG" not in env
