@@ -15,6 +15,7 @@ from preview.lifecycle import rules as lifecycle_rules
 from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
 
 RUNNING = "Running"
+NO_INSTANCES = ""  # MIG mode on (it persists), no instances carved (they do not persist)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Node:
     mig_layout: Optional[str] = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
     mig_state: str = ""
     allocated: int = 0  # GPU devices held by workloads
+    busy: bool = False  # workload processes run on the GPUs (not until the allocator is back after a boot)
     pods: dict[str, Pod] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
@@ -59,6 +61,11 @@ class Node:
             self.runtime = self.installed and self.pool.boot_runtime is not None
         if not rules.allocations_survive_boot:
             self.allocated = 0
+        # MIG instances do not survive a reboot (the MIG manager carves them again), and no workload
+        # process runs until the device plugin serves its devices again.
+        if rules.mig_instances_cleared_at_boot and self.mig_layout:
+            self.mig_layout, self.mig_state = NO_INSTANCES, ""
+        self.busy = False
         # The kubelet starts every pod again from its first init container.
         for name, pod in self.pods.items():
             self.pods[name] = Pod(pod.template)
@@ -79,9 +86,10 @@ class Node:
     def fill(self) -> None:
         """Workloads take every GPU device the node advertises."""
         self.allocated = sum(self.advertised().values())
+        self.busy = self.allocated > 0
 
     def drain(self) -> None:
-        self.allocated = 0
+        self.allocated, self.busy = 0, False
 
     # --- what the node offers -----------------------------------------------------------------------
     def _plugin_config(self) -> dict:
@@ -110,7 +118,7 @@ class Node:
             return step.privileged or (self.stack.toolkit_mode == "legacy" and "SYS_ADMIN" in step.capabilities
                                        and dict(step.env).get("NVIDIA_MIG_MONITOR_DEVICES") == "all")
         if condition == "gpus-idle":
-            return self.allocated == 0
+            return not self.busy
         raise ValueError(f"unknown lifecycle condition {condition!r} (preview/lifecycle/rules.yaml)")
 
     def _missing(self, conditions: tuple[str, ...], step: Step) -> list[str]:
@@ -154,6 +162,8 @@ class Node:
                 pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
                 return
         pod.phase, pod.why = RUNNING, ""
+        if pod.template.operand in ("device-plugin", "dra-driver") and self.allocated and self.advertised():
+            self.busy = True  # the kubelet admits the workloads again and their processes start
         if operand.get("provides") == "runtime":
             self.installed = True
             # It registers the runtime itself unless told to leave containerd alone (toolkit v1.19+).
@@ -225,6 +235,8 @@ def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_confi
         return {"gpu.nvidia.com": pool.gpus}
     flags = plugin_config.get("flags") or {}
     strategy = flags.get("migStrategy", "none")
+    if strategy != "none" and mig_layout == NO_INSTANCES:
+        return {}  # MIG mode on and nothing carved: no whole GPU and no instance to advertise
     layout = stack.mig_configs.get(mig_layout or "", {}) if strategy != "none" else {}
     if layout and strategy == "mixed":
         return {f"nvidia.com/mig-{profile}": count * pool.gpus for profile, count in sorted(layout.items())}

@@ -37,6 +37,7 @@ class Rules:
     toolkit_modes: tuple[tuple[str, str], ...]  # (since, mode), oldest first
     operands: dict[str, dict[str, Any]]
     allocations_survive_boot: bool
+    mig_instances_cleared_at_boot: bool
 
     def toolkit_mode(self, version: str) -> str:
         mode = self.toolkit_modes[0][1]
@@ -62,4 +63,5 @@ def load() -> Rules:
         toolkit_modes=tuple((row["since"], row["mode"]) for row in data["toolkit_modes"]),
         operands=dict(data["operands"]),
         allocations_survive_boot=bool(data["kubelet"]["allocations_survive_boot"]),
+        mig_instances_cleared_at_boot=bool(data["mig"]["instances_cleared_at_boot"]),
     )

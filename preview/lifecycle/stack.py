@@ -101,6 +101,10 @@ def _step(container: dict[str, Any], markers_dir: str) -> Step:
     env = _env(container)
     text = " ".join(map(str, [*(container.get("command") or []), *(container.get("args") or [])]))
     waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] == markers_dir]
+    if markers_dir in text and not waits and "COMPONENT" not in env:
+        # A wait the model cannot read would be taken for none: refuse it, so it is taught the new form.
+        raise ValueError(f"container {container['name']!r} refers to {markers_dir} in a form the lifecycle model "
+                         f"does not read (it reads `until [ -f {markers_dir}/MARKER ]`): {text!r}")
     security = container.get("securityContext") or {}
     probe = " ".join(map(str, (((container.get("readinessProbe") or {}).get("exec") or {}).get("command") or [])))
     ready = re.fullmatch(rf"test -f {re.escape(markers_dir)}/([\w.-]+)", probe)
@@ -120,7 +124,11 @@ def _deletes(containers: list[dict[str, Any]], markers_dir: str) -> tuple[str, .
     globs = []
     for container in containers:
         hook = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
-        for match in _REMOVE.finditer(" ".join(map(str, hook.get("command") or []))):
+        command = " ".join(map(str, hook.get("command") or []))
+        if markers_dir in command and not _REMOVE.search(command):
+            raise ValueError(f"container {container['name']!r}'s pre-stop hook touches {markers_dir} in a form the "
+                             f"lifecycle model does not read (it reads `rm -f {markers_dir}/GLOB`): {command!r}")
+        for match in _REMOVE.finditer(command):
             globs += [p.removeprefix(markers_dir + "/") for p in match["paths"].split() if p.startswith(markers_dir + "/")]
     return tuple(globs)
 

@@ -106,7 +106,7 @@ def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate:
     return ", ".join(facts)
 
 
-def _pools(config: StackConfig, recording: Recording) -> list[str]:
+def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) -> list[str]:
     groups, gates = _groups(recording), _gates(recording)
     lines = ["GPU pools:"]
     for pool in config.node_pools:
@@ -117,6 +117,7 @@ def _pools(config: StackConfig, recording: Recording) -> list[str]:
         lines.append(f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
                      f"nodes (min/desired/max), {pool.capacity_type}, {sharing}")
         lines.append(f"  {'':<12} {_pool_facts(config, pool, tags, gates.get(pool.name))}")
+        lines.append(f"  {'':<12} workloads can request per node: {requests.get(pool.name, 'nothing')}")
     return lines
 
 
@@ -190,27 +191,20 @@ def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
     return ["Long steps:", *lines] if lines else []
 
 
-def _requests(config: StackConfig, view: lifecycle_stack.StackView) -> list[str]:
-    """What workloads can ask for on each pool, per node and at the pool's desired and maximum size:
-    the lifecycle model's end state of a node (preview/lifecycle/scenarios.py `expected`)."""
-    lines = ["What workloads can request (per node once its operands run; at desired / max nodes):"]
-    sizes = {pool.name: (pool.desired_size, pool.max_size) for pool in config.node_pools}
-    for pool in view.pools:
-        desired, most = sizes.get(pool.name, (0, 0))
-        offered = scenarios.expected(view, pool)
-        what = "; ".join(f"{name} {count} ({count * desired} / {count * most})" for name, count in offered.items())
-        lines.append(f"  {pool.name:<12} {what or 'nothing'}")
-    return lines
+def _requests(view: lifecycle_stack.StackView) -> dict[str, str]:
+    """pool -> what workloads can ask for on one of its nodes: the lifecycle model's end state of a node
+    (preview/lifecycle/scenarios.py `expected`)."""
+    return {pool.name: ", ".join(f"{name} x{count}" for name, count in scenarios.expected(view, pool).items()) or "nothing"
+            for pool in view.pools}
 
 
 def _lifecycle(view: lifecycle_stack.StackView) -> list[str]:
     """The node-lifecycle scenarios' verdict: every pod that would wait forever, by pool and scenario."""
     outcomes = scenarios.run(view)
     stuck = [o for o in outcomes if not o.live]
-    lines = [f"Node lifecycle: {len(scenarios.SCENARIOS)} scenarios per GPU pool (boot, join, reboot and rolls with "
-             f"every GPU taken, MIG and time-slicing changes, image roll): "
-             + ("every operand runs and every node offers the above in each" if not stuck else f"{len(stuck)} end stuck")]
-    lines += [f"  STUCK {o.pool} / {o.scenario}: {problem}" for o in stuck for problem in o.problems]
+    lines = [f"  node lifecycle: {len(scenarios.SCENARIOS)} scenarios per pool (preview/lifecycle), "
+             + ("every operand runs, every node offers what it should" if not stuck else f"{len(stuck)} end stuck")]
+    lines += [f"    STUCK {o.pool} / {o.scenario}: {problem}" for o in stuck for problem in o.problems]
     return lines
 
 
@@ -220,9 +214,7 @@ def plan(recording: Recording, order: list[Registration]) -> list[str]:
     view = lifecycle_stack.view(recording)
     return [
         *_header(config, recording), "",
-        *_pools(config, recording), "",
-        *_operands(config, recording, order), "",
-        *_requests(config, view), "",
-        *_lifecycle(view), "",
+        *_pools(config, recording, _requests(view)), "",
+        *_operands(config, recording, order), *_lifecycle(view), "",
         *_long_steps(config, recording),
     ]

@@ -25,7 +25,7 @@ CLASSES = {
     "KMS_KEY": aws.kms.Key, "IMAGE_DISTRIBUTION": aws.imagebuilder.DistributionConfiguration,
     "SECURITY_GROUP": aws.ec2.SecurityGroup, "SECURITY_GROUP_INGRESS": aws.vpc.SecurityGroupIngressRule,
     "SECURITY_GROUP_EGRESS": aws.vpc.SecurityGroupEgressRule,
-    "SERVICE": k8s.core.v1.Service, "SERVICE_ACCOUNT": k8s.core.v1.ServiceAccount,
+    "CONFIG_MAP": k8s.core.v1.ConfigMap, "SERVICE": k8s.core.v1.Service, "SERVICE_ACCOUNT": k8s.core.v1.ServiceAccount,
     "NAMESPACE": k8s.core.v1.Namespace, "DAEMONSET": k8s.apps.v1.DaemonSet,
     "NETWORK_POLICY": k8s.networking.v1.NetworkPolicy,
     "RUNTIME_CLASS": k8s.node.v1.RuntimeClass, "DEVICE_CLASS": k8s.resource.v1.DeviceClass,

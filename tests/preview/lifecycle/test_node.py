@@ -105,3 +105,15 @@ def test_without_a_boot_registration_a_reboot_loses_the_runtime_until_the_toolki
     # The release's toolkit image (v1.18.1 for v25.10.1) registers the runtime itself: once it runs again.
     assert not node.runtime
     assert node.settle().runtime
+
+
+def test_a_reboot_clears_the_mig_instances_and_the_manager_carves_them_again(prod):
+    # MIG mode persists across a reboot, its instances do not (NVIDIA MIG user guide); no workload
+    # process runs until the plugin serves devices again, so the manager finds the GPUs idle.
+    view = stack.view(prod)
+    node = lifecycle_node.Node.boot(view, view.pool("h100-mig")).settle()
+    node.fill()
+    node.reboot()
+    assert node.mig_layout == lifecycle_node.NO_INSTANCES
+    node.settle()
+    assert node.mig_layout == "all-balanced" and node.advertised()["nvidia.com/mig-1g.10gb"] == 16

@@ -138,14 +138,15 @@ def test_an_adopted_cluster_s_endpoint_is_not_claimed_public_or_private(tmp_path
 
 
 def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
-    # dev: 1 L4 time-sliced x4, 1 desired / 4 max nodes; prod l40s: 4 L40S, 2 / 10; h100-mig: 8 H100
-    # under all-balanced (2 x 1g.10gb, 1 x 2g.20gb, 1 x 3g.40gb per GPU), 2 / 8; dra h100: 8 GPUs as
-    # DRA devices of class gpu.nvidia.com.
-    assert "  l4           nvidia.com/gpu 4 (4 / 16)" in _plan(dev)
+    # dev: 1 L4 time-sliced x4; prod l40s: 4 L40S; h100-mig: 8 H100 under all-balanced (2 x 1g.10gb,
+    # 1 x 2g.20gb, 1 x 3g.40gb per GPU); dra h100: 8 GPUs as DRA devices of class gpu.nvidia.com.
+    asks = "               workloads can request per node: "
+    assert asks + "nvidia.com/gpu x4" in _plan(dev)
     lines = _plan(prod)
-    assert "  l40s         nvidia.com/gpu 4 (8 / 40)" in lines
-    assert ("  h100-mig     nvidia.com/mig-1g.10gb 16 (32 / 128); nvidia.com/mig-2g.20gb 8 (16 / 64); "
-            "nvidia.com/mig-3g.40gb 8 (16 / 64)") in lines
-    dra_lines = _plan(dra)
-    desired, most = next((p["desiredSize"], p["maxSize"]) for p in dra.config["gpu-platform:nodePools"] if p["name"] == "h100")
-    assert f"  h100         gpu.nvidia.com 8 ({8 * desired} / {8 * most})" in dra_lines
+    assert lines.count(asks + "nvidia.com/gpu x4") == 1
+    assert asks + "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8" in lines
+    assert asks + "gpu.nvidia.com x8" in _plan(dra)
+
+
+def test_the_plan_gives_the_lifecycle_verdict(dev):
+    assert "  node lifecycle: 8 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should" in _plan(dev)

@@ -62,7 +62,7 @@ def test_it_makes_no_api_call_so_it_gets_no_rights():
 def _shared(release: str, replicas, image: str | None = None) -> OperandContext:
     images = dict(RELEASES[release].images, **({"dcgm-exporter": image} if image else {}))
     return OperandContext(images=images, sharing=(PoolSharing("l4", replicas, "none", None),), mig_pools=(),
-                          toolkit_baked=True, cdi=RELEASES[release].cdi)
+                          toolkit_baked=True, cdi=RELEASES[release].cdi, toolkit_version=RELEASES[release].toolkit_version)
 
 
 def _env(ctx: OperandContext) -> dict:
