@@ -76,6 +76,8 @@ class Node:
         pod = self.pods.pop(daemonset, None)
         if pod is None:
             return
+        if pod.template.operand == "mig-manager":
+            self.mig_state = ""  # a new manager pod applies the node's config again
         for glob in pod.template.deletes:
             self.markers -= {m for m in self.markers if fnmatch.fnmatch(m, glob)}
 

@@ -99,7 +99,9 @@ def mig_change_busy(stack: StackView, pool: Pool) -> Outcome:
     if not busy.live:
         return busy
     node.drain()
-    node.mig_state = ""  # the label set again after the drain: the manager retries
+    # mig-parted does not retry in-process: after the drain the manager's pod is restarted (as an
+    # operator does, or a reboot), and the new pod applies the config.
+    node.roll([p.template.daemonset for p in node.pods.values() if p.template.operand == "mig-manager"])
     return _verdict("MIG change on a busy node, then drained", node.settle())
 
 
