@@ -62,26 +62,29 @@ def joins_later(stack: StackView, pool: Pool) -> Outcome:
     return _verdict("node joins later", _live(stack, pool))
 
 
-def reboot_full(stack: StackView, pool: Pool) -> Outcome:
+def _on_a_full_node(stack: StackView, pool: Pool, name: str, event: Callable[[Node], None]) -> Outcome:
+    """`event` happens to a live node whose every GPU is taken; the verdict once it settles."""
     node = _live(stack, pool)
     node.fill()
-    node.reboot()
-    return _verdict("reboot with every GPU taken", node.settle())
+    event(node)
+    return _verdict(name, node.settle())
+
+
+def _restart(*operands: str) -> Callable[[Node], None]:
+    return lambda node: node.roll([p.template.daemonset for p in node.pods.values() if p.template.operand in operands])
+
+
+def reboot_full(stack: StackView, pool: Pool) -> Outcome:
+    return _on_a_full_node(stack, pool, "reboot with every GPU taken", Node.reboot)
 
 
 def validator_restart_full(stack: StackView, pool: Pool) -> Outcome:
-    node = _live(stack, pool)
-    node.fill()
-    node.roll([p.template.daemonset for p in node.pods.values() if p.template.operand == "validator"])
-    return _verdict("validator restart with every GPU taken", node.settle())
+    return _on_a_full_node(stack, pool, "validator restart with every GPU taken", _restart("validator"))
 
 
 def roll_all_full(stack: StackView, pool: Pool) -> Outcome:
     """A release bump or a new approval id changes every pod template: every pod is replaced."""
-    node = _live(stack, pool)
-    node.fill()
-    node.roll()
-    return _verdict("roll of every DaemonSet with every GPU taken", node.settle())
+    return _on_a_full_node(stack, pool, "roll of every DaemonSet with every GPU taken", lambda node: node.roll())
 
 
 def mig_change_busy(stack: StackView, pool: Pool) -> Outcome:
@@ -101,26 +104,22 @@ def mig_change_busy(stack: StackView, pool: Pool) -> Outcome:
     node.drain()
     # mig-parted does not retry in-process: after the drain the manager's pod is restarted (as an
     # operator does, or a reboot), and the new pod applies the config.
-    node.roll([p.template.daemonset for p in node.pods.values() if p.template.operand == "mig-manager"])
+    _restart("mig-manager")(node)
     return _verdict("MIG change on a busy node, then drained", node.settle())
 
 
 def image_roll(stack: StackView, pool: Pool) -> Outcome:
-    """A driver image roll, surge or blue-green: new nodes join beside full old ones and must come up
-    whole by themselves (a blue-green pool's readiness gate waits for exactly that)."""
-    old = _live(stack, pool)
-    old.fill()
+    """A driver image roll, surge or blue-green: a new node joins beside the full old ones and must come
+    up whole by itself (a blue-green pool's readiness gate waits for exactly that); nothing on an old
+    node reaches it."""
     return _verdict("driver image roll: a new node beside full ones", _live(stack, pool))
 
 
 def time_slicing_change(stack: StackView, pool: Pool) -> Outcome:
     """New replicas change the plugin's ConfigMap, whose hash is in the pod templates of the plugin and
     GFD: both roll, on a node with every GPU taken."""
-    node = _live(stack, pool)
-    node.fill()
-    node.roll([p.template.daemonset for p in node.pods.values()
-               if p.template.operand in ("device-plugin", "gpu-feature-discovery")])
-    return _verdict("time-slicing change with every GPU taken", node.settle())
+    return _on_a_full_node(stack, pool, "time-slicing change with every GPU taken",
+                           _restart("device-plugin", "gpu-feature-discovery"))
 
 
 SCENARIOS: tuple[Callable[[StackView, Pool], Outcome], ...] = (
