@@ -7,7 +7,7 @@ import pulumi
 
 from components.aws import gpu_cluster
 from components.aws.discovery import Discovered
-from components.kubernetes.admission import AdmissionArgs, AdmissionPolicies
+from components.kubernetes.admission import AdmissionArgs, AdmissionPolicies, privilege_warning
 from components.kubernetes.dashboard import DashboardArgs, GpuDashboard, host_label
 from components.kubernetes.namespace import NAMESPACE, GpuNamespace, NamespaceArgs
 from components.kubernetes.efa_device_plugin import EfaDevicePlugin, EfaDevicePluginArgs
@@ -79,7 +79,8 @@ def plan_operands(config: StackConfig, found: Discovered, images: dict[str, str]
 
 def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict[str, str], kubernetes_version: str,
                    provider, depends_on: list[pulumi.Resource],
-                   privileged_namespaces: tuple[str, ...] = ()) -> AdmissionArgs:
+                   privileged_namespaces: tuple[str, ...] = (),
+                   privilege_actions: tuple[str, ...] = admission.DENY_ACTIONS) -> AdmissionArgs:
     """The admission policies' arguments: the service accounts of the operands that run."""
     specs = {spec.operand: spec for _, spec in planned}
     validator = specs.get("validator")
@@ -92,7 +93,7 @@ def admission_args(planned: list[tuple[stages.Stage, OperandSpec]], images: dict
         validator_account=validator.name if validator else None,
         validator_images=(images["validator"],) if validator else (),
         node_writers=writers, depends_on=tuple(depends_on), dra=dra.OPERAND in specs,
-        privileged_namespaces=privileged_namespaces,
+        privileged_namespaces=privileged_namespaces, privilege_actions=privilege_actions,
     )
 
 
@@ -143,7 +144,10 @@ class GpuPlatform(pulumi.ComponentResource):
         # Before the first operand: the validator's first workload pod and the first node patch are
         # already checked (components/kubernetes/admission.py).
         policies = AdmissionPolicies(f"{name}-admission", admission_args(
-            planned, images, k8s_version, provider, [namespace], config.workloads.privileged_namespaces), opts=child)
+            planned, images, k8s_version, provider, [namespace], config.workloads.privileged_namespaces,
+            config.privilege_actions), opts=child)
+        if config.privilege_actions != admission.DENY_ACTIONS:
+            pulumi.log.warn(privilege_warning(adopted=not config.cluster.create))
         previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace, policies]
         self.operands = []
         for stage, spec in planned:

@@ -32,6 +32,16 @@ VALIDATOR_PODS = "gpu-platform-validator-pods"
 MIG_MANAGER_NODES = "gpu-platform-mig-manager-nodes"
 NFD_MASTER_NODES = "gpu-platform-nfd-master-nodes"
 GPU_ACCESS = "gpu-platform-gpu-access"
+# The privilege rule has a policy of its own so that an adopted cluster can bind it with Warn first
+# (WARN_ACTIONS): other agents there may run privileged on every node (a CNI, a security agent).
+GPU_PRIVILEGE = "gpu-platform-gpu-privilege"
+DENY_ACTIONS = ("Deny",)
+# Admitted, with a warning to the client and an audit-log annotation per pod that would be refused
+# (kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/#validation-actions).
+WARN_ACTIONS = ("Warn", "Audit")
+# Policies a stack may bind with WARN_ACTIONS (gpu-platform:workloads.privilegeAdmission); every other
+# one denies.
+MAY_WARN = (GPU_PRIVILEGE,)
 # Owned by the DRA driver's component (components/kubernetes/operands/dra_driver.py), required by
 # policy/dra.py (dra-kubelet-plugin-slices-own-node), not by REQUIRED_FOR: it exists only in mode dra.
 DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
@@ -41,7 +51,7 @@ DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
 # wrapping the API server's "ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied
 # request: <message>" (kubernetes/apiserver v0.34.0 pkg/admission/plugin/policy/validating/dispatcher.go:294).
 REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", NFD_MASTER_NODES: "node-feature-discovery",
-                GPU_ACCESS: None}
+                GPU_ACCESS: None, GPU_PRIVILEGE: None}
 
 # The validator's CUDA workload pod is privileged by upstream design (an init container running
 # `vectorAdd` and a container echoing success, both `privileged: true`): NVIDIA/gpu-operator v23.9.0

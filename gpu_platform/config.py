@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal, Mapping, Optional
 import pulumi
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, ValidationError, field_validator, model_validator
 
-from gpu_platform import admission, aws_limits, dra, image_refs, ledger, matrix, operands, versions
+from gpu_platform import admission, aws_limits, contract, dra, image_refs, ledger, matrix, operands, versions
 from gpu_platform.canonical_form import canonical, sha256
 
 PROJECT = "gpu-platform"
@@ -412,6 +412,11 @@ class Workloads(_Model):
     # agent's), besides kube-system and the operator namespace: written into the GPU-access admission
     # policy, whose spec the privilege ledger hashes, so listing one is a new approval.
     privileged_namespaces: tuple[str, ...] = Field(default=(), alias="privilegedNamespaces")
+    # deny: the GPU-privilege admission policy refuses such pods; warn: admits them with a warning and an
+    # audit-log entry, so an adopted cluster's own privileged agents (a CNI, a security agent) keep
+    # running while you list their namespaces. Unset: deny on a cluster the stack creates, warn on an
+    # adopted one (StackConfig.privilege_actions).
+    privilege_admission: Optional[Literal["deny", "warn"]] = Field(default=None, alias="privilegeAdmission")
 
     @field_validator("privileged_namespaces", mode="before")
     @classmethod
@@ -422,9 +427,13 @@ class Workloads(_Model):
             if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", name):
                 raise ValueError(_at(f"[{i}]", f"{_shown(name)} is not a Kubernetes namespace name "
                                                f"({_NAMESPACE_FORM})"))
-            if name in admission.PRIVILEGED_NAMESPACES:
-                raise ValueError(_at(f"[{i}]", f"{_shown(name)} is exempt already (gpu_platform/admission.py "
-                                               "PRIVILEGED_NAMESPACES); list only your own namespaces"))
+            if name in (*admission.PRIVILEGED_NAMESPACES, contract.OPERATOR_NAMESPACE):
+                raise ValueError(_at(f"[{i}]", f"{_shown(name)} is exempt already (the operator namespace, or "
+                                               "gpu_platform/admission.py PRIVILEGED_NAMESPACES); list only your own namespaces"))
+            if name == "default":
+                raise ValueError(_at(f"[{i}]", "'default' is where pods without a namespace land: trusting it would let "
+                                               "any pod take every GPU of a node; run your agent in a namespace of its own "
+                                               "and list that"))
             if name in value[:i]:
                 raise ValueError(_at(f"[{i}]", f"{_shown(name)} is listed twice"))
         return tuple(value)
@@ -803,6 +812,12 @@ class StackConfig(_Model):
             raise ValueError(f"{_shown(value)} is not a region of the aws, aws-cn or aws-us-gov partition ({hint}); a "
                              f"region AWS opened after gpu_platform/aws_limits.yaml was written is added there")
         return value
+
+    @property
+    def privilege_actions(self) -> tuple[str, ...]:
+        """The GPU-privilege policy's validationActions (gpu-platform:workloads.privilegeAdmission)."""
+        chosen = self.workloads.privilege_admission or ("deny" if self.cluster.create else "warn")
+        return admission.DENY_ACTIONS if chosen == "deny" else admission.WARN_ACTIONS
 
     @field_validator("node_pools")
     @classmethod

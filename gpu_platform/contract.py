@@ -29,6 +29,8 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # tools/container/toolkit/runtime.go:32-56 at v1.14.3, cmd/nvidia-ctk-installer/toolkit/installer/
 # executables.go:53-61, 98-108 and main.go:65-67 at v1.20.0). The pool's user data registers it with
 # containerd at every boot (components/aws/user_data.py); the operand installs it there.
+# The namespace the operands run in (components/kubernetes/namespace.py creates it).
+OPERATOR_NAMESPACE = "gpu-operator"
 NVIDIA_RUNTIME_HANDLER = "nvidia"
 TOOLKIT_INSTALL_ROOT = "/usr/local/nvidia"
 TOOLKIT_RUNTIME = f"{TOOLKIT_INSTALL_ROOT}/toolkit/nvidia-container-runtime"

@@ -1,5 +1,5 @@
 """The operator namespace's guards are deployed: the platform's admission policies, each bound with
-`Deny`, for a cluster that runs the operands (on Kubernetes 1.30 or later, the first to serve them),
+`Deny` (the GPU-privilege policy may be bound with `Warn`), for a cluster that runs the operands (on Kubernetes 1.30 or later, the first to serve them),
 and the namespace's default-deny ingress NetworkPolicy. Both compare the operands with other
 resources of the stack: stack policies.
 
@@ -27,7 +27,8 @@ def _running(resources) -> set[str]:
 @stack_policy(
     "gpu-admission-policies-deployed", EnforcementLevel.MANDATORY,
     "A cluster of Kubernetes 1.30 or later that runs the operands has the platform's admission policies, each with a "
-    "binding that denies: the validator's pods, the MIG manager's and NFD's node writes, GPU access outside the operator namespace.",
+    "binding that denies: the validator's pods, the MIG manager's and NFD's node writes, GPU access outside the operator namespace; "
+    "the GPU-privilege policy's binding may warn instead (gpu-platform:workloads.privilegeAdmission).",
     fix="no stack key: the program builds them (components/kubernetes/admission.py); report it",
 )
 def gpu_admission_policies_deployed(args, report_violation) -> None:
@@ -39,8 +40,12 @@ def gpu_admission_policies_deployed(args, report_violation) -> None:
     if not version or not admission.supported(version):
         return  # served from 1.30 only; the program warns (README "Admission policies")
     policies = {text(dig(r.props, "metadata").get("name")): r for r in args.resources if r.resource_type == POLICY}
-    denying = {text(dig(r.props, "spec").get("policyName")) for r in args.resources if r.resource_type == BINDING
-               and "Deny" in [text(a) for a in sequence(dig(r.props, "spec").get("validationActions"))]}
+    def acts(props, name: str) -> bool:
+        # The GPU-privilege policy may only warn (gpu-platform:workloads.privilegeAdmission; the ledger binds it).
+        actions = [text(a) for a in sequence(dig(props, "spec").get("validationActions"))]
+        return "Deny" in actions or (name in admission.MAY_WARN and "Warn" in actions)
+    denying = {name for r in args.resources if r.resource_type == BINDING
+               and acts(r.props, name := text(dig(r.props, "spec").get("policyName")))}
     for name, operand in sorted(admission.REQUIRED_FOR.items()):
         if operand is not None and operand not in running:
             continue
@@ -51,7 +56,8 @@ def gpu_admission_policies_deployed(args, report_violation) -> None:
             report_violation(f"ValidatingAdmissionPolicy {name!r} has failurePolicy Ignore: an expression error would admit the request",
                              policies[name].urn)
         elif name not in denying:
-            report_violation(f"ValidatingAdmissionPolicy {name!r} has no binding with validationActions Deny: it would deny nothing",
+            also = " (or Warn, for this one)" if name in admission.MAY_WARN else ""
+            report_violation(f"ValidatingAdmissionPolicy {name!r} has no binding with validationActions Deny{also}: it would deny nothing",
                              policies[name].urn)
 
 

@@ -174,6 +174,7 @@ class GpuNodePool(pulumi.ComponentResource):
                                user_data.gpu_access_script() if args.gpu_access_at_boot else None).encode()
             ).decode()
         )
+        machine_tags = {k: v for k, v in tags.items() if k != contract.AUDIT_TAG_APPROVAL}
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             name_prefix=f"gpu-{pool.name}-",
@@ -185,9 +186,11 @@ class GpuNodePool(pulumi.ComponentResource):
             network_interfaces=network,
             **placement,
             **_capacity_block(pool),
+            # Instances and volumes get no approval id: tag specifications are template content, so a
+            # new approval would make a template version and roll every node (replacements.yaml).
             tag_specifications=[
-                {"resource_type": "instance", "tags": tags},
-                {"resource_type": "volume", "tags": tags},
+                {"resource_type": "instance", "tags": machine_tags},
+                {"resource_type": "volume", "tags": machine_tags},
             ],
             tags={**tags, **args.declared},
             opts=pulumi.ResourceOptions(parent=self),

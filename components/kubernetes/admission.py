@@ -227,9 +227,9 @@ _CREATE_OR_NEW_TOLERATION = {"name": "create-ephemeral-or-toleration", "expressi
     f" || {_TOLERATIONS.format('object')} != {_TOLERATIONS.format('oldObject')}")}
 
 
-def _gpu_node_variables(exempt_namespaces: Sequence[str]) -> list[dict]:
-    """`gpuNode`: the pod can land on a GPU node; `elevated`: its privileged or SYS_ADMIN containers;
-    `privilegeExempt`: its namespace may run them (the facts: gpu_platform/admission.py)."""
+def _gpu_node_variables() -> list[dict]:
+    """`gpuNode`: the pod can land on a GPU node; `elevated`: its privileged or SYS_ADMIN containers
+    (the facts: gpu_platform/admission.py)."""
     effect, key = cel_string(contract.GPU_TAINT_EFFECT), cel_string(contract.GPU_TAINT_KEY)
     tolerates = (f"object.spec.tolerations.exists(t, (!has(t.effect) || t.effect == '' || t.effect == {effect})"
                  f" && ((has(t.key) && t.key == {key})"
@@ -242,71 +242,87 @@ def _gpu_node_variables(exempt_namespaces: Sequence[str]) -> list[dict]:
         {"name": "gpuNode", "expression": (f"(has(object.spec.tolerations) && {tolerates})"
                                            " || (has(object.spec.nodeName) && object.spec.nodeName != '')")},
         {"name": "elevated", "expression": f"variables.containers.filter(c, {elevated})"},
-        {"name": "privilegeExempt", "expression": f"request.namespace in {cel_list(sorted(exempt_namespaces))}"},
     ]
 
 
-def gpu_access(operator_namespace: str, dra: bool = False, privileged_namespaces: Sequence[str] = ()) -> dict:
-    """The spec of the GPU-access policy (pods outside the operator namespace). `dra`: the stack
-    allocates GPUs through the DRA driver, which the messages then point at (the rules are the same:
-    a claim's devices come by CDI from the kubelet, never from a pod's own env, mounts or annotations).
-    `privileged_namespaces`: the stack's own namespaces that may run privileged pods on GPU nodes, besides
-    admission.PRIVILEGED_NAMESPACES."""
-    source = ("ResourceClaims on the DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com)" if dra
-              else "the device plugin")
-    exempt_namespaces = (*admission.PRIVILEGED_NAMESPACES, *privileged_namespaces)
+def _pod_policy(outside: Sequence[str], variables: list[dict], validations: list[dict]) -> dict:
+    """A policy on the pods of every namespace but `outside`, less the pods admitted by name
+    (admission.EXEMPT_PODS), on creation and on the updates that can move a pod onto a GPU node."""
     exempt = " || ".join(
         f"(request.namespace == {cel_string(ns)} && has(object.metadata.labels) && {cel_string(key)} in object.metadata.labels"
         f" && object.metadata.labels[{cel_string(key)}] == {cel_string(value)})"
         for ns, key, value in admission.EXEMPT_PODS)
-    gpu = (f"r == {cel_string(admission.GPU_RESOURCE)} || r.startsWith({cel_string(admission.MIG_RESOURCE_PREFIX)})")
-    asks_gpu = ("variables.containers.exists(c, has(c.resources) && ("
-                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu}))"
-                f" || (has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))")
-    cdi = admission.key_pattern((f"*.{admission.CDI_ANNOTATION_DOMAIN}",))
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
             "resourceRules": _GPU_ACCESS_RULES,
             "namespaceSelector": {"matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [operator_namespace]}]},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(outside)}]},
         },
         "matchConditions": [_CREATE_OR_NEW_TOLERATION,
                             *([{"name": "not-exempt", "expression": f"!({exempt})"}] if exempt else [])],
-        "variables": [_CONTAINERS, *_gpu_node_variables(exempt_namespaces)],
-        "validations": [
-            {"expression": "!variables.gpuNode || size(variables.elevated) == 0 || variables.privilegeExempt",
-             # Names the first such container (standard CEL has no join).
-             "messageExpression": (
-                 cel_string(f"outside {operator_namespace}, a pod that can run on a GPU node (it tolerates the "
-                            f"{contract.GPU_TAINT_KEY} taint or names its node) has no privileged container and adds "
-                            "no SYS_ADMIN or ALL capability: container ")
-                 + " + variables.elevated[0].name + "
-                 + cel_string(f" does, and would get every GPU of the node, around {source}. Drop it from the "
-                              f"container, or run the pod in {operator_namespace} or a namespace listed in "
-                              "gpu-platform:workloads.privilegedNamespaces")),
-             "message": (f"outside {operator_namespace}, a pod that can run on a GPU node has no privileged container "
-                         "and adds no SYS_ADMIN or ALL capability (the toolkit would give it every GPU of the node, "
-                         "around "
-                         f"{source}); drop it, or run the pod in {operator_namespace} or a namespace listed in "
-                         "gpu-platform:workloads.privilegedNamespaces")},
-            {"expression": ("variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in "
-                            f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
-                            f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
-             "message": (f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)} "
-                         f"(but NVIDIA_VISIBLE_DEVICES={' or '.join(admission.NO_DEVICE_VALUES)}): GPUs come from {source}")},
-            {"expression": ("variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, "
-                            f"!m.mountPath.contains({cel_string(admission.DEVICE_MOUNT_NAME)})))"),
-             "message": (f"outside {operator_namespace}, no container mounts anything under {admission.DEVICE_MOUNT_ROOT} "
-                         "(the toolkit's device requests by volume mount)")},
-            {"expression": f"!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.matches({cel_string(cdi)}))",
-             "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
-            {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",
-             "message": (f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"
-                         + ("; with DRA a pod claims GPUs through a ResourceClaim and needs no runtime class (the kubelet "
-                            "injects the claimed devices by CDI)" if dra else ""))},
-        ],
+        "variables": [_CONTAINERS, *variables],
+        "validations": validations,
     }
+
+
+def _allocator(dra: bool) -> str:
+    return ("ResourceClaims on the DRA driver's DeviceClasses (gpu.nvidia.com, mig.nvidia.com)" if dra
+            else "the device plugin")
+
+
+def gpu_privilege(operator_namespace: str, dra: bool = False, privileged_namespaces: Sequence[str] = ()) -> dict:
+    """The spec of the GPU-privilege policy: no privileged, SYS_ADMIN or ALL container on a pod that can
+    land on a GPU node, outside the operator namespace, admission.PRIVILEGED_NAMESPACES and the stack's
+    `privileged_namespaces` (the toolkit counts such a container as privileged and honours its image's
+    NVIDIA_VISIBLE_DEVICES: gpu_platform/admission.py)."""
+    source = _allocator(dra)
+    trusted = f"{operator_namespace} or a namespace listed in gpu-platform:workloads.privilegedNamespaces"
+    return _pod_policy(
+        [operator_namespace, *admission.PRIVILEGED_NAMESPACES, *privileged_namespaces],
+        _gpu_node_variables(),
+        [{"expression": "!variables.gpuNode || size(variables.elevated) == 0",
+          # Names the first such container (standard CEL has no join).
+          "messageExpression": (
+              cel_string(f"outside {operator_namespace}, a pod that can run on a GPU node (it tolerates the "
+                         f"{contract.GPU_TAINT_KEY} taint or names its node) has no privileged container and adds "
+                         "no SYS_ADMIN or ALL capability: container ")
+              + " + variables.elevated[0].name + "
+              + cel_string(f" does, and would get every GPU of the node, around {source}. Drop it from the "
+                           f"container, or run the pod in {trusted}")),
+          "message": (f"outside {operator_namespace}, a pod that can run on a GPU node has no privileged container "
+                      f"and adds no SYS_ADMIN or ALL capability (the toolkit would give it every GPU of the node, "
+                      f"around {source}); drop it, or run the pod in {trusted}")}])
+
+
+def gpu_access(operator_namespace: str, dra: bool = False, privileged_namespaces: Sequence[str] = ()) -> dict:
+    """The spec of the GPU-access policy (pods outside the operator namespace and the stack's
+    `privileged_namespaces`, which are trusted with the node's GPUs). `dra`: the stack allocates GPUs
+    through the DRA driver, which the messages then point at (the rules are the same: a claim's devices
+    come by CDI from the kubelet, never from a pod's own env, mounts or annotations)."""
+    source = _allocator(dra)
+    gpu = (f"r == {cel_string(admission.GPU_RESOURCE)} || r.startsWith({cel_string(admission.MIG_RESOURCE_PREFIX)})")
+    asks_gpu = ("variables.containers.exists(c, has(c.resources) && ("
+                f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu}))"
+                f" || (has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))")
+    cdi = admission.key_pattern((f"*.{admission.CDI_ANNOTATION_DOMAIN}",))
+    return _pod_policy([operator_namespace, *privileged_namespaces], [], [
+        {"expression": ("variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in "
+                        f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
+                        f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
+         "message": (f"outside {operator_namespace}, no container sets {', '.join(admission.DEVICE_ENV)} "
+                     f"(but NVIDIA_VISIBLE_DEVICES={' or '.join(admission.NO_DEVICE_VALUES)}): GPUs come from {source}")},
+        {"expression": ("variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, "
+                        f"!m.mountPath.contains({cel_string(admission.DEVICE_MOUNT_NAME)})))"),
+         "message": (f"outside {operator_namespace}, no container mounts anything under {admission.DEVICE_MOUNT_ROOT} "
+                     "(the toolkit's device requests by volume mount)")},
+        {"expression": f"!has(object.metadata.annotations) || object.metadata.annotations.all(k, !k.matches({cel_string(cdi)}))",
+         "message": f"outside {operator_namespace}, no pod carries CDI device annotations ({admission.CDI_ANNOTATION_DOMAIN}/)"},
+        {"expression": f"!has(object.spec.runtimeClassName) || object.spec.runtimeClassName != 'nvidia' || {asks_gpu}",
+         "message": (f"runtimeClassName nvidia only for pods that request {admission.GPU_RESOURCE} or {admission.MIG_RESOURCE_PREFIX}*"
+                     + ("; with DRA a pod claims GPUs through a ResourceClaim and needs no runtime class (the kubelet "
+                        "injects the claimed devices by CDI)" if dra else ""))},
+    ])
 
 
 # The slices a write touches: the one it deletes, the one it creates, or on update both the stored
@@ -337,6 +353,15 @@ def resource_slices(namespace: str, account: str, driver: str) -> dict:
     }
 
 
+def privilege_warning(adopted: bool) -> str:
+    """Said at `pulumi up` and in the preview's plan when the GPU-privilege policy only warns."""
+    why = "the default on an adopted cluster, whose own agents may run privileged on every node" if adopted else "as the stack sets"
+    return (f"gpu-platform:workloads.privilegeAdmission is warn ({why}): a pod outside {contract.OPERATOR_NAMESPACE} that "
+            "can run on a GPU node with a privileged, SYS_ADMIN or ALL container is admitted with a warning and an "
+            f"audit-log entry, and can take every GPU of its node. List the namespaces of your own such agents in "
+            f"gpu-platform:workloads.privilegedNamespaces, then set privilegeAdmission: deny (docs: README \"Admission policies\")")
+
+
 @dataclass(frozen=True)
 class AdmissionArgs:
     namespace: str  # the operator namespace (its service accounts' usernames)
@@ -348,6 +373,7 @@ class AdmissionArgs:
     depends_on: Sequence[pulumi.Resource] = field(default_factory=tuple)
     dra: bool = False  # GPUs allocated through the DRA driver (allocation mode dra)
     privileged_namespaces: tuple[str, ...] = ()  # gpu-platform:workloads.privilegedNamespaces
+    privilege_actions: tuple[str, ...] = admission.DENY_ACTIONS  # gpu-platform:workloads.privilegeAdmission
 
 
 class AdmissionPolicies(pulumi.ComponentResource):
@@ -363,7 +389,9 @@ class AdmissionPolicies(pulumi.ComponentResource):
                 "create pods on any node, the MIG manager and NFD may patch any node key): upgrade the cluster")
             self.register_outputs({})
             return
-        specs = {admission.GPU_ACCESS: gpu_access(args.namespace, args.dra, args.privileged_namespaces)}
+        specs = {admission.GPU_ACCESS: gpu_access(args.namespace, args.dra, args.privileged_namespaces),
+                 admission.GPU_PRIVILEGE: gpu_privilege(args.namespace, args.dra, args.privileged_namespaces)}
+        actions = {admission.GPU_PRIVILEGE: args.privilege_actions}
         if args.validator_account:
             specs[admission.VALIDATOR_PODS] = validator_pods(args.namespace, args.validator_account, args.validator_images)
         for writer, account in args.node_writers:
@@ -375,7 +403,7 @@ class AdmissionPolicies(pulumi.ComponentResource):
             # The binding waits for its policy: a binding to a policy not there yet is ignored until it is.
             k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
                 f"{name}-{policy_name}-binding", metadata={"name": policy_name, "labels": LABELS},
-                spec={"policyName": policy_name, "validationActions": ["Deny"]},
+                spec={"policyName": policy_name, "validationActions": list(actions.get(policy_name, admission.DENY_ACTIONS))},
                 opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[policy])))
             self.policies.append(policy)
         self.register_outputs({"policies": [p.metadata["name"] for p in self.policies]})

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.operands.manifests import AWAIT, audit_annotations
+from components.kubernetes.operands.manifests import AWAIT, audit_annotations, pod_template_audit
 from gpu_platform import aws_limits, contract
 from gpu_platform.config import Audit
 
@@ -107,7 +107,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
         # Pulumi waits for the DaemonSet controller, not for every node (as for the operands: one sick
         # EFA node must not hold every `pulumi up`).
         audit = audit_annotations(spec["template"]["spec"], reason, args.audit)
-        spec["template"]["metadata"]["annotations"] = audit
+        spec["template"]["metadata"]["annotations"] = pod_template_audit(audit)
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": NAME, "namespace": args.namespace, "labels": _labels()},

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from gpu_platform import cluster_admins, contract
 
-NAMESPACE = "gpu-operator"
+NAMESPACE = contract.OPERATOR_NAMESPACE
 RUNTIME_CLASS = contract.NVIDIA_RUNTIME_HANDLER
 # The container ports that serve Prometheus metrics: `metrics` (DCGM exporter; NFD up to 0.17) and
 # `http` (NFD 0.18+, one port for /metrics and /healthz: cmd/nfd-*/main.go v0.18.2). Nothing else in

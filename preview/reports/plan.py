@@ -9,13 +9,13 @@ from typing import Any
 
 from components.aws.node_image import kernel_module_declared
 from components.kubernetes.operands import stages
-from gpu_platform import contract, matrix
+from gpu_platform import admission, contract, matrix
 from gpu_platform.config import NodePool, StackConfig, parse
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
 from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.reports import rollouts
-from gpu_platform.resource_types import DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
+from gpu_platform.resource_types import ADMISSION_BINDING as _BINDING, ADMISSION_POLICY as _POLICY, DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
 
@@ -48,8 +48,22 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
         f"  Operator    GPU Operator {config.operator.release} (image overrides: {overrides})",
         f"  Node image  NVIDIA driver {image.driver_version}, {source}",
         f"  Toolkit     {toolkit}",
-        f"  Workloads   CUDA {', '.join(config.workloads.cuda_versions)}",
+        f"  Workloads   CUDA {', '.join(config.workloads.cuda_versions)}; {_admission(recording)}",
     ]
+
+
+def _admission(recording: Recording) -> str:
+    """What the GPU-privilege policy does, and where it does not apply, as the program registered it."""
+    actions = [b.inputs.get("spec", {}).get("validationActions") for b in recording.of_type(_BINDING)
+               if b.inputs.get("spec", {}).get("policyName") == admission.GPU_PRIVILEGE]
+    policy = [p.inputs.get("spec", {}) for p in recording.of_type(_POLICY)
+              if p.inputs.get("metadata", {}).get("name") == admission.GPU_PRIVILEGE]
+    if not actions or not policy:
+        return "no admission policy on privileged pods (Kubernetes before 1.30)"
+    outside = policy[0]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
+    if "Deny" in actions[0]:
+        return f"privileged pods on GPU nodes: refused outside {', '.join(outside)}"
+    return f"privileged pods on GPU nodes: only WARNED outside {', '.join(outside)} (privilegeAdmission: warn)"
 
 
 def _groups(recording: Recording) -> dict[str, Registration]:

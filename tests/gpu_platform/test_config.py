@@ -234,6 +234,8 @@ def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fra
     (["GPU-Monitoring"], "[0]", "is not a Kubernetes namespace name"),
     (["gpu-monitoring", "gpu-monitoring"], "[1]", "is listed twice"),
     (["kube-system"], "[0]", "is exempt already"),
+    (["ml", "gpu-operator"], "[1]", "is exempt already"),
+    (["default"], "[0]", "'default' is where pods without a namespace land"),
 ])
 def test_privileged_namespaces_kubernetes_would_refuse_or_that_repeat_are_errors(value, path, fragment):
     raw = engine.read_stack_file(engine.stack_file("prod"))
@@ -242,6 +244,27 @@ def test_privileged_namespaces_kubernetes_would_refuse_or_that_repeat_are_errors
         config_model.parse(raw)
     message = str(error.value)
     assert f"gpu-platform:workloads.privilegedNamespaces{path}" in message and fragment in message, message
+
+
+@pytest.mark.parametrize("create, value, actions", [
+    (True, None, ("Deny",)), (False, None, ("Warn", "Audit")),
+    (False, "deny", ("Deny",)), (True, "warn", ("Warn", "Audit")),
+])
+def test_privilege_admission_denies_on_a_created_cluster_and_warns_on_an_adopted_one(create, value, actions):
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:cluster"]["create"] = create
+    if value:
+        raw["gpu-platform:workloads"]["privilegeAdmission"] = value
+    assert config_model.parse(raw).privilege_actions == actions
+
+
+def test_an_unknown_privilege_admission_names_the_valid_values():
+    raw = engine.read_stack_file(engine.stack_file("dev"))
+    raw["gpu-platform:workloads"]["privilegeAdmission"] = "audit"
+    with pytest.raises(config_model.ConfigError) as error:
+        config_model.parse(raw)
+    message = str(error.value)
+    assert "gpu-platform:workloads.privilegeAdmission" in message and "'deny'" in message and "'warn'" in message, message
 
 
 def test_prometheus_selectors_default_to_kube_prometheus_stack():

@@ -13,7 +13,7 @@ from tests.policy.verdict import violations
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-NAMES = ("gpu-platform-gpu-access", "gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes")
+NAMES = ("gpu-platform-gpu-access", "gpu-platform-gpu-privilege", "gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes")
 
 
 def _policy(name: str, failure: str = "Fail") -> Resource:
@@ -59,6 +59,20 @@ def test_a_binding_that_only_warns_fails():
     stack = [r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-validator-pods"]
     found = violations(gpu_admission_policies_deployed, [*stack, _binding("gpu-platform-validator-pods", ("Warn", "Audit"))])
     assert len(found) == 1 and "no binding with validationActions Deny" in found[0][0]
+
+
+@pytest.mark.parametrize("name, passes", [("gpu-platform-gpu-privilege", True), ("gpu-platform-gpu-access", False)])
+def test_only_the_privilege_policy_may_warn(name, passes):
+    # gpu-platform:workloads.privilegeAdmission: warn (an adopted cluster's default); the ledger binds the actions.
+    stack = [r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != name]
+    found = violations(gpu_admission_policies_deployed, [*stack, _binding(name, ("Warn", "Audit"))])
+    assert (found == []) is passes, found
+
+
+def test_a_privilege_policy_bound_to_audit_only_fails():
+    stack = [r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-gpu-privilege"]
+    found = violations(gpu_admission_policies_deployed, [*stack, _binding("gpu-platform-gpu-privilege", ("Audit",))])
+    assert len(found) == 1 and "Deny (or Warn, for this one)" in found[0][0]
 
 
 def test_a_policy_that_ignores_its_errors_fails():

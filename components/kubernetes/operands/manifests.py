@@ -39,6 +39,13 @@ def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, st
     }
 
 
+def pod_template_audit(annotations: dict[str, str]) -> dict[str, str]:
+    """The audit annotations a pod template carries: all but the approval id, which stays on the
+    workload object (the policy reads it there first, gpu_platform/workloads.py). A new approval id
+    then updates each DaemonSet in place instead of restarting every GPU operand on every node."""
+    return {k: v for k, v in annotations.items() if k != contract.AUDIT_APPROVAL}
+
+
 def _security_context(c: Container) -> dict:
     if c.privileged:
         # The runtime gives a privileged container every capability and no seccomp filter whatever the
@@ -210,7 +217,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         pod_spec["resourceClaims"] = [{"name": t.claim, "resourceClaimTemplateName": claim_template_name(name, t)}
                                       for t in spec.claim_templates]
     annotations = {**_declared(args), **audit_annotations(pod_spec, spec.reason, args.audit)}
-    pod_annotations = {**annotations, **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
+    pod_annotations = {**pod_template_audit(annotations), **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
     return {
         "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
         "spec": {

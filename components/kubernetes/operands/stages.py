@@ -29,7 +29,7 @@ The marker chain (files in /run/nvidia/validations, written by the validator ima
 
 No marker may hang on a free GPU. /run is a tmpfs and the validator's preStop hook deletes the
 markers, so they are written again after every reboot and every roll of the validator (a release
-bump, a new approval id: every pod template carries it), on nodes whose GPUs workloads hold. None of
+bump, a changed privilege), on nodes whose GPUs workloads hold. None of
 the checks behind them asks for a GPU: the cuda workload pod requests no nvidia.com/gpu (it is
 privileged with every GPU visible), and the plugin check runs without its workload (WITH_WORKLOAD=false,
 validator.py), which would take one GPU from the device plugin and never get it on a full node.

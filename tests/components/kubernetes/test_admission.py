@@ -17,6 +17,7 @@ POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 NS = "gpu-operator"
 VALIDATOR_IMAGE = "nvcr.io/nvidia/gpu-operator:v25.10.1"  # the prod stack's release (stacks/Pulumi.prod.yaml)
+PRIVILEGE = "gpu-platform-gpu-privilege"
 NODE = "ip-10-0-1-17.us-west-2.compute.internal"
 OTHER_NODE = "ip-10-0-2-9.us-west-2.compute.internal"
 
@@ -38,10 +39,10 @@ def test_each_policy_has_a_deny_binding_and_is_valid_kubernetes_1_30(prod):
     policies = {p.inputs["metadata"]["name"]: p.inputs for p in prod.of_type(POLICY)}
     bindings = {b.inputs["spec"]["policyName"]: b.inputs for b in prod.of_type(BINDING)}
     assert set(policies) == {"gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes",
-                             "gpu-platform-gpu-access"}
+                             "gpu-platform-gpu-access", "gpu-platform-gpu-privilege"}
     assert set(bindings) == set(policies)
     for name, binding in bindings.items():
-        assert binding["spec"]["validationActions"] == ["Deny"], name
+        assert binding["spec"]["validationActions"] == ["Deny"], name  # prod's cluster is created by the stack
     for obj in [*policies.values(), *bindings.values()]:
         doc = {k: v for k, v in obj.items() if k != "metadata"} | {"metadata": {"name": obj["metadata"]["name"]}}
         # 1.30: the first minor that serves the v1 API (strict: no field the schema does not know).
@@ -441,7 +442,7 @@ def _sys_admin(spelling: str) -> dict:
     ("a named node", _elevated({"privileged": True}, tolerations=None, nodeName=NODE)),
 ])
 def test_a_privileged_or_sys_admin_container_that_can_run_on_a_gpu_node_is_denied_by_name(policies, why, pod):
-    failed = evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
+    failed = evaluate(policies[PRIVILEGE], _pod_request(pod))
     assert any("container miner does" in m and "every GPU of the node" in m for m in failed), (why, failed)
 
 
@@ -459,7 +460,7 @@ def test_a_privileged_or_sys_admin_container_that_can_run_on_a_gpu_node_is_denie
     ("privileged false", _elevated({"privileged": False, "capabilities": {"add": ["NET_BIND_SERVICE"]}})),
 ])
 def test_a_pod_that_cannot_run_on_a_gpu_node_or_is_not_privileged_is_admitted(policies, why, pod):
-    assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) == [], why
+    assert evaluate(policies[PRIVILEGE], _pod_request(pod)) == [], why
 
 
 def test_a_toleration_added_to_a_pending_privileged_pod_is_denied(policies):
@@ -468,7 +469,7 @@ def test_a_toleration_added_to_a_pending_privileged_pod_is_denied(policies):
     new = copy.deepcopy(old)
     new["spec"]["tolerations"] = TOLERATES_ALL
     request = {**_pod_request(new), "operation": "UPDATE", "oldObject": old}
-    failed = evaluate(policies["gpu-platform-gpu-access"], request)
+    failed = evaluate(policies[PRIVILEGE], request)
     assert any("container miner does" in m for m in failed), failed
 
 
@@ -479,7 +480,7 @@ def test_a_privileged_ephemeral_container_on_a_gpu_nodes_pod_is_denied(policies)
     new["spec"]["ephemeralContainers"] = [
         {"name": "debugger-x7", "image": "busybox:1.36", "securityContext": {"privileged": True}}]
     request = {**_pod_request(new), "operation": "UPDATE", "subResource": "ephemeralcontainers", "oldObject": old}
-    failed = evaluate(policies["gpu-platform-gpu-access"], request)
+    failed = evaluate(policies[PRIVILEGE], request)
     assert any("container debugger-x7 does" in m for m in failed), failed
 
 
@@ -488,6 +489,7 @@ def test_kube_systems_privileged_add_ons_that_tolerate_every_taint_are_admitted(
     # from this rule only: gpu_platform/admission.py PRIVILEGED_NAMESPACES).
     pod = _elevated({"privileged": True}, namespace="kube-system", tolerations=TOLERATES_ALL, hostNetwork=True,
                     priorityClassName="system-node-critical")
+    assert evaluate(policies[PRIVILEGE], _pod_request(pod)) is None
     assert evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod)) == []
 
 
@@ -496,20 +498,50 @@ def test_kube_systems_privileged_pods_still_may_not_select_devices_by_env(polici
     pod["spec"]["containers"][1]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     failed = evaluate(policies["gpu-platform-gpu-access"], _pod_request(pod))
     assert any("NVIDIA_VISIBLE_DEVICES" in m for m in failed), failed
-    assert not any("container miner does" in m for m in failed), failed
 
 
-def _gpu_access_of(rec) -> dict:
-    (spec,) = [p.inputs["spec"] for p in rec.of_type(POLICY) if p.inputs["metadata"]["name"] == admission.GPU_ACCESS]
+def _policy_of(rec, name: str = admission.GPU_ACCESS) -> dict:
+    (spec,) = [p.inputs["spec"] for p in rec.of_type(POLICY) if p.inputs["metadata"]["name"] == name]
     return spec
 
 
-def test_a_namespace_the_stack_lists_may_run_privileged_pods_on_gpu_nodes(variant):
+def _refusals(rec, pod: dict) -> list[str]:
+    """Every GPU policy's refusals of the pod, as the API server runs every policy that matches."""
+    return [m for name in (admission.GPU_ACCESS, admission.GPU_PRIVILEGE)
+            for m in evaluate(_policy_of(rec, name), _pod_request(pod)) or []]
+
+
+def test_a_namespace_the_stack_lists_may_run_privileged_gpu_agents(variant):
+    # A user's own GPU agent: privileged, tolerating every taint, selecting every GPU by env.
     rec = variant(lambda c: c["gpu-platform:workloads"].update(privilegedNamespaces=["gpu-monitoring"]))
-    spec = _gpu_access_of(rec)
     for namespace, admitted in (("gpu-monitoring", True), ("ml", False)):
         pod = _elevated({"privileged": True}, namespace=namespace, tolerations=TOLERATES_ALL)
-        assert (evaluate(spec, _pod_request(pod)) == []) is admitted, namespace
+        pod["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+        assert (_refusals(rec, pod) == []) is admitted, namespace
+
+
+def _bindings(rec) -> dict[str, list[str]]:
+    return {b.inputs["spec"]["policyName"]: b.inputs["spec"]["validationActions"] for b in rec.of_type(BINDING)}
+
+
+def test_an_adopted_cluster_only_warns_of_privileged_pods_until_told_to_deny(variant):
+    # Its own agents (a CNI like calico-node, a security agent) may run privileged on every node: a Deny
+    # from the first up would refuse their pods on the next new node.
+    adopted = variant(lambda c: c["gpu-platform:cluster"].update(create=False))
+    actions = _bindings(adopted)
+    assert actions.pop("gpu-platform-gpu-privilege") == ["Warn", "Audit"]
+    assert set(map(tuple, actions.values())) == {("Deny",)}
+    assert any("privilegeAdmission is warn (the default on an adopted cluster" in w for w in adopted.warnings), adopted.warnings
+    told = variant(lambda c: (c["gpu-platform:cluster"].update(create=False),
+                              c["gpu-platform:workloads"].update(privilegeAdmission="deny")))
+    assert _bindings(told)["gpu-platform-gpu-privilege"] == ["Deny"]
+    assert not any("privilegeAdmission" in w for w in told.warnings)
+
+
+def test_a_created_cluster_may_choose_to_warn(variant):
+    rec = variant(lambda c: c["gpu-platform:workloads"].update(privilegeAdmission="warn"))
+    assert _bindings(rec)["gpu-platform-gpu-privilege"] == ["Warn", "Audit"]
+    assert any("privilegeAdmission is warn (as the stack sets)" in w for w in rec.warnings), rec.warnings
 
 
 WORKLOAD_TYPES = ("kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment", "kubernetes:batch/v1:Job")
@@ -520,7 +552,6 @@ def test_every_rendered_operand_pod_passes_its_stacks_gpu_access_policy(request,
     # Privileged by upstream design (the toolkit, the MIG manager, the validator), in the operator
     # namespace, which the policy leaves alone; a workload the stack renders elsewhere must pass it.
     rec = request.getfixturevalue(stack)
-    spec = _gpu_access_of(rec)
     workloads = [w for t in WORKLOAD_TYPES for w in rec.of_type(t)]
     # Among them some the rule would refuse anywhere else: privileged, or adding SYS_ADMIN.
     contexts = [c.get("securityContext", {}) for w in workloads for part in ("containers", "initContainers")
@@ -531,7 +562,7 @@ def test_every_rendered_operand_pod_passes_its_stacks_gpu_access_policy(request,
         template = workload.inputs["spec"]["template"]
         pod = {"metadata": {**template.get("metadata", {}), "name": "x", "namespace": namespace},
                "spec": template["spec"]}
-        assert evaluate(spec, _pod_request(pod)) in (None, []), workload.name
+        assert _refusals(rec, pod) == [], workload.name
 
 
 def _granted(rec, resource: str, verbs: set[str]) -> set[str]:

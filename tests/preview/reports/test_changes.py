@@ -121,6 +121,21 @@ def test_a_desired_size_the_node_group_ignores_is_no_change(dev, tmp_path_factor
     assert "scalingConfig.desiredSize: 1 -> 2  (ignored: ignoreChanges keeps the old value)" in changes.describe(result)
 
 
+def test_a_new_approval_id_rolls_no_node_and_restarts_no_pod(prod, tmp_path_factory):
+    """A new approval record (same privileges) must not cost a GPU outage: the id sits on resource
+    tags and workload objects, never in launch template content or a pod template."""
+    config = stack_config("prod")
+    config["gpu-platform:audit"]["approval"] = "SEC-9999"
+    result = changes.compare(report(prod), report(engine.run(write_stack(tmp_path_factory.mktemp("approval"), config, name="prod"))))
+    assert result.changed, "the approval id is recorded somewhere"
+    rolled = [c.resource.name for c in result.changed if c.verdict in ("rolls the nodes", "replaces", "may be replaced")]
+    assert rolled == []
+    keys = [k for c in result.changed for k in c.keys]
+    assert not [k for k in keys if k.startswith("tagSpecifications")]
+    assert not [k for k in keys if k.startswith("spec.template.")]
+    assert any(k == "metadata.annotations.audit.gpu-platform.io/approval" for k in keys)
+
+
 def test_an_older_report_without_dependencies_still_compares(prod):
     old = report(prod)
     for r in old["resources"]:

@@ -35,6 +35,14 @@ def test_the_prod_plan_shows_the_mig_pool_and_the_mig_manager(prod):
     assert not any("left out: mig-manager" in line for line in lines)
 
 
+def test_the_plan_says_where_privileged_pods_on_gpu_nodes_are_refused(dev, variant):
+    assert "  Workloads   CUDA 12.8; privileged pods on GPU nodes: refused outside gpu-operator, kube-system" in _plan(dev)
+    adopted = variant(lambda c: (c["gpu-platform:cluster"].update(create=False),
+                                 c["gpu-platform:workloads"].update(privilegedNamespaces=["calico-system"])))
+    assert ("  Workloads   CUDA 12.8; privileged pods on GPU nodes: only WARNED outside gpu-operator, kube-system, "
+            "calico-system (privilegeAdmission: warn)") in _plan(adopted)
+
+
 def test_long_steps_name_the_bake_and_no_wait_for_every_node(dev):
     lines = _plan(dev)
     steps = lines[lines.index("Long steps:") + 1:]
