@@ -41,7 +41,7 @@ lock: $(LOCK_VENV)/.installed
 	$(PIP_COMPILE) -o requirements-lock.lock.txt requirements-lock.txt
 
 # The shipped stacks are previewed as the PR gate judges them: policy/gate-config.json raises the
-# missing approved privilege ledger to mandatory (README "Approving privileges").
+# missing approved privilege ledger to mandatory (docs/privileges.md).
 GATE_CONFIG := policy/gate-config.json
 
 preview: venv
@@ -56,8 +56,8 @@ preview-all: venv
 test: venv
 	$(PY) -m pytest
 
-# Rewrites the generated parts of README.md (the policy table, the prod rollout picture) and
-# docs/rollout-prod.md from the code.
+# Rewrites the generated parts of docs/ (the policy table, the operand table, the prod rollout
+# picture, docs/rollout-prod.md) and the offline EKS AMI answers from the code.
 docs: venv
 	$(PY) -m preview.docs --write
 
@@ -113,7 +113,7 @@ scan: venv $(CHECKOV_VENV)/.installed
 	$(PY) -m security.scan --checkov $(CHECKOV_VENV)/bin/checkov
 
 # Rewrites security/accepted.yaml from the current failures (new ones with reason TODO, fixed ones
-# dropped) and the README's "Security scan" block; write the TODOs, then run it again.
+# dropped) and the "Security scan" block of docs/ci-and-supply-chain.md; write the TODOs, then run it again.
 scan-accept: venv $(CHECKOV_VENV)/.installed
 	$(PY) -m security.scan --accept --checkov $(CHECKOV_VENV)/bin/checkov
 

@@ -4,7 +4,7 @@ requires them (policy/admission.py) and by the tests that evaluate their CEL.
 
 ValidatingAdmissionPolicy is served as admissionregistration.k8s.io/v1 from Kubernetes 1.30 (GA,
 KEP-3488); before that only as v1beta1, off by default, so an older cluster gets none (the program
-warns, README "Admission policies").
+warns, docs/privileges.md "Admission policies").
 
 Own-node checks read the node a service-account token was issued for: the API server puts it in the
 request's `userInfo.extra["authentication.kubernetes.io/node-name"]` for tokens bound to a pod
@@ -220,7 +220,7 @@ PRIVILEGE_CAPABILITY = "(?i)^(CAP_)?(SYS_ADMIN|ALL)$"
 # plugin, the node monitoring agent: addon_privileges.py), and where creating a pod already means holding
 # any of the namespace's service accounts, the controllers' among them (kubernetes.io/docs/concepts/security/
 # rbac-good-practices/, "Workload creation"). Its pod creators can take every GPU of any node: a named
-# bypass (README "Admission policies"). Users add their own with gpu-platform:workloads.privilegedNamespaces.
+# bypass (docs/privileges.md "Admission policies"). Users add their own with gpu-platform:workloads.privilegedNamespaces.
 PRIVILEGED_NAMESPACES = ("kube-system",)
 
 # Pods outside the operator namespace that select devices by environment by design, admitted by

@@ -117,7 +117,7 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
              "do not edit by hand.", "",
              "Each mutant is one small change to the code under `policy/`, `gpu_platform/` and "
              "`components/`, run against the tests that execute the changed function, **golden snapshot "
-             "tests excluded** (`-m \"not golden and not subprocess\"`, README \"How the tests are judged\"). "
+             "tests excluded** (`-m \"not golden and not subprocess\"`, docs/ci-and-supply-chain.md, \"How the tests are judged\"). "
              "Caught = killed or timed out; the rate is over the mutants run (`not run`: generated, not yet "
              "run; `make mutation` resumes where it stopped).",
              *(["", f"Results of the run made at commit `{commit[:12]}`: mutants of code changed since are re-run "

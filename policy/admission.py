@@ -38,7 +38,7 @@ def gpu_admission_policies_deployed(args, report_violation) -> None:
         return
     version = facts.annotations(namespace.props).get(contract.KUBERNETES_VERSION_TAG, "")
     if not version or not admission.supported(version):
-        return  # served from 1.30 only; the program warns (README "Admission policies")
+        return  # served from 1.30 only; the program warns (docs/privileges.md "Admission policies")
     policies = {text(dig(r.props, "metadata").get("name")): r for r in args.resources if r.resource_type == POLICY}
     def acts(props, name: str) -> bool:
         # The GPU-privilege policy may only warn (gpu-platform:workloads.privilegeAdmission; the ledger binds it).

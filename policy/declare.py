@@ -1,7 +1,7 @@
 """Every policy is declared once, where its rule is written: name, enforcement level, what it checks
 (the description the CLI shows with each violation), and for a resource policy the resource types
-it reads. The pack (`policy/pack.py`) serves what is declared, in declaration order; the README's
-policy table is generated from the same declarations (`make docs`).
+it reads. The pack (`policy/pack.py`) serves what is declared, in declaration order; the policy
+table of docs/policy-pack.md is generated from the same declarations (`make docs`).
 
 A rule about one resource's own facts is a resource policy: the engine runs it before that
 resource's step, also under `pulumi up --skip-preview`, so a violation stops the update before the
@@ -21,7 +21,7 @@ Policy = Union[ResourceValidationPolicy, StackValidationPolicy]
 
 @dataclass(frozen=True)
 class Targets:
-    """The resource types a resource policy reads, and how the README names them."""
+    """The resource types a resource policy reads, and how docs/policy-pack.md names them."""
 
     label: str
     matches: Callable[[str], bool]

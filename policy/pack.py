@@ -1,5 +1,5 @@
 """The pack: every declared policy, module by module in the order below (the order the pack serves
-them and the README lists them). Enforcement levels are each policy's own; `--policy-pack-config` (and the offline preview's
+them and docs/policy-pack.md lists them). Enforcement levels are each policy's own; `--policy-pack-config` (and the offline preview's
 `--policy-config`) changes them per policy."""
 
 from pulumi_policy import EnforcementLevel

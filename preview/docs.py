@@ -1,9 +1,12 @@
-"""The generated parts of the README and docs/, so they cannot drift from the code:
+"""The generated parts of docs/, so they cannot drift from the code:
 
-- the policy table, from the policy declarations (policy/declare.py, in the pack's order);
-- the operand table, from the operand registry (gpu_platform/operands.yaml) and what the prod stack
-  (and its twin with the toolkit DaemonSet) really renders;
-- the prod rollout picture (README block and docs/rollout-prod.md), from the recorded graph;
+- the policy table in docs/policy-pack.md, from the policy declarations (policy/declare.py, in the
+  pack's order);
+- the operand table in docs/what-gets-created.md, from the operand registry
+  (gpu_platform/operands.yaml) and what the prod stack (and its twin with the toolkit DaemonSet) really
+  renders;
+- the prod rollout picture (a block in docs/what-gets-created.md, and docs/rollout-prod.md), from the
+  recorded graph;
 - the offline answers to the EKS AMI parameters (preview/offline/fixtures/eks_ami_parameters.yaml),
   from what AWS published (gpu_platform/eks_amis.yaml).
 
@@ -20,7 +23,8 @@ from typing import Optional, Sequence
 
 from preview.stack_file import ROOT
 
-README = ROOT / "README.md"
+POLICY_PAGE = ROOT / "docs" / "policy-pack.md"
+OPERAND_PAGE = ROOT / "docs" / "what-gets-created.md"
 REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
 OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
@@ -103,38 +107,39 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
     return text[:start] + block + text[stop + len(end):]
 
 
-def stale(readme: Path = README) -> list[str]:
+def _stale_block(page: Path, what: str, begin: str, end: str, block: str) -> list[str]:
+    try:
+        text = page.read_text()
+        return [f"{page.name}: the {what} is stale"] if replace_block(text, begin, end, block) != text else []
+    except (FileNotFoundError, ValueError) as exc:
+        return [f"{page.name}: {exc}"]
+
+
+def stale(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) -> list[str]:
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
-    found = []
-    try:
-        text = readme.read_text()
-        if replace_block(text, POLICIES_BEGIN, POLICIES_END, policy_table()) != text:
-            found.append(f"{readme.name}: the policy table is stale")
-        if replace_block(text, OPERANDS_BEGIN, OPERANDS_END, operand_table()) != text:
-            found.append(f"{readme.name}: the operand table is stale")
-    except (FileNotFoundError, ValueError) as exc:
-        found.append(f"{readme.name}: {exc}")
+    found = _stale_block(policy_page, "policy table", POLICIES_BEGIN, POLICIES_END, policy_table())
+    found += _stale_block(operand_page, "operand table", OPERANDS_BEGIN, OPERANDS_END, operand_table())
     found += eks_ami_answers.stale()
-    found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
+    found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), operand_page)
     return found
 
 
-def write(readme: Path = README) -> None:
+def write(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) -> None:
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
     eks_ami_answers.write()  # first: the recordings below read it
-    text = replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table())
-    readme.write_text(replace_block(text, OPERANDS_BEGIN, OPERANDS_END, operand_table()))
-    graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
+    policy_page.write_text(replace_block(policy_page.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table()))
+    operand_page.write_text(replace_block(operand_page.read_text(), OPERANDS_BEGIN, OPERANDS_END, operand_table()))
+    graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), operand_page)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preview.docs", description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite the generated README blocks and docs/rollout-prod.md")
+    mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of docs/ and docs/rollout-prod.md")
     mode.add_argument("--check", action="store_true", help="exit 1 when any of them is stale")
     args = parser.parse_args(argv)
     if args.write:

@@ -2,6 +2,6 @@
 
     findings.py   what checkov reported, one finding per (check, resource, stack)
     accepted.py   the accepted-failures list (accepted.yaml): load, compare, regenerate
-    readme.py     the README's "Security scan" block, generated from that list
+    doc_block.py  the "Security scan" block of docs/ci-and-supply-chain.md, generated from that list
     scan.py       the command: render every stack, run checkov, compare (make scan, make scan-accept)
 """

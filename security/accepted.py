@@ -35,7 +35,7 @@ HEADER = f"""\
 # accepted (security/accepted.py says the shape). `make scan` fails on a failure missing here, on an
 # entry here that no longer fails, and on a reason left TODO. `{REGENERATE}` rewrites this file from
 # the current failures, keeping the reasons of those still failing; write the TODOs, then run it
-# again to regenerate the README's "Security scan" section.
+# again to regenerate the "Security scan" block of docs/ci-and-supply-chain.md.
 """
 
 

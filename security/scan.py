@@ -1,7 +1,7 @@
 """Scan what the stacks would create with checkov, against the accepted-failures list.
 
     python -m security.scan [--checkov PATH] [--keep DIR]   # make scan: exit 1 on any difference
-    python -m security.scan --accept                         # make scan-accept: rewrite the list and the README block
+    python -m security.scan --accept                         # make scan-accept: rewrite the list and the docs block
 
 Every stack in stacks/ is rendered by the offline preview (`python -m preview --manifests`) into a
 temporary directory and scanned by checkov's Kubernetes framework, each stack in its own process,
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from security import accepted, findings, readme
+from security import accepted, doc_block, findings
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
@@ -96,7 +96,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m security.scan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--accept", action="store_true",
                         help="rewrite security/accepted.yaml from the current failures (new ones with reason TODO) "
-                             "and the README block, then check as usual")
+                             "and the docs' scan block, then check as usual")
     parser.add_argument("--checkov", type=Path, default=CHECKOV, help=f"the checkov executable (default {CHECKOV})")
     parser.add_argument("--keep", type=Path, help="render the manifests into DIR/<stack>/ and keep them")
     args = parser.parse_args(argv)
@@ -110,11 +110,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.accept:
         checks = accepted.regenerate(checks, found)
         accepted.PATH.write_text(accepted.dump(checks))
-        readme.write(checks)
-        print(f"wrote {accepted.PATH.relative_to(ROOT)} and the README's scan block")
+        doc_block.write(checks)
+        print(f"wrote {accepted.PATH.relative_to(ROOT)} and the scan block of {doc_block.PAGE.relative_to(ROOT)}")
     problems = accepted.problems(checks, found)
-    if readme.stale(checks):
-        problems.append(f"README.md: the \"Security scan\" block is stale: run `{accepted.REGENERATE}`")
+    if doc_block.stale(checks):
+        problems.append(f"{doc_block.PAGE.relative_to(ROOT)}: the \"Security scan\" block is stale: "
+                        f"run `{accepted.REGENERATE}`")
     for problem in problems:
         # After --accept the only problems left are the TODOs just written: a to-do list, not a failure.
         print(f"{'todo' if args.accept else 'error'}: {problem}", file=sys.stderr)

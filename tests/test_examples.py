@@ -1,4 +1,4 @@
-"""examples/dra-gpu-pod.yaml, the workload README shows for allocation mode dra: valid under the
+"""examples/dra-gpu-pod.yaml, the workload docs/dra.md shows for allocation mode dra: valid under the
 Kubernetes 1.34 schemas, claiming from a DeviceClass the dra stack creates, tolerating the GPU
 taint its nodes register with, and admitted by the stack's own GPU-access admission policy (which
 refuses the device plugin's habits in DRA mode, saying why)."""
@@ -15,9 +15,9 @@ from tests.components.kubernetes.admission_cel import evaluate
 from tests.release_stacks import strict_error
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dra-gpu-pod.yaml"
-README = EXAMPLE.parents[1] / "README.md"
+GUIDE = EXAMPLE.parents[1] / "docs" / "dra.md"
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}  # the pools' taint (README)
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}  # the pools' taint (docs/stack-file.md)
 
 
 def _documents() -> tuple[dict, dict]:
@@ -35,8 +35,8 @@ def _gpu_access(dra) -> dict:
     return policy
 
 
-def test_the_readme_shows_the_example_as_it_is():
-    assert EXAMPLE.read_text().rstrip() in README.read_text()
+def test_the_dra_guide_shows_the_example_as_it_is():
+    assert EXAMPLE.read_text().rstrip() in GUIDE.read_text()
 
 
 def test_it_is_valid_under_kubernetes_1_34():

@@ -47,7 +47,7 @@ EXEMPT = {
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "
                           "fixture, tested in tests/policy/test_pack.py",
-    "policy/declare.py": "the declarations the pack serves and the README lists: tests/policy/test_pack.py, tests/preview/test_docs.py",
+    "policy/declare.py": "the declarations the pack serves and docs/policy-pack.md lists: tests/policy/test_pack.py, tests/preview/test_docs.py",
     "policy/facts.py": "the readers every policy uses, tested through each policy's tests in tests/policy/",
     "policy/workloads.py": "re-exports gpu_platform/workloads.py and declares what a workload policy targets",
     "preview/__main__.py": "the command line, tested by tests/preview/test_cli.py",

@@ -169,7 +169,7 @@ def test_the_real_preview_runs_the_policy_pack_only_with_credentials_configured(
 
 def test_the_real_preview_waits_for_the_protected_environment(workflow):
     # The environment's required reviewers approve each run before the job gets its secrets or an
-    # OIDC token (README, "Supply chain", says which protection rules to set).
+    # OIDC token (docs/ci-and-supply-chain.md, "Repository settings the gate relies on", says which protection rules to set).
     assert workflow["jobs"]["pulumi-preview"]["environment"] == "pulumi-preview"
     assert "environment" not in offline_job(workflow)
 

@@ -359,7 +359,7 @@ def privilege_warning(adopted: bool) -> str:
     return (f"gpu-platform:workloads.privilegeAdmission is warn ({why}): a pod outside {contract.OPERATOR_NAMESPACE} that "
             "can run on a GPU node with a privileged, SYS_ADMIN or ALL container is admitted with a warning and an "
             f"audit-log entry, and can take every GPU of its node. List the namespaces of your own such agents in "
-            f"gpu-platform:workloads.privilegedNamespaces, then set privilegeAdmission: deny (docs: README \"Admission policies\")")
+            f"gpu-platform:workloads.privilegedNamespaces, then set privilegeAdmission: deny (docs/privileges.md, \"Admission policies\")")
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ under the other: its recorded dependencies, an ancestor's (`Recording.waits_for`
 An arrow goes from what is created first to what waits for it. Arrows implied by a longer path are
 left out (the transitive reduction of a DAG is unique, so the picture is deterministic); the full
 sets are in the table of `docs/rollout-prod.md`, which `make docs` (preview/docs.py) keeps current
-with the README block.
+with the block in `docs/what-gets-created.md`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ KINDS = {
 }
 
 DOCS_STACK = "prod"
-README = ROOT / "README.md"
+# The page that shows the picture as a block; docs/rollout-prod.md sits beside it (relative links).
+PAGE = ROOT / "docs" / "what-gets-created.md"
 DOC = ROOT / "docs" / f"rollout-{DOCS_STACK}.md"
 BEGIN, END = "<!-- rollout:begin -->", "<!-- rollout:end -->"
 REGENERATE = "make docs"
@@ -166,7 +167,7 @@ def _order_line(pic: Picture) -> str:
     return ", ".join(f"{n.step}. `{n.name}`" for n in pic.order)
 
 
-def readme_block(recording: Recording) -> str:
+def page_block(recording: Recording) -> str:
     pic = picture(recording)
     return "\n".join([
         BEGIN,
@@ -174,7 +175,7 @@ def readme_block(recording: Recording) -> str:
         f"Operands, in rollout order: {_order_line(pic)}.",
         "",
         "An arrow goes from what is created first to what waits for it; arrows implied by a longer path",
-        f"are left out (each component's full list: [docs/rollout-{recording.stack}.md](docs/rollout-{recording.stack}.md)).",
+        f"are left out (each component's full list: [rollout-{recording.stack}.md](rollout-{recording.stack}.md)).",
         "",
         "```mermaid",
         mermaid(recording).rstrip("\n"),
@@ -217,28 +218,28 @@ def doc(recording: Recording) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _replace_block(readme: str, block: str) -> str:
-    start, end = readme.find(BEGIN), readme.find(END)
+def _replace_block(text: str, block: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
         raise ValueError(f"no {BEGIN} ... {END} block")
-    return readme[:start] + block + readme[end + len(END):]
+    return text[:start] + block + text[end + len(END):]
 
 
-def stale(recording: Recording, readme: Path = README, doc_path: Path = DOC) -> list[str]:
+def stale(recording: Recording, page: Path = PAGE, doc_path: Path = DOC) -> list[str]:
     """The generated files that differ from what the recording gives, each with why."""
     found = []
     try:
-        text = readme.read_text()
-        if _replace_block(text, readme_block(recording)) != text:
-            found.append(f"{readme.name}: the rollout block is stale")
+        text = page.read_text()
+        if _replace_block(text, page_block(recording)) != text:
+            found.append(f"{page.name}: the rollout block is stale")
     except (FileNotFoundError, ValueError) as exc:
-        found.append(f"{readme.name}: {exc}")
+        found.append(f"{page.name}: {exc}")
     if not doc_path.is_file() or doc_path.read_text() != doc(recording):
         found.append(f"{doc_path.name}: stale or missing")
     return found
 
 
-def write_docs(recording: Recording, readme: Path = README, doc_path: Path = DOC) -> None:
-    readme.write_text(_replace_block(readme.read_text(), readme_block(recording)))
+def write_docs(recording: Recording, page: Path = PAGE, doc_path: Path = DOC) -> None:
+    page.write_text(_replace_block(page.read_text(), page_block(recording)))
     doc_path.parent.mkdir(parents=True, exist_ok=True)
     doc_path.write_text(doc(recording))

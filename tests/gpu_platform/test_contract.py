@@ -51,5 +51,5 @@ def test_no_tolerations_tolerate_nothing():
 
 
 def test_the_gpu_taint_is_the_one_the_pools_set():
-    # Written out: the README's `nvidia.com/gpu=present:NoSchedule`, which users' GPU pods tolerate.
+    # Written out: docs/what-gets-created.md's `nvidia.com/gpu=present:NoSchedule`, which users' GPU pods tolerate.
     assert contract.gpu_taint() == {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}

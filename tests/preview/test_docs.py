@@ -1,6 +1,6 @@
-"""The generated README parts: the policy table comes from the declarations (one per policy, in the
-pack's order, with its kind, what it reads and its level), and `--check` (CI) fails when any
-generated part is stale."""
+"""The generated parts of docs/: the policy table (docs/policy-pack.md) comes from the declarations
+(one per policy, in the pack's order, with its kind, what it reads and its level), and `--check` (CI)
+fails when any generated part is stale."""
 
 from __future__ import annotations
 
@@ -29,22 +29,27 @@ def test_a_resource_policy_row_says_before_which_steps_it_runs_and_a_stack_polic
 
 
 def test_a_stale_policy_table_is_reported_and_rewritten(tmp_path, prod):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# t\n{docs.POLICIES_BEGIN}\nold\n{docs.POLICIES_END}\n{graph.BEGIN}\n{graph.END}\n")
-    assert any("policy table is stale" in p for p in docs.stale(readme))
-    readme.write_text(docs.replace_block(readme.read_text(), docs.POLICIES_BEGIN, docs.POLICIES_END, docs.policy_table()))
-    assert not any("policy table" in p for p in docs.stale(readme))
+    page = tmp_path / "policy-pack.md"
+    page.write_text(f"# t\n{docs.POLICIES_BEGIN}\nold\n{docs.POLICIES_END}\n{graph.BEGIN}\n{graph.END}\n")
+    assert any("policy table is stale" in p for p in docs.stale(page, page))
+    page.write_text(docs.replace_block(page.read_text(), docs.POLICIES_BEGIN, docs.POLICIES_END, docs.policy_table()))
+    assert not any("policy table" in p for p in docs.stale(page, page))
 
 
-def test_check_fails_on_a_stale_block_naming_the_command(monkeypatch, tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"{graph.BEGIN}\n{graph.END}\n")
-    monkeypatch.setattr(docs, "README", readme)
-    monkeypatch.setattr(docs, "stale", lambda readme=readme: ["README.md: the policy table is stale"])
+def test_each_generated_table_lives_in_its_guide():
+    assert docs.POLICY_PAGE.name == "policy-pack.md" and docs.OPERAND_PAGE.name == "what-gets-created.md"
+    assert docs.POLICIES_BEGIN in docs.POLICY_PAGE.read_text()
+    assert docs.OPERANDS_BEGIN in docs.OPERAND_PAGE.read_text() and graph.BEGIN in graph.PAGE.read_text()
+    readme = (docs.ROOT / "README.md").read_text()
+    assert not any(marker in readme for marker in (docs.POLICIES_BEGIN, docs.OPERANDS_BEGIN, graph.BEGIN))
+
+
+def test_check_fails_on_a_stale_block_naming_the_command(monkeypatch, capsys):
+    monkeypatch.setattr(docs, "stale", lambda: ["policy-pack.md: the policy table is stale"])
     assert docs.main(["--check"]) == 1
     assert "make docs" in capsys.readouterr().err
 
 
-def test_the_committed_readme_and_docs_are_current():
+def test_the_committed_docs_are_current():
     """What CI runs: `python -m preview.docs --check`."""
     assert docs.stale() == []

@@ -95,7 +95,7 @@ def test_a_toolkit_that_accepts_gpus_by_environment_fails_the_test_phase(record_
     assert "does not set accept-nvidia-visible-devices-envvar-when-unprivileged = false" in run.output
 
 
-# What a bake relies on and cannot check before it runs (README, "What is not verified offline"): if
+# What a bake relies on and cannot check before it runs (docs/operations.md, "What is not verified offline"): if
 # it turns out false, the bake stops there, saying which.
 @pytest.mark.parametrize("env, message", [
     ({"STUB_FAIL_MAKECACHE": "1"}, "its metadata signature (repodata/repomd.xml.asc, required by repo_gpgcheck=1) does not verify"),

@@ -71,7 +71,7 @@ def test_image_builder_names_start_with_the_project_and_the_stack(dev, prod):
 
 def test_the_eks_cluster_name_comes_from_the_stack_file(dev, prod):
     # Not derived from the stack: two stack files naming the same cluster would collide, which is
-    # why README's "Stack configuration" says cluster.name is unique per account and region.
+    # why docs/stack-file.md ("cluster") says cluster.name is unique per account and region.
     assert dev.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["name"] == "gpu-dev"
     assert prod.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["name"] == "gpu-prod"
 

@@ -398,7 +398,7 @@ def test_the_operator_namespace_is_outside_the_gpu_access_policy(policies):
 # The toolkit treats a container with CAP_SYS_ADMIN in its bounding set as privileged and then takes the
 # image's own NVIDIA_VISIBLE_DEVICES (CUDA images set `all`): nvidia-container-toolkit v1.18.1 and v1.20.0
 # internal/config/image/privileged.go:35-47, cuda_image.go:279-282. The pools taint GPU nodes
-# nvidia.com/gpu=present:NoSchedule (README "Node pools").
+# nvidia.com/gpu=present:NoSchedule (docs/what-gets-created.md, the launch template).
 TOLERATES_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 TOLERATES_ALL = [{"operator": "Exists"}]  # no key, Exists: every taint (k8s.io/api core/v1 toleration.go)
 CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu24.04"

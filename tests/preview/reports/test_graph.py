@@ -124,17 +124,24 @@ def test_cli_writes_mermaid_or_dot_by_extension(tmp_path):
 
 
 def test_write_docs_rewrites_only_the_marked_block(prod, tmp_path):
-    readme, doc = tmp_path / "README.md", tmp_path / "docs" / "rollout-prod.md"
-    readme.write_text(f"# title\n\n{graph.BEGIN}\nold picture\n{graph.END}\n\n## next\n")
-    assert len(graph.stale(prod, readme, doc)) == 2
-    graph.write_docs(prod, readme, doc)
-    assert graph.stale(prod, readme, doc) == []
-    text = readme.read_text()
+    page, doc = tmp_path / "docs" / "what-gets-created.md", tmp_path / "docs" / "rollout-prod.md"
+    page.parent.mkdir()
+    page.write_text(f"# title\n\n{graph.BEGIN}\nold picture\n{graph.END}\n\n## next\n")
+    assert len(graph.stale(prod, page, doc)) == 2
+    graph.write_docs(prod, page, doc)
+    assert graph.stale(prod, page, doc) == []
+    text = page.read_text()
     assert text.startswith("# title\n\n") and text.endswith("\n\n## next\n") and "old picture" not in text
     assert "```mermaid\nflowchart TD\n" in text
 
 
-def test_a_readme_without_the_markers_is_reported(prod, tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text("# title\n")
-    assert any("no <!-- rollout:begin -->" in problem for problem in graph.stale(prod, readme, tmp_path / "doc.md"))
+def test_a_page_without_the_markers_is_reported(prod, tmp_path):
+    page = tmp_path / "what-gets-created.md"
+    page.write_text("# title\n")
+    assert any("no <!-- rollout:begin -->" in problem for problem in graph.stale(prod, page, tmp_path / "doc.md"))
+
+
+def test_the_block_links_the_full_list_beside_its_page(prod):
+    # The block sits in docs/, next to docs/rollout-prod.md: a link relative to the page, not the root.
+    assert graph.DOC.parent == graph.PAGE.parent
+    assert "[rollout-prod.md](rollout-prod.md)" in graph.page_block(prod)

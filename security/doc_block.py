@@ -1,5 +1,6 @@
-"""The README's "Security scan" block, generated from security/accepted.yaml (so it cannot drift:
-tests/security/test_readme.py fails when it is stale, `make scan-accept` rewrites it).
+"""The "Security scan" block of docs/ci-and-supply-chain.md, generated from security/accepted.yaml (so
+it cannot drift: tests/security/test_doc_block.py fails when it is stale, `make scan-accept` rewrites
+it).
 
 The headline compares like with like: checkov's failures on the prod operand DaemonSets (graph
 checks on the Pods of their templates included) against the same count over the GPU Operator's own
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from security.accepted import REGENERATE, Check, reason_of
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "ci-and-supply-chain.md"
 BEGIN, END = "<!-- scan:begin -->", "<!-- scan:end -->"
 FIGURE_STACK = "prod"
 
@@ -75,10 +76,10 @@ def replace_block(text: str, new: str) -> str:
     return text[:start] + new + text[stop + len(END):]
 
 
-def stale(checks: dict[str, Check], readme: Path = README) -> bool:
-    text = readme.read_text()
+def stale(checks: dict[str, Check], page: Path = PAGE) -> bool:
+    text = page.read_text()
     return replace_block(text, block(checks)) != text
 
 
-def write(checks: dict[str, Check], readme: Path = README) -> None:
-    readme.write_text(replace_block(readme.read_text(), block(checks)))
+def write(checks: dict[str, Check], page: Path = PAGE) -> None:
+    page.write_text(replace_block(page.read_text(), block(checks)))
