@@ -104,6 +104,7 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
 
 
 def stale(readme: Path = README) -> list[str]:
+    from gpu_platform.config import reference
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
@@ -118,12 +119,16 @@ def stale(readme: Path = README) -> list[str]:
         found.append(f"{readme.name}: {exc}")
     found += eks_ami_answers.stale()
     found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), readme)
+    found += reference.stale()
     return found
 
 
 def write(readme: Path = README) -> None:
+    from gpu_platform.config import reference
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
+
+    reference.write()  # docs/configuration.md
 
     eks_ami_answers.write()  # first: the recordings below read it
     text = replace_block(readme.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table())
