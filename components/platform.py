@@ -193,7 +193,7 @@ class GpuPlatform(pulumi.ComponentResource):
             ) if efa_pools else None
         )
         # No warning for a blue-green pool that could start or shrink to no node: the configuration refuses
-        # blue-green with minSize 0 (gpu_platform/config.py NodePool._rollout), so desiredSize is at least 1 too.
+        # blue-green with minSize 0 (gpu_platform/config/node_pool.py NodePool._rollout), so desiredSize is at least 1 too.
         if config.monitoring.dashboard:
             # After the exporter: the dashboard only reads the series the exporter's metrics list makes.
             exporter = [op for op in self.operands if isinstance(op, DcgmExporter)]

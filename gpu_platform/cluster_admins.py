@@ -60,7 +60,7 @@ def declared(props: Mapping[str, Any]) -> list[str] | None:
 def principal(arn: str) -> str:
     """An IAM principal as IAM tells principals apart: `arn:<partition>:iam::<account>:<role|user>/<name>`,
     the path left out and the name in lower case (IAM names are unique per account whatever the path,
-    and not case-sensitive: IAM User Guide, "IAM identifiers"; gpu_platform/config.py refuses two admins
+    and not case-sensitive: IAM User Guide, "IAM identifiers"; gpu_platform/config/cluster.py refuses two admins
     that differ only there). So one principal is one part however an ARN spells it; anything else as it is."""
     found = _PRINCIPAL.fullmatch(arn)
     if not found:

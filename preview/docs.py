@@ -116,6 +116,7 @@ def _stale_block(page: Path, what: str, begin: str, end: str, block: str) -> lis
 
 
 def stale(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) -> list[str]:
+    from gpu_platform.config import reference
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
 
@@ -123,12 +124,16 @@ def stale(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) ->
     found += _stale_block(operand_page, "operand table", OPERANDS_BEGIN, OPERANDS_END, operand_table())
     found += eks_ami_answers.stale()
     found += graph.stale(engine.run(engine.stack_file(graph.DOCS_STACK)), operand_page)
+    found += reference.stale()
     return found
 
 
 def write(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) -> None:
+    from gpu_platform.config import reference
     from preview.offline import eks_ami_answers, engine
     from preview.reports import graph
+
+    reference.write()  # docs/configuration.md
 
     eks_ami_answers.write()  # first: the recordings below read it
     policy_page.write_text(replace_block(policy_page.read_text(), POLICIES_BEGIN, POLICIES_END, policy_table()))

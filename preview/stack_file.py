@@ -313,7 +313,7 @@ def _plain(value: Any, shown: str, path: str, from_yaml: bool = True) -> Any:
 
 
 def _decoded(value: Any, shown: str, key: str) -> Any:
-    """A value given as JSON text, decoded as the program decodes it (gpu_platform/config.py)."""
+    """A value given as JSON text, decoded as the program decodes it (gpu_platform/config/reading.py)."""
     if not (isinstance(value, str) and value[:1] in "[{"):
         return value
     try:

@@ -41,6 +41,14 @@ EXEMPT = {
     "components/kubernetes/readiness_gate.py": "tested with the blue-green rollout it gates, in tests/components/aws/test_rollout.py",
     "gpu_platform/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
                                          "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/test_ledger.py",
+    # The config model's sections and its reading of raw config: tested as the stack files it accepts and
+    # refuses, in tests/gpu_platform/test_config.py (one bad stack per refusal: tests/fixtures/bad_stacks).
+    **{f"gpu_platform/config/{module}.py": "a part of the config model, tested through parse() by "
+       "tests/gpu_platform/test_config.py and the bad stacks it runs (tests/fixtures/bad_stacks)"
+       for module in ("allocation", "audit", "cluster", "config_keys", "iam_principals", "kubernetes_names", "messages",
+                      "monitoring", "node_image", "node_pool", "operator", "quoted_version", "reading", "section",
+                      "stack", "workloads")},
+    "gpu_platform/config/aws_provider.py": "how aws:* settings reach the ledger, tested by tests/gpu_platform/test_ledger.py",
     "gpu_platform/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
                                   "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks)",
     "gpu_platform/workloads.py": "the workload readers of the policies and the audit report, tested through "

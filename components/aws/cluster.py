@@ -18,7 +18,7 @@ from components.aws.discovery import AdoptedCluster
 from components.aws.managed_role import document, managed_role, trust
 from components.aws.node_role import NodeRole
 from components.aws.vpc_cni import VpcCni
-from gpu_platform.config import Cluster as ClusterConfig
+from gpu_platform.config.cluster import Cluster as ClusterConfig
 
 _LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 # Cluster add-ons (CoreDNS, the NFD master, the GC) need somewhere to run that is not a GPU.

@@ -10,7 +10,7 @@ import re
 import pulumi
 import pulumi_aws as aws
 
-from gpu_platform.config import principal_key
+from gpu_platform.config.iam_principals import principal_key
 
 STACK_TAG = "gpu-platform.io/stack"  # components/aws/tags.py stack_tags
 # EKS User Guide, "Review access policy permissions": `arn:<partition>:eks::aws:cluster-access-policy/<name>`;

@@ -26,7 +26,7 @@ from components.aws.image_component import BUILD_INSTANCE_TYPE
 from components.aws.image_hardware import ImageHardware
 from components.aws.managed_role import managed_role, trust
 from gpu_platform import contract
-from gpu_platform.config import NodeImage as NodeImageConfig
+from gpu_platform.config.node_image import NodeImage as NodeImageConfig
 
 # A driver build (DKMS compile, downloads, test boot) takes 30-60 min; Image Builder's own default
 # of 60 min leaves no margin.

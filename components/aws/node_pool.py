@@ -14,7 +14,7 @@ How a new node image (a new launch template version) reaches the nodes is the po
   prefix) beside the old one, at the pool's desiredSize whatever the autoscaler ran in the old one,
   and carries on with what depends on it, the readiness gate (components/kubernetes/readiness_gate.py),
   a DaemonSet on the new group's nodes whose rollout the Kubernetes provider waits for (a DaemonSet
-  with no node to run on passes at once, so blue-green needs minSize 1 or more: gpu_platform/config.py
+  with no node to run on passes at once, so blue-green needs minSize 1 or more: gpu_platform/config/node_pool.py
   NodePool._rollout; the gate counts the nodes that are there, not one that node repair removed). The old group
   is deleted only in the engine's post-steps, which run once the program has finished, i.e. once every
   registration, the gate's included, has succeeded
@@ -44,7 +44,7 @@ from components.aws import efa as efa_network, launch_settings, user_data
 from components.aws.discovery import PoolGpu
 from components.aws.node_role import NodeRole
 from gpu_platform import contract
-from gpu_platform.config import NodePool as NodePoolConfig
+from gpu_platform.config.node_pool import NodePool as NodePoolConfig
 
 # A managed node group replaces at most this share of a pool's nodes at once on an AMI rollout.
 MAX_UNAVAILABLE_PERCENT = 25

@@ -4,7 +4,7 @@ privileged GPU software (node images, launch templates, node groups)."""
 from __future__ import annotations
 
 from gpu_platform import contract
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 
 def stack_tags(stack: str, audit: Audit) -> dict[str, str]:

@@ -24,7 +24,7 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.manifests import AWAIT, audit_annotations, pod_template_audit
 from gpu_platform import aws_limits, contract
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 NAME = "aws-efa-k8s-device-plugin"
 DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"

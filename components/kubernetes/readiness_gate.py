@@ -37,7 +37,7 @@ Zero included, which is the gate's weak spot: the awaiter returns as soon as kst
 (daemonset.go lines 169-171, 186-193), and a DaemonSet that wants no pod is Current at once. So:
 - the new group must not shrink to no node: its nodes run only DaemonSet pods until the old group
   goes, and the cluster autoscaler removes such nodes as unneeded down to minSize, so the configuration
-  refuses blue-green with minSize 0 (gpu_platform/config.py NodePool._rollout);
+  refuses blue-green with minSize 0 (gpu_platform/config/node_pool.py NodePool._rollout);
 - a node that has registered but is not Ready yet must count: it carries
   node.kubernetes.io/not-ready:NoSchedule (and node.cloudprovider.kubernetes.io/uninitialized:NoSchedule
   until the cloud controller has initialised it), which the DaemonSet controller does not tolerate for
@@ -71,7 +71,7 @@ from components.kubernetes.operands.dra_driver import GPU_CLASS
 from components.kubernetes.operands.manifests import claim_template_name as operand_claim_template_name, claim_template_spec
 from components.kubernetes.operands.spec import ClaimTemplate
 from gpu_platform import contract
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 MARKER_DIR = "/run/nvidia/validations"
 MARKER = f"{MARKER_DIR}/plugin-ready"

@@ -10,7 +10,8 @@ from typing import Any
 from components.aws.node_image import kernel_module_declared
 from components.kubernetes.operands import stages
 from gpu_platform import admission, contract, matrix
-from gpu_platform.config import NodePool, StackConfig, parse
+from gpu_platform.config import StackConfig, parse
+from gpu_platform.config.node_pool import NodePool
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
 from preview.lifecycle import scenarios, stack as lifecycle_stack

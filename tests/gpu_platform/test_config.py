@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import config as config_model
-from gpu_platform.config import NodeImage
+from gpu_platform.config.node_image import NodeImage
 from preview.offline import engine
 from preview.__main__ import main
 from tests.conftest import FIXTURES, SHIPPED_STACKS

@@ -250,7 +250,7 @@ def test_an_ami_that_declares_no_flavour_fails(ec2, tmp_path, capsys):
 def test_the_flavour_verify_ami_reads_is_the_one_the_bake_writes(ec2, tmp_path, capsys):
     # The AMI of a bake carries the audit tags of components/aws/tags.py (Image Builder's ami_tags).
     from components.aws import tags
-    from gpu_platform.config import Audit
+    from gpu_platform.config.audit import Audit
 
     software = tags.audit_tags(Audit(owner="ml-platform", approval="SEC-1042"),
                                tags.node_software(DRIVER, False, False, "proprietary"))

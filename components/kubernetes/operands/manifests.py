@@ -11,7 +11,7 @@ from typing import Any
 
 from components.kubernetes.operands.spec import ClaimTemplate, Container, Deployment, OperandArgs, OperandSpec
 from gpu_platform import contract, workloads
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 PRIORITY_CLASS = "system-node-critical"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from gpu_platform import matrix
-from gpu_platform.config import NodePool
+from gpu_platform.config.node_pool import NodePool
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 # Readiness markers live on the host, so a node that joins later replays the same order.
 VALIDATIONS_DIR = "/run/nvidia/validations"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import config as config_model
+from gpu_platform.config.node_image import NodeImage
 from preview.offline import analyze, aws_answers, engine
 from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, launch_template, node_group
 from tests.conftest import FIXTURES, record_mode
@@ -66,10 +66,10 @@ def test_the_policies_check_awss_driver_as_they_check_a_baked_one(tmp_path):
 
 def test_the_driver_of_the_release_is_the_default_and_another_is_refused():
     base = {"source": "eks-nvidia", "release": "v20260714"}
-    assert config_model.NodeImage.model_validate(base).driver_version == DRIVER
-    assert config_model.NodeImage.model_validate(base).toolkit_baked is True
+    assert NodeImage.model_validate(base).driver_version == DRIVER
+    assert NodeImage.model_validate(base).toolkit_baked is True
     with pytest.raises(ValueError, match="not the driver of the v20260714 nvidia AMI"):
-        config_model.NodeImage.model_validate({**base, "driverVersion": "580.105.08"})
+        NodeImage.model_validate({**base, "driverVersion": "580.105.08"})
 
 
 def test_every_recorded_release_names_its_ami_as_the_changelog_does():

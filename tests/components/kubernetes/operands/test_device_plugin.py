@@ -12,7 +12,8 @@ from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform import matrix
-from gpu_platform.config import Audit, ConfigError
+from gpu_platform.config import ConfigError
+from gpu_platform.config.audit import Audit
 
 RELEASES = matrix.load().releases
 CDI_RELEASES = [r for r in RELEASES.values() if r.cdi]

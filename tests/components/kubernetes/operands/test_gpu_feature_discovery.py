@@ -13,7 +13,7 @@ from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform import matrix, versions
-from gpu_platform.config import Audit
+from gpu_platform.config.audit import Audit
 
 RELEASES = matrix.load().releases
 H100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
