@@ -7,6 +7,8 @@
   renders;
 - the prod rollout picture (a block in docs/what-gets-created.md, and docs/rollout-prod.md), from the
   recorded graph;
+- the configuration reference, docs/configuration.md, from the config models' field descriptions
+  (gpu_platform/config/reference.py);
 - the offline answers to the EKS AMI parameters (preview/offline/fixtures/eks_ami_parameters.yaml),
   from what AWS published (gpu_platform/eks_amis.yaml).
 
