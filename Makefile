@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv lock preview preview-all test golden docs rollout-docs lint bench mutation mutation-report scan scan-accept clean
+.PHONY: venv lock preview preview-all test golden docs rollout-docs lint bench bench-suite mutation mutation-report scan scan-accept clean
 
 venv: $(VENV)/.installed
 
@@ -98,6 +98,10 @@ mutation-report: $(VENV)/.mutation-installed
 # Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
 bench: venv
 	$(PY) bench/run.py
+
+# One run of the suite: its wall time, the load it ran under, the engine runs it made, the slowest tests.
+bench-suite: venv
+	$(PY) bench/suite.py
 
 # checkov in a virtualenv of its own: its pinned dependencies never meet the program's.
 CHECKOV_VENV := .venv-checkov

@@ -26,13 +26,20 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 # The SDK modules the program uses, loaded for real: pulumi_aws and pulumi_kubernetes import their
 # submodules lazily, so `import pulumi_aws` alone costs nothing and would make a false floor. Each
-# attribute below forces its package (e.g. all of pulumi_aws.ec2) as the program does.
+# attribute below forces its package (e.g. all of pulumi_aws.ec2) as the program does: one per
+# package of a resource type the dev and prod previews register (`python -X importtime` lists them).
 FLOOR = "; ".join((
     "import pulumi, pulumi_policy, pydantic, yaml, pulumi_aws as aws, pulumi_kubernetes as k8s",
     "aws.eks.Cluster, aws.ec2.LaunchTemplate, aws.iam.Role, aws.imagebuilder.Image, aws.kms.Key, aws.ssm.get_parameter",
+    "aws.vpc.SecurityGroupIngressRule",
     "k8s.core.v1.Namespace, k8s.apps.v1.DaemonSet, k8s.rbac.v1.Role, k8s.node.v1.RuntimeClass",
     "k8s.apiextensions.CustomResource, k8s.apiextensions.v1.CustomResourceDefinition",
+    "k8s.networking.v1.NetworkPolicy, k8s.admissionregistration.v1.ValidatingAdmissionPolicy, k8s.meta.v1.ObjectMetaArgs",
 ))
+# The floor as it was until the program registered NetworkPolicies, admission policies and VPC rules:
+# kept so figures stay comparable with earlier runs of this file.
+FLOOR_BEFORE = FLOOR.replace("; aws.vpc.SecurityGroupIngressRule", "").rsplit("; ", 1)[0]
+NOTES = "## Notes"
 # GPU instance types cycled through generated pools, so large stacks are not one pool copied.
 # No g5: its image turns the GSP firmware off, so a g5 pool cannot share the stack's image with others.
 _POOL_TYPES = ("g6.2xlarge", "g6e.12xlarge", "g6.12xlarge", "p5.48xlarge", "p4de.24xlarge")
@@ -115,8 +122,9 @@ def targets(results: dict[str, Measure]) -> list[tuple[str, str, bool]]:
     resource_growth = large.resources / max(small.resources, 1)
     peak = max(m.peak_mib for k, m in results.items() if k.startswith(("dev", "prod", "pools")))
     return [
-        ("dev preview <= 2x import floor", f"{results['dev'].seconds / floor:.2f}x", results["dev"].seconds <= 2 * floor),
-        ("prod preview <= 3x import floor", f"{results['prod'].seconds / floor:.2f}x", results["prod"].seconds <= 3 * floor),
+        # issue 29: both previews within 1.6x the floor (they were 1.4x/1.5x before the two views).
+        ("dev preview <= 1.6x import floor", f"{results['dev'].seconds / floor:.2f}x", results["dev"].seconds <= 1.6 * floor),
+        ("prod preview <= 1.6x import floor", f"{results['prod'].seconds / floor:.2f}x", results["prod"].seconds <= 1.6 * floor),
         ("25 vs 5 pools no worse than linear in resources",
          f"time above floor x{growth:.2f} for resources x{resource_growth:.2f}", growth <= resource_growth),
         ("peak memory of a preview < 300 MB", f"{peak:.0f} MiB", peak < 300),
@@ -131,7 +139,7 @@ def render(results: dict[str, Measure], checks: list[tuple[str, str, bool]], run
     lines = [
         "# Benchmarks",
         "",
-        "Written by `make bench` (bench/run.py); do not edit by hand.",
+        f"Written by `make bench` (bench/run.py) down to the section \"{NOTES[3:]}\", which is kept as written.",
         "",
         f"Machine: {machine()}. Each figure is the median of {runs} fresh processes "
         f"(the test suite: {test_runs}); the 5/15/25-pool stacks are the dev stack with generated pools (25: a managed node group each, under EKS's default quota of 30 per cluster).",
@@ -156,6 +164,7 @@ def main() -> int:
     args = parser.parse_args()
     results: dict[str, Measure] = {}
     results["floor"] = measure("import floor (SDK modules only)", [PYTHON, "-c", FLOOR], args.runs)
+    results["floor_before"] = measure("import floor without networking, admission, vpc", [PYTHON, "-c", FLOOR_BEFORE], args.runs)
     for stack in ("dev", "prod"):
         results[stack] = measure(f"preview --stack {stack}", [PYTHON, "-m", "preview", "--stack", stack], args.runs,
                                  resource_count(["--stack", stack]))
@@ -169,9 +178,13 @@ def main() -> int:
     count = sum(len(list((ROOT / d).glob("*.yaml"))) for d in fleet)
     results["fleet"] = measure(f"preview --all: {count} stack files ({os.cpu_count()} workers)",
                                [PYTHON, "-m", "preview", "--all", *fleet], args.runs, ok=(2,))
-    results["tests"] = measure("test suite (pytest)", [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], args.test_runs)
+    results["tests"] = measure("test suite (pytest)", [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], args.test_runs,
+                               ok=(0,))
     checks = targets(results)
     text = render(results, checks, args.runs, args.test_runs)
+    # What follows NOTES in the file is written by hand (measurements under load, what moved a figure): kept.
+    if args.out.exists() and NOTES in args.out.read_text():
+        text += "\n" + NOTES + args.out.read_text().split(NOTES, 1)[1]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     sys.stdout.write(text)

@@ -1,5 +1,5 @@
-"""Shared test harness: the same recording engine the offline preview uses, one run per stack file
-per session (a run costs about a second)."""
+"""Shared test harness: the same recording engine the offline preview uses, one run per stack config
+per worker, shared read-only (tests/recordings.py; a run costs about a second)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from preview.offline import engine
-from tests import attribution
+from tests import recordings
 
 # EKS support is judged as of a fixed day in the suite (gpu_platform/eks_lifecycle.py reads
 # SOURCE_DATE_EPOCH, here and in every process a test starts), so verdicts and snapshots do not move
@@ -39,14 +39,9 @@ def real_pack():
         yield pack
 
 
-@attribution.cached
-def _record_mode(path: str, mode: str) -> engine.Recording:
-    return engine.run(Path(path), mode=mode)
-
-
 def record_mode(path: Path, mode: str) -> engine.Recording:
-    """One recording per stack file and mode per session (`engine.UP` or `engine.FIRST_PREVIEW`)."""
-    return _record_mode(str(path.resolve()), mode)
+    """One recording per stack file and mode per worker (`engine.UP` or `engine.FIRST_PREVIEW`), read-only."""
+    return recordings.of_file(path, mode)
 
 
 @pytest.fixture(scope="session")
@@ -103,15 +98,27 @@ def write_stack(tmp_path: Path, config: dict[str, Any], name: str = "test") -> P
 
 
 @pytest.fixture
-def variant(tmp_path: Path) -> Callable[..., engine.Recording]:
-    """Record a variant of a shipped stack: `variant(lambda cfg: ..., stack="prod")`."""
+def variant() -> Callable[..., engine.Recording]:
+    """Record a variant of a shipped stack: `variant(lambda cfg: ..., stack="prod")`, read-only and
+    shared with every test that records the same variant."""
 
     def make(change: Callable[[dict[str, Any]], Any], stack: str = "dev") -> engine.Recording:
         config = stack_config(stack)
         change(config)
-        return engine.run(write_stack(tmp_path, config, name=stack))
+        return recordings.of_config(config, stack)
 
     return make
+
+
+@pytest.fixture
+def monkeypatch(monkeypatch):
+    """pytest's own, and while it is active no recording is shared: what a test patches may change
+    what the program renders (tests/recordings.py)."""
+    recordings.patching += 1
+    try:
+        yield monkeypatch
+    finally:
+        recordings.patching -= 1
 
 
 def pytest_configure(config):
@@ -145,3 +152,26 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.golden)
         if "real_pack" in getattr(item, "fixturenames", ()) or (function is not None and "PackProcess" in function.__code__.co_names):
             item.add_marker(pytest.mark.subprocess)
+
+
+def pytest_sessionfinish(session):
+    # Under xdist each worker hands its count of engine runs to the controller (pytest_testnodedown).
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["recordings"] = dict(recordings.runs)
+
+
+_RUNS: dict[str, int] = {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for name, count in getattr(node, "workeroutput", {}).get("recordings", {}).items():
+        _RUNS[name] = _RUNS.get(name, 0) + count
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line of what the shared recordings saved (bench/suite.py reads it)."""
+    runs = _RUNS or recordings.runs
+    if runs.get("asked"):
+        terminalreporter.write_line(f"shared recordings: {runs['made']} engine runs for {runs['asked']} asked")

@@ -7,8 +7,8 @@ operand modules, through components/platform.py) register, not a test-side copy 
 The release-parametrised operand tests read their Kubernetes objects from it
 (tests/gpu_platform/test_operand_contracts.py, tests/components/kubernetes/operands/test_versions_*.py).
 
-Each recording is made once per process (`attribution.cached`, so mutmut's coverage pass credits
-every test that reads it), and once per run: mark every test that reads a release's recordings with
+Each recording is made once per process (tests/recordings.py, whose cache credits every test that
+reads it under mutmut's coverage pass), and once per run: mark every test that reads a release's recordings with
 `group(release)` (or parametrise it with `each`), and pytest.ini's `--dist loadgroup` runs a
 release's tests on one worker.
 """
@@ -16,8 +16,6 @@ release's tests on one worker.
 from __future__ import annotations
 
 import functools
-import tempfile
-from pathlib import Path
 from typing import Callable, Iterable, Optional
 from unittest import mock
 
@@ -28,8 +26,8 @@ from kubernetes_validate import utils as validate_utils
 from gpu_platform import operands, versions
 from preview.offline import engine
 from preview.recording import Registration
-from tests import attribution
-from tests.conftest import stack_config, write_stack
+from tests import recordings
+from tests.conftest import stack_config
 
 
 def _variant(config: dict, release: str, baked: bool) -> None:
@@ -41,14 +39,11 @@ def _variant(config: dict, release: str, baked: bool) -> None:
                 pool["timeSlicing"] = {"replicas": 2}
 
 
-@attribution.cached
 def rendered(release: str, baked: bool) -> engine.Recording:
+    """Read-only, and recorded once per worker (tests/recordings.py)."""
     config = stack_config("prod")
     _variant(config, release, baked)
-    # The stack file is read by engine.run only (the recording keeps the config it read), so it lives
-    # only as long as the run: the cache key is (release, baked), and no directory is left behind.
-    with tempfile.TemporaryDirectory(prefix="release-stack-") as tmp:
-        return engine.run(write_stack(Path(tmp), config, name=f"contract-{release}-{'baked' if baked else 'ds'}"))
+    return recordings.of_config(config, f"contract-{release}-{'baked' if baked else 'ds'}")
 
 
 def group(release: str) -> pytest.MarkDecorator:

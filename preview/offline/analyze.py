@@ -16,13 +16,14 @@ step_generator.go:3548-3553).
 
 from __future__ import annotations
 
+import contextlib
 import runpy
 import selectors
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Optional, Protocol
+from typing import Any, Iterator, Mapping, Optional, Protocol
 
 from pulumi.runtime.proto import analyzer_pb2
 
@@ -106,10 +107,56 @@ class InProcessPack:
         return self._servicer.Configure(request, None)
 
     def Analyze(self, request):  # noqa: N802
-        return self._servicer.Analyze(request, None)
+        with _converting_once():
+            return self._servicer.Analyze(request, None)
 
     def AnalyzeStack(self, request):  # noqa: N802
-        return self._servicer.AnalyzeStack(request, None)
+        with _converting_once():
+            return self._servicer.AnalyzeStack(request, None)
+
+
+class _ConvertOnce:
+    """Stands in for `json_format` in pulumi_policy's servicer module during one call, with a
+    MessageToDict that converts each message once."""
+
+    def __init__(self, real) -> None:
+        self._real = real
+        self._done: dict[int, tuple[Any, Any]] = {}  # id -> (the message, kept alive so no id is reused; its dict)
+
+    def MessageToDict(self, message, *args, **kwargs):  # noqa: N802 (json_format's name)
+        if args or kwargs:
+            return self._real.MessageToDict(message, *args, **kwargs)
+        if id(message) not in self._done:
+            self._done[id(message)] = (message, self._real.MessageToDict(message))
+        return self._done[id(message)][1]
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def _converting_once() -> Iterator[None]:
+    """pulumi_policy 1.21.0 converts a resource's properties for every policy it runs (policy.py:997,
+    1049, 1410: MessageToDict, then deserialize_properties, inside the loop over the policies), so a
+    stack of 120 resources is converted some 4,000 times per call, most of the pack's time. Both are
+    pure functions of the message, and each policy still gets its own unknown_checking_proxy, which
+    copies every dict and list (proxy.py:129-145): within one call each message is converted once."""
+    import pulumi_policy.policy as servicer
+
+    real_format, real_deserialize = servicer.json_format, servicer.deserialize_properties
+    done: dict[tuple[int, bool], tuple[Any, Any]] = {}
+
+    def deserialize(props, proxy_secrets: bool = False):
+        key = (id(props), proxy_secrets)
+        if key not in done:
+            done[key] = (props, real_deserialize(props, proxy_secrets))
+        return done[key][1]
+
+    servicer.json_format, servicer.deserialize_properties = _ConvertOnce(real_format), deserialize
+    try:
+        yield
+    finally:
+        servicer.json_format, servicer.deserialize_properties = real_format, real_deserialize
 
 
 class PackProcess:

@@ -6,14 +6,13 @@ is recorded once per session as a one-pool variant of dev, so a family's image i
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 
 from preview.offline import engine
-from tests import attribution
-from tests.conftest import stack_config, write_stack
+from tests import recordings
+from tests.conftest import stack_config
 
 # family -> one real instance type of it (the smallest that exists)
 FAMILIES = {
@@ -37,25 +36,15 @@ def one_pool(family: str, instance_type: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def record_variant(tmp_path_factory) -> Callable[..., engine.Recording]:
-    """Like the shared `variant`, but cached for the session by a key the caller names."""
-    base = tmp_path_factory.mktemp("aws-variants")
-
+def record_variant() -> Callable[..., engine.Recording]:
+    """Like the shared `variant`, under a key the caller names: the first change given for a key is
+    the one recorded (read-only, shared, tests/recordings.py)."""
     changes: dict[str, Callable[[dict[str, Any]], Any]] = {}
 
-    # attribution.cached: under mutmut's coverage pass every test that asks for a key is credited with
-    # the program code its recording ran, not only the first (tests/attribution.py).
-    @attribution.cached
-    def recorded(key: str, stack: str) -> engine.Recording:
-        config = stack_config(stack)
-        changes[key](config)
-        folder: Path = base / key
-        folder.mkdir()
-        return engine.run(write_stack(folder, config, name=stack))
-
     def make(key: str, change: Callable[[dict[str, Any]], Any], stack: str = "dev") -> engine.Recording:
-        changes.setdefault(key, change)
-        return recorded(key, stack)
+        config = stack_config(stack)
+        changes.setdefault(key, change)(config)
+        return recordings.of_config(config, stack)
 
     return make
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from preview.offline import analyze, engine, policy_config
+from preview.offline import analyze, engine, policy_config, requests
 from preview.reports import report
 from tests.conftest import FIXTURES, SHIPPED_STACKS, record_mode
 from tests.policy.resources import launch_template, node_image
@@ -86,3 +86,24 @@ def test_the_image_is_checked_before_anything_else_sees_its_driver():
     # starts a 30-60 minute bake, also under `pulumi up --skip-preview`.
     found = [d for d in diagnostics([node_image(driver="560.35.03")]) if d.policyName == "driver-branch-supported-by-release"]
     assert len(found) == 1
+
+
+def test_the_in_process_pack_converts_each_message_of_a_call_once(dev, monkeypatch):
+    # pulumi_policy converts a resource's properties for each policy it runs (policy.py:997, 1049,
+    # 1410 at 1.21.0); a call holds one properties message per resource and one per provider, and
+    # each is converted once: the preview's cost must not grow as resources times policies.
+    from google.protobuf import json_format
+
+    real, converted = json_format.MessageToDict, []
+    monkeypatch.setattr(json_format, "MessageToDict", lambda message, *a, **k: converted.append(message) or real(message, *a, **k))
+    pack = analyze.in_process()
+    pack.Configure(policy_config.configure_request(analyze.info(pack), {}))
+    stack = requests.analyze_stack_request(dev)
+    converted.clear()
+    pack.AnalyzeStack(stack)
+    messages = [r.properties for r in stack.resources] + [r.provider.properties for r in stack.resources if r.HasField("provider")]
+    assert len(converted) == len({id(m) for m in messages})
+    (request, *_) = [r for r in requests.analyze_requests(dev) if r.HasField("provider")]
+    converted.clear()
+    pack.Analyze(request)
+    assert len(converted) == 2  # its properties and its provider's
