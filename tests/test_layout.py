@@ -42,7 +42,7 @@ EXEMPT = {
     "gpu_platform/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
                                          "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/test_ledger.py",
     "gpu_platform/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
-                                  "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks)",
+                                  "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks.yaml)",
     "gpu_platform/workloads.py": "the workload readers of the policies and the audit report, tested through "
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "
