@@ -50,7 +50,7 @@ EXEMPT = {
                       "stack", "workloads")},
     "gpu_platform/config/aws_provider.py": "how aws:* settings reach the ledger, tested by tests/gpu_platform/test_ledger.py",
     "gpu_platform/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
-                                  "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks)",
+                                  "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks.yaml)",
     "gpu_platform/workloads.py": "the workload readers of the policies and the audit report, tested through "
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "

@@ -11,37 +11,33 @@ from gpu_platform import config as config_model
 from gpu_platform.config.node_image import NodeImage
 from preview.offline import engine
 from preview.__main__ import main
-from tests.conftest import FIXTURES, SHIPPED_STACKS
+from tests import fixture_stacks
+from tests.conftest import SHIPPED_STACKS
 
-BAD_STACKS = sorted((FIXTURES / "bad_stacks").glob("*.yaml"))
-
-
-def expected_message(path: Path) -> str:
-    for line in path.read_text().splitlines():
-        if line.startswith("# expect: "):
-            return line.removeprefix("# expect: ")
-    raise AssertionError(f"{path.name} has no '# expect:' line")
+# tests/fixtures/bad_stacks.yaml: one broken stack a row, with the error it must print.
+BAD_STACKS = fixture_stacks.rows("bad_stacks")
 
 
 def test_there_are_at_least_twenty_distinct_bad_stacks():
     assert len(BAD_STACKS) >= 20
-    assert len({expected_message(p) for p in BAD_STACKS}) == len(BAD_STACKS)
+    assert len({row.expect["error"] for row in BAD_STACKS}) == len(BAD_STACKS)
 
 
-@pytest.mark.parametrize("path", BAD_STACKS, ids=lambda p: p.stem)
-def test_bad_stack_exits_2_naming_the_key(path: Path, capsys):
-    assert main(["--config", str(path)]) == 2
+@pytest.mark.parametrize("row", BAD_STACKS, ids=lambda row: row.name)
+def test_bad_stack_exits_2_naming_its_file_and_the_key(row: fixture_stacks.Row, capsys):
+    assert main(["--config", str(row.path)]) == 2
     captured = capsys.readouterr()
-    assert expected_message(path) in captured.err
+    assert captured.err.startswith(f"error: {row.path}: ")
+    assert row.expect["error"] in captured.err
     assert "Traceback" not in captured.err
     assert captured.out == ""
 
 
-@pytest.mark.parametrize("path", BAD_STACKS, ids=lambda p: p.stem)
-def test_bad_stack_registers_nothing(path: Path):
+@pytest.mark.parametrize("row", BAD_STACKS, ids=lambda row: row.name)
+def test_bad_stack_registers_nothing(row: fixture_stacks.Row):
     registered: list = []
     with pytest.raises(config_model.ConfigError):
-        engine.run(path, sink=registered)
+        engine.run(row.path, sink=registered)
     assert registered == []
 
 
@@ -199,7 +195,7 @@ def test_a_section_given_a_value_that_is_not_a_mapping_is_refused_naming_it(give
 
 @pytest.mark.parametrize("minor", ["1.25", "1.36"])
 def test_the_config_model_accepts_every_minor_from_1_25(minor):
-    # 1.24 is refused (bad_stacks/kubernetes-1-24.yaml); 1.25 is the first the model accepts (what
+    # 1.24 is refused (tests/fixtures/bad_stacks.yaml, kubernetes-1-24); 1.25 is the first the model accepts (what
     # a release supports is the policies' question, not the model's).
     raw = engine.read_stack_file(engine.stack_file("dev"))
     raw["gpu-platform:cluster"]["kubernetesVersion"] = minor
@@ -273,7 +269,7 @@ def test_prometheus_selectors_default_to_kube_prometheus_stack():
 
 
 def test_the_quota_of_public_access_cidrs_is_accepted_whole():
-    # 40 blocks is EKS's quota L-93A74D60 (one more is bad_stacks/public-access-cidrs-above-quota.yaml).
+    # 40 blocks is EKS's quota L-93A74D60 (one more: bad_stacks.yaml, public-access-cidrs-above-quota).
     raw = engine.read_stack_file(engine.stack_file("dev"))
     blocks = [f"203.0.{i}.0/24" for i in range(40)]
     raw["gpu-platform:cluster"] = {**raw["gpu-platform:cluster"], "endpointPublicAccess": True, "publicAccessCidrs": blocks}

@@ -11,9 +11,12 @@ import pytest
 
 from policy.lifecycle import eks_version_in_support, eks_version_support_window
 from preview.__main__ import main
-from tests.conftest import FIXTURES, stack_config, unapproved, write_stack
+from tests import fixture_stacks
+from tests.conftest import stack_config, unapproved, write_stack
 from tests.policy.resources import cluster, namespace
 from tests.policy.verdict import violations
+
+PAST_EXTENDED_SUPPORT = fixture_stacks.row("violating", "eks-version-past-extended-support").path
 
 JUNE_2026 = "1780272000"       # 2026-06-01 00:00 UTC
 NOVEMBER_2026 = "1795996800"   # 2026-11-30 00:00 UTC
@@ -103,7 +106,7 @@ def _verdicts(tmp_path, path, *flags) -> tuple[int, list[dict]]:
 
 
 def test_the_preview_as_of_the_suites_day(tmp_path, capsys):
-    code, found = _verdicts(tmp_path, FIXTURES / "violating" / "eks-version-past-extended-support.yaml")
+    code, found = _verdicts(tmp_path, PAST_EXTENDED_SUPPORT)
     assert code == 1 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-in-support", "mandatory")]
     code, found = _verdicts(tmp_path, _stack(tmp_path, "1.32"))
     assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-support-window", "advisory")]
@@ -116,7 +119,7 @@ def test_the_preview_as_of_the_suites_day(tmp_path, capsys):
 def test_as_of_another_day_gives_the_other_verdicts_and_says_which_day(tmp_path, capsys, as_of):
     as_of(JUNE_2026)  # --as-of sets SOURCE_DATE_EPOCH in this process; the fixture restores it afterwards
     # 2025-06-01: 1.28 in extended support (advisory, no error); 1.32 in standard support.
-    code, found = _verdicts(tmp_path, FIXTURES / "violating" / "eks-version-past-extended-support.yaml", "--as-of", "2025-06-01")
+    code, found = _verdicts(tmp_path, PAST_EXTENDED_SUPPORT, "--as-of", "2025-06-01")
     assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-support-window", "advisory")]
     assert "it ends on 2025-11-26, 178 days left (as of 2025-06-01" in found[0]["message"]
     code, found = _verdicts(tmp_path, _stack(tmp_path, "1.32"), "--as-of", "2025-06-01")

@@ -11,9 +11,10 @@ import pytest
 import yaml
 
 from preview.__main__ import main
-from tests.conftest import FIXTURES, ROOT
+from tests import fixture_stacks
+from tests.conftest import ROOT
 
-VIOLATING = sorted((FIXTURES / "violating").glob("*.yaml"))
+RELEASE_TOO_OLD = fixture_stacks.row("violating", "release-too-old-for-kubernetes").path
 
 
 def test_dev_stack_previews_and_passes(capsys):
@@ -41,7 +42,7 @@ def test_default_stack_is_dev(capsys):
 
 def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
     report = tmp_path / "report.json"
-    assert main(["--config", str(FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"), "--json", str(report)]) == 1
+    assert main(["--config", str(RELEASE_TOO_OLD), "--json", str(report)]) == 1
     out = capsys.readouterr().out
     assert "Verdict: FAIL" in out
     # Under each violation, what to change: the policy's remediation steps (which the local CLI does not
@@ -61,15 +62,13 @@ def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
 def test_policy_config_can_make_a_policy_advisory(tmp_path):
     levels = tmp_path / "policy-config.json"
     levels.write_text(json.dumps({"release-supports-kubernetes": "advisory"}))
-    stack = FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"
-    assert main(["--config", str(stack), "--policy-config", str(levels)]) == 0
+    assert main(["--config", str(RELEASE_TOO_OLD), "--policy-config", str(levels)]) == 0
 
 
 def test_a_pass_with_a_disabled_policy_says_which_policy_was_not_judged(tmp_path, capsys):
     levels = tmp_path / "policy-config.json"
     levels.write_text(json.dumps({"release-supports-kubernetes": "disabled", "cluster-endpoint-private": "advisory"}))
-    stack = FIXTURES / "violating" / "release-too-old-for-kubernetes.yaml"
-    assert main(["--config", str(stack), "--policy-config", str(levels)]) == 0
+    assert main(["--config", str(RELEASE_TOO_OLD), "--policy-config", str(levels)]) == 0
     out = capsys.readouterr().out
     assert "Not judged (disabled by --policy-config): release-supports-kubernetes\nVerdict: PASS" in out
 
@@ -255,7 +254,7 @@ def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
 @pytest.mark.subprocess
 def test_the_pack_started_as_the_cli_starts_it_gives_the_same_report(tmp_path):
     ours, theirs = tmp_path / "in-process.json", tmp_path / "grpc.json"
-    stack = str(FIXTURES / "violating" / "mig-profile-not-of-gpu.yaml")
+    stack = str(fixture_stacks.row("violating", "mig-profile-not-of-gpu").path)
     assert main(["--config", stack, "--json", str(ours)]) == 1
     assert main(["--config", stack, "--json", str(theirs), "--analyzer", "grpc"]) == 1
     assert ours.read_text() == theirs.read_text()

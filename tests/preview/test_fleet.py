@@ -11,9 +11,11 @@ import pytest
 
 from preview.__main__ import main
 from preview.offline import engine
+from tests import fixture_stacks
 from tests.conftest import FIXTURES, ROOT
 
-PASSING, VIOLATING, BAD = FIXTURES / "passing", FIXTURES / "violating", FIXTURES / "bad_stacks"
+PASSING, VIOLATING = FIXTURES / "passing", fixture_stacks.directory("violating")
+TOO_OLD_FOR_CUDA = fixture_stacks.row("violating", "driver-too-old-for-cuda").path
 
 
 def _lines(capsys) -> list[str]:
@@ -28,7 +30,7 @@ def test_without_paths_every_shipped_stack_is_previewed_and_passes(capsys):
 
 
 def test_a_failing_stack_names_its_mandatory_policies_and_the_run_exits_1(capsys):
-    assert main(["--all", str(PASSING / "eks-nvidia.yaml"), str(VIOLATING / "driver-too-old-for-cuda.yaml"), "--jobs", "1"]) == 1
+    assert main(["--all", str(PASSING / "eks-nvidia.yaml"), str(TOO_OLD_FOR_CUDA), "--jobs", "1"]) == 1
     lines = _lines(capsys)
     assert lines[0].startswith("PASS    eks-nvidia ")
     assert lines[1].startswith("FAIL    driver-too-old-for-cuda ")
@@ -37,13 +39,13 @@ def test_a_failing_stack_names_its_mandatory_policies_and_the_run_exits_1(capsys
 
 
 def test_an_invalid_stack_is_one_line_naming_its_file_and_key_and_the_others_still_run(capsys):
-    bad = BAD / "unknown-release.yaml"
-    assert main(["--all", str(bad), str(VIOLATING / "driver-too-old-for-cuda.yaml"), str(PASSING), "--jobs", "1"]) == 2
+    bad = fixture_stacks.row("bad_stacks", "unknown-release").path
+    assert main(["--all", str(bad), str(TOO_OLD_FOR_CUDA), str(PASSING), "--jobs", "1"]) == 2
     lines = _lines(capsys)
     assert len(lines) == 1 + 1 + 2 + 1  # the bad stack, the violating one, the passing directory, the total
     invalid = lines[0]
     assert invalid.startswith("INVALID unknown-release ")
-    assert "tests/fixtures/bad_stacks/unknown-release.yaml" in invalid and "gpu-platform:operator.release" in invalid
+    assert f"{bad}: invalid stack configuration" in invalid and "gpu-platform:operator.release" in invalid
     assert [line.split()[0] for line in lines[1:4]] == ["FAIL", "PASS", "PASS"]
     assert lines[-1] == "4 stacks: 2 pass, 1 fail, 1 invalid"
 
@@ -81,9 +83,9 @@ def test_the_reports_under_out_are_those_of_a_preview_of_the_stack_alone(tmp_pat
 
 @pytest.mark.parametrize("argv, says", [
     (["--all", "no/such/dir"], "--all no/such/dir: no such file or directory"),
-    (["--all", "tests/fixtures"], "--all tests/fixtures: has no stack files"),
+    (["--all", "tests/golden"], "--all tests/golden: has no stack files"),
     (["--all", "stacks", "stacks/Pulumi.dev.yaml"], "stacks/Pulumi.dev.yaml is named twice"),
-    (["--all", "stacks/Pulumi.dev.yaml", "tests/fixtures/bad_stacks/../../../stacks/Pulumi.dev.yaml"], "is named twice"),
+    (["--all", "stacks/Pulumi.dev.yaml", "tests/fixtures/passing/../../../stacks/Pulumi.dev.yaml"], "is named twice"),
 ])
 def test_bad_paths_are_refused_before_any_stack_runs(argv, says, capsys):
     assert main(argv) == 2
@@ -122,7 +124,7 @@ def test_an_out_directory_that_cannot_be_written_is_refused_before_any_stack_run
 @pytest.mark.subprocess
 def test_forked_workers_print_what_one_process_prints(tmp_path):
     # The forked path (the default on a machine with cores) must not change a byte of the output.
-    argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(VIOLATING / "driver-too-old-for-cuda.yaml")]
+    argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(TOO_OLD_FOR_CUDA)]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     one = subprocess.run([*argv, "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
     two = subprocess.run([*argv, "--jobs", "2", "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,

@@ -1,5 +1,5 @@
-"""The policy pack end to end through the offline preview: every stack in tests/fixtures/violating
-fails with the policy its header names and a message naming both sides; the shipped stacks pass."""
+"""The policy pack end to end through the offline preview: every stack of tests/fixtures/violating.yaml
+fails with the policy its row names and a message naming both sides; the shipped stacks pass."""
 
 from __future__ import annotations
 
@@ -12,30 +12,12 @@ import yaml
 from gpu_platform import contract
 from preview.__main__ import main
 from preview.offline.analyze import analyze
-from tests.conftest import FIXTURES, LEDGER_RECORDED, SHIPPED_STACKS, stack_config, unapproved, write_stack
+from tests import fixture_stacks
+from tests.conftest import LEDGER_RECORDED, SHIPPED_STACKS, stack_config, unapproved, write_stack
 
-VIOLATING = sorted((FIXTURES / "violating").glob("*.yaml"))
-
-# The two facts that disagree, as each violation message must name them.
-BOTH_SIDES = {
-    "driver-branch-not-in-release.yaml": ("560.35.03", "v25.10.1"),
-    "driver-too-old-for-cuda.yaml": ("570.211.01", "CUDA 13.0"),
-    "driver-too-old-for-gpu.yaml": ("550.163.01", "B200"),
-    "mig-on-gpu-without-mig.yaml": ("all-balanced", "L40S"),
-    "mig-profile-not-of-gpu.yaml": ("all-1g.10gb", "H200-141GB"),
-    "override-not-a-patch-bump.yaml": ("v0.19.0", "v0.18.1"),
-    "release-too-old-for-kubernetes.yaml": ("v24.3.0", "1.33"),
-    "eks-version-past-extended-support.yaml": ("1.28", "2025-11-26"),
-    "public-endpoint-open-by-default.yaml": ("no publicAccessCidrs", "0.0.0.0/0"),
-    "public-endpoint-open-to-everyone.yaml": ("0.0.0.0/0", "whole internet"),
-    "public-endpoint-open-in-halves.yaml": ("0.0.0.0/1, 128.0.0.0/1", "together are 0.0.0.0/0"),
-}
-
-
-def header(path: Path) -> tuple[str, str]:
-    lines = path.read_text().splitlines()
-    assert lines[0].startswith("# ") and lines[1].startswith("# violates: "), f"{path.name}: header lines"
-    return lines[0][2:], lines[1].removeprefix("# violates: ").strip()
+# tests/fixtures/violating.yaml: each row's policy (violates) and the two facts that disagree, as
+# each violation message must name them (names).
+VIOLATING = fixture_stacks.rows("violating")
 
 
 # Advisory on every stack while the shipped matrix pins no image by digest (tests/policy/test_images.py
@@ -51,18 +33,17 @@ def run(tmp_path: Path, stack: Path, *extra: str) -> tuple[int, dict]:
     return code, found
 
 
-def test_every_violating_fixture_is_named_for_both_sides():
-    assert sorted(p.name for p in VIOLATING) == sorted(BOTH_SIDES)
+def test_every_violating_fixture_names_both_sides():
+    assert [row.name for row in VIOLATING if len(row.expect["names"]) != 2] == []
 
 
-@pytest.mark.parametrize("stack", VIOLATING, ids=lambda p: p.stem)
-def test_violating_stack_exits_1_with_its_violation_naming_both_sides(stack, tmp_path):
-    _, policy = header(stack)
-    code, report = run(tmp_path, stack)
+@pytest.mark.parametrize("row", VIOLATING, ids=lambda row: row.name)
+def test_violating_stack_exits_1_with_its_violation_naming_both_sides(row, tmp_path):
+    code, report = run(tmp_path, row.path)
     assert code == 1
     mandatory = [v for v in report["violations"] if v["enforcementLevel"] == "mandatory"]
-    assert {v["policy"] for v in mandatory} == {policy}
-    for fact in BOTH_SIDES[stack.name]:
+    assert {v["policy"] for v in mandatory} == {row.expect["violates"]}
+    for fact in row.expect["names"]:
         assert all(fact in v["message"] for v in mandatory), (fact, mandatory)
 
 
@@ -76,7 +57,8 @@ def test_shipped_stacks_pass_with_no_mandatory_violation(stack, tmp_path):
 def test_policy_config_lowers_a_violation_to_advisory(tmp_path):
     levels = tmp_path / "levels.json"
     levels.write_text(json.dumps({"driver-supports-gpu": {"enforcementLevel": "advisory"}}))
-    code, report = run(tmp_path, FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", "--policy-config", str(levels))
+    stack = fixture_stacks.row("violating", "driver-too-old-for-gpu").path
+    code, report = run(tmp_path, stack, "--policy-config", str(levels))
     assert code == 0
     # On the B200 pool's node group and on the image built for it, both now advisory.
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"] if v["policy"] != LEDGER_RECORDED] == [("driver-supports-gpu", "advisory")] * 2
@@ -85,7 +67,8 @@ def test_policy_config_lowers_a_violation_to_advisory(tmp_path):
 def test_policy_config_can_disable_a_policy(tmp_path):
     levels = tmp_path / "levels.json"
     levels.write_text(json.dumps({"mig-config-fits-gpu": "disabled"}))
-    code, report = run(tmp_path, FIXTURES / "violating" / "mig-profile-not-of-gpu.yaml", "--policy-config", str(levels))
+    stack = fixture_stacks.row("violating", "mig-profile-not-of-gpu").path
+    code, report = run(tmp_path, stack, "--policy-config", str(levels))
     assert code == 0 and [v for v in report["violations"] if v["policy"] != LEDGER_RECORDED] == []
 
 
@@ -118,8 +101,8 @@ def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):
 
 
 def test_violating_fixtures_are_valid_stack_files():
-    for stack in VIOLATING:
-        assert set(yaml.safe_load(stack.read_text())["config"]) >= {"gpu-platform:cluster", "gpu-platform:nodePools"}
+    for row in VIOLATING:
+        assert set(yaml.safe_load(row.path.read_text())["config"]) >= {"gpu-platform:cluster", "gpu-platform:nodePools"}
 
 
 # No valid stack file makes the program skip its audit or its own images, so these run the pack

@@ -9,6 +9,7 @@ from gpu_platform import matrix
 from preview.lifecycle import scenarios, stack
 from preview.recording import Recording
 from tests import release_stacks
+from tests import fixture_stacks
 from tests.conftest import FIXTURES, record
 
 # What one node of each shipped pool offers, from the instance catalogue and the pool's sharing:
@@ -41,7 +42,7 @@ def test_every_shipped_pool_ends_live_in_every_scenario(shipped, stack_name, poo
 
 
 # The fixture stacks that render (a bad stack's config error stops it before anything is registered).
-RENDERED_FIXTURES = sorted([*(FIXTURES / "passing").glob("*.yaml"), *(FIXTURES / "violating").glob("*.yaml")])
+RENDERED_FIXTURES = [*sorted((FIXTURES / "passing").glob("*.yaml")), *fixture_stacks.paths("violating")]
 
 
 @pytest.mark.parametrize("fixture", RENDERED_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.stem}")

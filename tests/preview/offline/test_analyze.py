@@ -9,11 +9,12 @@ import pytest
 
 from preview.offline import analyze, engine, policy_config, requests
 from preview.reports import report
+from tests import fixture_stacks
 from tests.conftest import FIXTURES, SHIPPED_STACKS, record_mode
 from tests.policy.resources import launch_template, node_image
 from tests.policy.verdict import UNKNOWN, diagnostics
 
-STACKS = SHIPPED_STACKS + sorted((FIXTURES / "violating").glob("*.yaml")) + sorted((FIXTURES / "passing").glob("*.yaml"))
+STACKS = SHIPPED_STACKS + fixture_stacks.paths("violating") + sorted((FIXTURES / "passing").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("stack", STACKS, ids=lambda p: p.stem)

@@ -9,7 +9,9 @@ import pytest
 
 from preview.offline import analyze, policy_config
 from preview.__main__ import main
-from tests.conftest import FIXTURES
+from tests import fixture_stacks
+
+TOO_OLD_FOR_GPU = fixture_stacks.row("violating", "driver-too-old-for-gpu").path
 
 LEVEL = {v: k for k, v in policy_config.FROM_PROTO.items()}
 
@@ -76,7 +78,7 @@ def test_all_without_a_level_is_refused_as_the_cli_refuses_it():
 def test_all_advisory_lets_a_violating_stack_pass(tmp_path):
     levels = tmp_path / "levels.json"
     levels.write_text('{"all": "advisory"}')
-    assert main(["--config", str(FIXTURES / "violating" / "driver-too-old-for-gpu.yaml"), "--policy-config", str(levels)]) == 0
+    assert main(["--config", str(TOO_OLD_FOR_GPU), "--policy-config", str(levels)]) == 0
 
 
 def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
@@ -84,7 +86,7 @@ def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
     from tests.conftest import record_mode
     from preview.offline import engine
 
-    recording = record_mode(FIXTURES / "violating" / "driver-too-old-for-gpu.yaml", engine.UP)
+    recording = record_mode(TOO_OLD_FOR_GPU, engine.UP)
     config = policy_config.parse('{"driver-supports-gpu": "advisory"}', "f")
     found = analyze.analyze(recording, real_pack, config)
     # Besides the advisories every stack has: no image digest pinned in the matrix, no approved ledger in the fixture.

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from preview.reports import manifests
+from preview.reports.report import operand_order
 from tests.golden import GOLDEN, assert_golden, updating
 
 # Objects of custom resource kinds have no schema kubernetes-validate knows; only these are skipped.
@@ -159,15 +160,28 @@ def test_the_service_monitor_labels_are_configurable(variant):
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
 
 
+def _golden_files(recording) -> dict[str, str]:
+    """The preview's `NN-kind-name.yaml` files as `<stage>/kind-name.yaml`, each stage a folder named
+    by its operand (`shared`: the objects before the first), and `stages.txt`, the stages in rollout
+    order: a new operand adds its folder and one line, and renames no other golden file."""
+    stages = ["shared", *(op.name for op in operand_order(recording))]
+    golden = {"stages.txt": "".join(f"{stage}\n" for stage in stages)}
+    for filename, text in manifests.files(recording).items():
+        number, rest = filename.split("-", 1)
+        golden[f"{stages[int(number)]}/{rest}"] = text
+    return golden
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_manifests_match_their_golden_files(request, stack):
     recording = request.getfixturevalue(stack)
-    files = manifests.files(recording)
+    golden = _golden_files(recording)
     folder = GOLDEN / "manifests" / stack
-    for filename, text in files.items():
-        assert_golden(f"manifests/{stack}/{filename}", text)
+    for relative, text in golden.items():
+        assert_golden(f"manifests/{stack}/{relative}", text)
     if updating():
-        for stale in folder.glob("*.yaml"):
-            if stale.name not in files:
-                stale.unlink()
-    assert sorted(p.name for p in folder.glob("*.yaml")) == sorted(files)
+        for stale in [p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in golden]:
+            stale.unlink()
+        for empty in [d for d in folder.iterdir() if d.is_dir() and not any(d.iterdir())]:
+            empty.rmdir()
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == sorted(golden)
