@@ -147,7 +147,7 @@ class GpuPlatform(pulumi.ComponentResource):
             planned, images, k8s_version, provider, [namespace], config.workloads.privileged_namespaces,
             config.privilege_actions), opts=child)
         if config.privilege_actions != admission.DENY_ACTIONS:
-            pulumi.log.warn(privilege_warning(adopted=not config.cluster.create))
+            pulumi.log.warn(privilege_warning(by_default=config.workloads.privilege_admission is None))
         previous: list[pulumi.Resource] = [*handle.first_stage_waits_on, namespace, policies]
         self.operands = []
         for stage, spec in planned:

@@ -279,7 +279,8 @@ def gpu_privilege(operator_namespace: str, dra: bool = False, privileged_namespa
     source = _allocator(dra)
     trusted = f"{operator_namespace} or a namespace listed in gpu-platform:workloads.privilegedNamespaces"
     return _pod_policy(
-        [operator_namespace, *admission.PRIVILEGED_NAMESPACES, *privileged_namespaces],
+        # The user's list sorted: its order in the stack file must not move the ledger's spec hash.
+        [operator_namespace, *admission.PRIVILEGED_NAMESPACES, *sorted(privileged_namespaces)],
         _gpu_node_variables(),
         [{"expression": "!variables.gpuNode || size(variables.elevated) == 0",
           # Names the first such container (standard CEL has no join).
@@ -306,7 +307,7 @@ def gpu_access(operator_namespace: str, dra: bool = False, privileged_namespaces
                 f"(has(c.resources.limits) && c.resources.limits.exists(r, {gpu}))"
                 f" || (has(c.resources.requests) && c.resources.requests.exists(r, {gpu}))))")
     cdi = admission.key_pattern((f"*.{admission.CDI_ANNOTATION_DOMAIN}",))
-    return _pod_policy([operator_namespace, *privileged_namespaces], [], [
+    return _pod_policy([operator_namespace, *sorted(privileged_namespaces)], [], [
         {"expression": ("variables.containers.all(c, !has(c.env) || c.env.all(e, !(e.name in "
                         f"{cel_list(admission.DEVICE_ENV)}) || (e.name == 'NVIDIA_VISIBLE_DEVICES' && !has(e.valueFrom)"
                         f" && has(e.value) && e.value in {cel_list(admission.NO_DEVICE_VALUES)})))"),
@@ -353,9 +354,9 @@ def resource_slices(namespace: str, account: str, driver: str) -> dict:
     }
 
 
-def privilege_warning(adopted: bool) -> str:
-    """Said at `pulumi up` and in the preview's plan when the GPU-privilege policy only warns."""
-    why = "the default on an adopted cluster, whose own agents may run privileged on every node" if adopted else "as the stack sets"
+def privilege_warning(by_default: bool) -> str:
+    """Said at `pulumi up` when the GPU-privilege policy only warns."""
+    why = "the default on an adopted cluster, whose own agents may run privileged on every node" if by_default else "as the stack sets"
     return (f"gpu-platform:workloads.privilegeAdmission is warn ({why}): a pod outside {contract.OPERATOR_NAMESPACE} that "
             "can run on a GPU node with a privileged, SYS_ADMIN or ALL container is admitted with a warning and an "
             f"audit-log entry, and can take every GPU of its node. List the namespaces of your own such agents in "

@@ -22,8 +22,9 @@ class Workloads(Section):
     # Written into the GPU-access admission policy, whose spec the privilege ledger hashes.
     privileged_namespaces: tuple[str, ...] = Field(
         default=(), alias="privilegedNamespaces",
-        description="Namespaces of your own whose pods may run privileged or with SYS_ADMIN on GPU nodes (e.g. a GPU "
-                    "monitoring agent's), besides kube-system and the operator's. Listing one needs a new approval.")
+        description="Namespaces of your own trusted with GPU nodes (e.g. a GPU monitoring agent's): both GPU admission "
+                    "policies leave their pods alone (privileged or SYS_ADMIN containers, device variables, CDI "
+                    "annotations, device mounts). Not default or the operator's. Listing one needs a new approval.")
     # warn lets an adopted cluster's own privileged agents (a CNI, a security agent) keep running while
     # you list their namespaces (StackConfig.privilege_actions).
     privilege_admission: Optional[Literal["deny", "warn"]] = Field(

@@ -83,7 +83,7 @@ def validator_restart_full(stack: StackView, pool: Pool) -> Outcome:
 
 
 def roll_all_full(stack: StackView, pool: Pool) -> Outcome:
-    """A release bump or a new approval id changes every pod template: every pod is replaced."""
+    """A release bump changes every pod template: every pod is replaced."""
     return _on_a_full_node(stack, pool, "roll of every DaemonSet with every GPU taken", lambda node: node.roll())
 
 

@@ -538,6 +538,20 @@ def test_an_adopted_cluster_only_warns_of_privileged_pods_until_told_to_deny(var
     assert not any("privilegeAdmission" in w for w in told.warnings)
 
 
+def test_the_order_of_listed_namespaces_does_not_move_the_policies(variant):
+    # The ledger hashes each policy's spec: reordering the list must not ask for a new approval.
+    a = variant(lambda c: c["gpu-platform:workloads"].update(privilegedNamespaces=["b-agents", "a-agents"]))
+    b = variant(lambda c: c["gpu-platform:workloads"].update(privilegedNamespaces=["a-agents", "b-agents"]))
+    for name in (admission.GPU_ACCESS, admission.GPU_PRIVILEGE):
+        assert _policy_of(a, name) == _policy_of(b, name), name
+
+
+def test_an_adopted_cluster_told_to_warn_is_not_told_it_is_the_default(variant):
+    rec = variant(lambda c: (c["gpu-platform:cluster"].update(create=False),
+                             c["gpu-platform:workloads"].update(privilegeAdmission="warn")))
+    assert any("privilegeAdmission is warn (as the stack sets)" in w for w in rec.warnings), rec.warnings
+
+
 def test_a_created_cluster_may_choose_to_warn(variant):
     rec = variant(lambda c: c["gpu-platform:workloads"].update(privilegeAdmission="warn"))
     assert _bindings(rec)["gpu-platform-gpu-privilege"] == ["Warn", "Audit"]
