@@ -18,7 +18,8 @@ from components.kubernetes.operands.spec import OperandArgs, OperandSpec
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.dcgm_exporter import DcgmExporter
-from gpu_platform import admission, dra
+from gpu_platform.catalog import dra
+from gpu_platform.interface import admission
 from gpu_platform.config import StackConfig
 
 

@@ -1,6 +1,10 @@
-"""Plain data and contracts shared by the program, the policy pack and the offline preview.
+"""Plain data and contracts shared by the program, the policy pack and the offline preview. Nothing
+here creates a resource, and nothing here imports `components`.
 
-Nothing here creates a resource: the config model (`config`), the version matrix (`matrix`), the
-taint and label contract (`contract`), and version arithmetic (`versions`). Policies import from
-here and never from `components`.
+- `config`: the stack file's model, one module per section.
+- `catalog`: upstream's and AWS's facts (the version matrix, operands, calendars, limits).
+- `privileges`: the privilege ledger and what it reads.
+- `interface`: what the program and the policy pack share (labels, taints, type tokens, readers).
+
+The policy pack imports `catalog`, `privileges` and `interface`, never `config`.
 """

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import admission, contract
-from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.interface import admission, contract
+from gpu_platform.interface.props import dig, mapping, sequence, text
 from policy import facts, workloads
 from policy.declare import stack_policy
-from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
+from gpu_platform.interface.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
 
 
 

@@ -2,7 +2,7 @@
 approved it and exactly which host paths it mounts; every AWS resource that runs the privileged
 node software (driver, fabric manager) carries the audit tags; and the approval covers the
 privileges the stack grants now, not the ones it granted when it was given (the privilege ledger's
-hash, gpu_platform/ledger.py)."""
+hash, gpu_platform/privileges/ledger.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pulumi_policy.proxy import UnknownValueError
 
 import re
 
-from gpu_platform import addon_privileges, cluster_admins, contract, ledger, matrix, resource_types, versions
-from gpu_platform.props import mapping, strings, text
+from gpu_platform.catalog import addon_privileges, matrix, versions
+from gpu_platform.interface import contract, resource_types
+from gpu_platform.privileges import cluster_admins, ledger
+from gpu_platform.interface.props import mapping, strings, text
 from policy import facts, workloads
 from policy.declare import resource_policy, stack_policy, types
 

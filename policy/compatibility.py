@@ -10,7 +10,8 @@ import re
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, matrix, versions
+from gpu_platform.catalog import matrix, versions
+from gpu_platform.interface import contract
 from policy import facts
 from policy.declare import resource_policy, types
 

@@ -12,13 +12,13 @@ from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 import re
 
 from policy import facts, workloads
 from policy.declare import stack_policy
-from gpu_platform.props import sequence, text
-from gpu_platform.resource_types import IMAGE_COMPONENT as COMPONENT
+from gpu_platform.interface.props import sequence, text
+from gpu_platform.interface.resource_types import IMAGE_COMPONENT as COMPONENT
 
 # The build component's install script starts with the driver it installs (components/aws/node_image.py).
 _INSTALLS = re.compile(r"\bDRIVER_VERSION=([0-9][0-9.]*[0-9])")

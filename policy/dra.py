@@ -1,5 +1,5 @@
 """GPU allocation through DRA (gpu-platform:allocation mode dra): what the DRA driver needs of the
-cluster, the operator release and the nodes (gpu_platform/dra.yaml, per driver version), and its
+cluster, the operator release and the nodes (gpu_platform/catalog/dra.yaml, per driver version), and its
 alpha feature gates turned on only knowingly. Both compare resources with one another (the mode and
 the acknowledgements are on the operands' namespace, the driver and the kubelet version on the node
 image and node groups, the gates on the kubelet plugin's DaemonSet), and the admission policy that
@@ -13,9 +13,10 @@ from typing import Optional
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import admission, contract, dra, matrix, versions
-from gpu_platform.props import dig, sequence, text
-from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY
+from gpu_platform.catalog import dra, matrix, versions
+from gpu_platform.interface import admission, contract
+from gpu_platform.interface.props import dig, sequence, text
+from gpu_platform.interface.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY
 from policy import facts, workloads
 from policy.declare import stack_policy
 
@@ -65,7 +66,7 @@ def dra_mode_supported(args, report_violation) -> None:
     image, known = _driver(release, plugins)
     # A driver version the table lacks (an override's patch release) is judged by the newest it has.
     driver = known or list(dra.load().values())[-1]
-    at = f"the DRA driver {driver.version}" + ("" if known else f" (the newest gpu_platform/dra.yaml lists; the stack runs {image or 'another'})")
+    at = f"the DRA driver {driver.version}" + ("" if known else f" (the newest gpu_platform/catalog/dra.yaml lists; the stack runs {image or 'another'})")
     minor = notes.get(contract.KUBERNETES_VERSION_TAG, "")
     if _MINOR.fullmatch(minor) and not versions.at_least(minor, driver.kubernetes):
         report_violation(f"the cluster runs Kubernetes {minor} (the operands' namespace declares it), but {at} needs "

@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from gpu_platform import contract, matrix
-from gpu_platform.props import dig, mapping, sequence, strings, text
+from gpu_platform.catalog import matrix
+from gpu_platform.interface import contract
+from gpu_platform.interface.props import dig, mapping, sequence, strings, text
 # The types the pack's modules name as facts.X (EKS_CLUSTER, NAMESPACE among them: re-exported).
-from gpu_platform.resource_types import EKS_CLUSTER, EKS_NODE_GROUP as NODE_GROUP, IMAGE, LAUNCH_TEMPLATE, NAMESPACE  # noqa: F401
+from gpu_platform.interface.resource_types import EKS_CLUSTER, EKS_NODE_GROUP as NODE_GROUP, IMAGE, LAUNCH_TEMPLATE, NAMESPACE  # noqa: F401
 
 GPU_NODE_TYPES = (IMAGE, LAUNCH_TEMPLATE, NODE_GROUP)
 BAKED = "bake"

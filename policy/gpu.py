@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import aws_limits, contract, matrix, versions
-from gpu_platform.props import mapping
+from gpu_platform.catalog import aws_limits, matrix, versions
+from gpu_platform.interface import contract
+from gpu_platform.interface.props import mapping
 from policy import facts
 from policy.declare import resource_policy, types
 

@@ -11,7 +11,7 @@ declare them. Each rule is written for what the program builds, and holds for an
 All mandatory: each is a permission or a guard the program sets itself, so a violation is a
 regression in the program or a hand-edited resource, never a choice a stack file makes, and each
 opens a path to credentials or data beyond the job. Documents are read as the provider receives them
-(JSON text; an object is read too), through gpu_platform.props, never as dicts.
+(JSON text; an object is read too), through gpu_platform.interface.props, never as dicts.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any, Iterable, Iterator, Mapping
 from pulumi_policy import EnforcementLevel
 
 from policy.declare import resource_policy, stack_policy, types
-from gpu_platform.iam_document import statements, values
-from gpu_platform.props import mapping, sequence, text
-from gpu_platform.resource_types import IAM_ATTACHMENT as ATTACHMENT, IAM_EXCLUSIVE as EXCLUSIVE, IAM_INLINE as INLINE, IAM_INSTANCE_PROFILE as INSTANCE_PROFILE, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, KMS_KEY as KEY
+from gpu_platform.privileges.iam_document import statements, values
+from gpu_platform.interface.props import mapping, sequence, text
+from gpu_platform.interface.resource_types import IAM_ATTACHMENT as ATTACHMENT, IAM_EXCLUSIVE as EXCLUSIVE, IAM_INLINE as INLINE, IAM_INSTANCE_PROFILE as INSTANCE_PROFILE, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, KMS_KEY as KEY
 
 
 EC2 = "ec2.amazonaws.com"

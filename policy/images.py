@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, image_refs, matrix, operands, versions
+from gpu_platform.catalog import image_refs, matrix, operands, versions
+from gpu_platform.interface import contract
 from policy import facts, workloads
 from policy.declare import Targets, resource_policy, stack_policy
 
@@ -161,7 +162,7 @@ def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | 
     "privileged-images-pinned-by-digest", EnforcementLevel.ADVISORY,
     "Every image that runs with a privilege (privileged, an added capability, a host path or a host namespace) "
     "is pinned by digest (tag@sha256:...), so a tag pushed again cannot change what runs with it.",
-    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in gpu_platform/matrix.yaml",
+    fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in gpu_platform/catalog/matrix.yaml",
 )
 def privileged_images_pinned_by_digest(args, report_violation) -> None:
     # One violation for the stack, one entry per image: an image is pinned once (one override), however
@@ -189,7 +190,7 @@ def privileged_images_pinned_by_digest(args, report_violation) -> None:
         tag = split(image)[1] or "<tag>"
         how = (f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>" if keys[image]
                else "not an operator operand: where the program sets its image, e.g. the EFA device plugin's "
-                    "efa_device_plugin.tag in gpu_platform/aws_limits.yaml")
+                    "efa_device_plugin.tag in gpu_platform/catalog/aws_limits.yaml")
         who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
         return f"{image} ({who}; pin: {how})"
 

@@ -1,4 +1,4 @@
-"""The EKS version lifecycle (gpu_platform/eks_versions.yaml, as of gpu_platform/eks_lifecycle.py's
+"""The EKS version lifecycle (gpu_platform/catalog/eks_versions.yaml, as of gpu_platform/catalog/eks_lifecycle.py's
 "today"): no cluster is created on a minor past the end of extended support, which EKS refuses; a
 cluster on a minor in extended support, created or adopted, is told the end date and the days left,
 long before EKS upgrades its control plane itself; and an adopted cluster already past the end is
@@ -10,8 +10,9 @@ import datetime as dt
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract, eks_lifecycle as lifecycle
-from gpu_platform.props import text
+from gpu_platform.catalog import eks_lifecycle as lifecycle
+from gpu_platform.interface import contract
+from gpu_platform.interface.props import text
 from policy import facts
 from policy.declare import resource_policy, stack_policy, types
 
@@ -31,7 +32,7 @@ def _when(day: dt.date, source: str) -> str:
 def _supported(day: dt.date) -> str:
     minors = lifecycle.in_standard_support(day)
     return f"a minor in standard support ({', '.join(minors)})" if minors else \
-        "a newer minor (none in the calendar is in standard support on that day: add the newer ones to gpu_platform/eks_versions.yaml)"
+        "a newer minor (none in the calendar is in standard support on that day: add the newer ones to gpu_platform/catalog/eks_versions.yaml)"
 
 
 def _upgrade(minor: str, day: dt.date) -> str:

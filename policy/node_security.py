@@ -13,7 +13,7 @@ from pulumi_policy import EnforcementLevel
 
 from policy import facts
 from policy.declare import resource_policy, types
-from gpu_platform.props import dig, mapping, sequence, text
+from gpu_platform.interface.props import dig, mapping, sequence, text
 
 # One hop keeps IMDS answers on the host: a pod behind the container network would need two, so
 # pods cannot take the node role's credentials (EKS best practices, "Restrict access to IMDS").

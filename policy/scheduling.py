@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pulumi_policy import EnforcementLevel
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy import facts, workloads
 from policy.declare import stack_policy
 

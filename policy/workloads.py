@@ -1,9 +1,9 @@
-"""The workload readers the policies use (gpu_platform/workloads.py, shared with the program's audit
+"""The workload readers the policies use (gpu_platform/interface/workloads.py, shared with the program's audit
 annotations and the preview's audit report) and what a workload policy targets."""
 
 from __future__ import annotations
 
-from gpu_platform.workloads import (  # noqa: F401 (re-exported for the policies)
+from gpu_platform.interface.workloads import (  # noqa: F401 (re-exported for the policies)
     _POD_SPEC_PATH,
     container_privileges,
     containers,

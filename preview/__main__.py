@@ -142,7 +142,7 @@ def _as_of(args: argparse.Namespace) -> None:
     """The day support dates are judged on, for this process and the pack's (it inherits the
     environment, as it does under the Pulumi CLI): --as-of sets SOURCE_DATE_EPOCH; a malformed one
     from the environment is invalid input, before anything runs."""
-    from gpu_platform import eks_lifecycle
+    from gpu_platform.catalog import eks_lifecycle
 
     if args.as_of is not None:
         os.environ[eks_lifecycle.EPOCH_VARIABLE] = str(eks_lifecycle.epoch_of(args.as_of))

@@ -3,14 +3,14 @@
 - the policy table in docs/policy-pack.md, from the policy declarations (policy/declare.py, in the
   pack's order);
 - the operand table in docs/what-gets-created.md, from the operand registry
-  (gpu_platform/operands.yaml) and what the prod stack (and its twin with the toolkit DaemonSet) really
+  (gpu_platform/catalog/operands.yaml) and what the prod stack (and its twin with the toolkit DaemonSet) really
   renders;
 - the prod rollout picture (a block in docs/what-gets-created.md, and docs/rollout-prod.md), from the
   recorded graph;
 - the configuration reference, docs/configuration.md, from the config models' field descriptions
   (gpu_platform/config/reference.py);
 - the offline answers to the EKS AMI parameters (preview/offline/fixtures/eks_ami_parameters.yaml),
-  from what AWS published (gpu_platform/eks_amis.yaml).
+  from what AWS published (gpu_platform/catalog/eks_amis.yaml).
 
     python -m preview.docs --write   # rewrite them (make docs)
     python -m preview.docs --check   # exit 1 when any is stale (make lint, CI)
@@ -74,12 +74,13 @@ def _recordings():
 
 
 def operand_table(recordings=None) -> str:
-    from gpu_platform import contract, operands, workloads
+    from gpu_platform.catalog import operands
+    from gpu_platform.interface import contract, workloads
 
     recordings = recordings or _recordings()
     lines = [
         OPERANDS_BEGIN,
-        f"<!-- generated from gpu_platform/operands.yaml and the prod and dra stacks' manifests by `{REGENERATE}`; CI fails when it is stale -->",
+        f"<!-- generated from gpu_platform/catalog/operands.yaml and the prod and dra stacks' manifests by `{REGENERATE}`; CI fails when it is stale -->",
         "| stage | operand | runs on | gate label | waits on its node for | privileges kept (prod; the toolkit: with `toolkitBaked: false`; the DRA driver: the dra stack) | API token |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]

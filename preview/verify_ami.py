@@ -24,8 +24,9 @@ import sys
 from typing import Any, Optional
 
 from components.aws.node_image import ARCHITECTURE_TAG, BASE_RELEASE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
-from gpu_platform import aws_limits, contract, matrix
-from gpu_platform.resource_types import EKS_NODE_GROUP as _NODE_GROUP
+from gpu_platform.catalog import aws_limits, matrix
+from gpu_platform.interface import contract
+from gpu_platform.interface.resource_types import EKS_NODE_GROUP as _NODE_GROUP
 
 EXIT_OK, EXIT_MISMATCH, EXIT_CONFIG, EXIT_UNASKED = 0, 1, 2, 3
 
@@ -66,7 +67,7 @@ def efa_pools(config: Any, recording: Any) -> list[int]:
 
 def _efa_problems(tags: dict[str, str], ami_id: str, efa: list[int]) -> list[str]:
     """An EFA pool needs the EFA kernel driver in the image: a base release from the first one whose
-    standard AL2023 image carries it (gpu_platform/aws_limits.yaml efa.standard_ami_from_release),
+    standard AL2023 image carries it (gpu_platform/catalog/aws_limits.yaml efa.standard_ami_from_release),
     declared as the bake declares its base (tag BASE_RELEASE_TAG). Without it NCCL falls back to TCP
     between the nodes, and nothing fails."""
     if not efa:
@@ -87,7 +88,7 @@ def _efa_problems(tags: dict[str, str], ami_id: str, efa: list[int]) -> list[str
 
 def _flavour_problems(tags: dict[str, str], ami_id: str, pools: list[PoolGpu]) -> list[str]:
     """The kernel module flavour the AMI declares (its privileged-software tag, as the bake writes it)
-    against the flavours the pools' GPUs accept (gpu_platform/matrix.yaml kernelModules): a baked
+    against the flavours the pools' GPUs accept (gpu_platform/catalog/matrix.yaml kernelModules): a baked
     image carries one flavour, and a GPU that cannot load it has no driver on that node."""
     key = "gpu-platform:nodeImage.amiId"
     gpus = matrix.load().gpus

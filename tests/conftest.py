@@ -14,7 +14,7 @@ import yaml
 from preview.offline import engine
 from tests import recordings
 
-# EKS support is judged as of a fixed day in the suite (gpu_platform/eks_lifecycle.py reads
+# EKS support is judged as of a fixed day in the suite (gpu_platform/catalog/eks_lifecycle.py reads
 # SOURCE_DATE_EPOCH, here and in every process a test starts), so verdicts and snapshots do not move
 # with the calendar: 2026-06-01 00:00 UTC (1.33, which the shipped stacks run, is then in standard
 # support; 1.32 in extended support; 1.28 past it). Tests of another day set their own.

@@ -23,7 +23,7 @@ import kubernetes_validate
 import pytest
 from kubernetes_validate import utils as validate_utils
 
-from gpu_platform import operands, versions
+from gpu_platform.catalog import operands, versions
 from preview.offline import engine
 from preview.recording import Registration
 from tests import recordings

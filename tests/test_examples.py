@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from tests.components.kubernetes.admission_cel import evaluate
 from tests.release_stacks import strict_error
 

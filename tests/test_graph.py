@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 
 from preview.recording import Recording
 

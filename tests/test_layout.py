@@ -39,8 +39,8 @@ EXEMPT = {
     "components/kubernetes/operands/version_table.py": "each operand's table is tested at every release by "
                                                        "tests/components/kubernetes/operands/test_versions_*.py",
     "components/kubernetes/readiness_gate.py": "tested with the blue-green rollout it gates, in tests/components/aws/test_rollout.py",
-    "gpu_platform/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
-                                         "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/test_ledger.py",
+    "gpu_platform/catalog/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
+                                         "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/privileges/test_ledger.py",
     # The config model's sections and its reading of raw config: tested as the stack files it accepts and
     # refuses, in tests/gpu_platform/test_config.py (one bad stack per refusal: tests/fixtures/bad_stacks).
     **{f"gpu_platform/config/{module}.py": "a part of the config model, tested through parse() by "
@@ -48,16 +48,16 @@ EXEMPT = {
        for module in ("allocation", "audit", "cluster", "config_keys", "iam_principals", "kubernetes_names", "messages",
                       "monitoring", "node_image", "node_pool", "operator", "quoted_version", "reading", "section",
                       "stack", "workloads")},
-    "gpu_platform/config/aws_provider.py": "how aws:* settings reach the ledger, tested by tests/gpu_platform/test_ledger.py",
-    "gpu_platform/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
+    "gpu_platform/config/aws_provider.py": "how aws:* settings reach the ledger, tested by tests/gpu_platform/privileges/test_ledger.py",
+    "gpu_platform/catalog/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
                                   "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks.yaml)",
-    "gpu_platform/workloads.py": "the workload readers of the policies and the audit report, tested through "
+    "gpu_platform/interface/workloads.py": "the workload readers of the policies and the audit report, tested through "
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "
                           "fixture, tested in tests/policy/test_pack.py",
     "policy/declare.py": "the declarations the pack serves and docs/policy-pack.md lists: tests/policy/test_pack.py, tests/preview/test_docs.py",
     "policy/facts.py": "the readers every policy uses, tested through each policy's tests in tests/policy/",
-    "policy/workloads.py": "re-exports gpu_platform/workloads.py and declares what a workload policy targets",
+    "policy/workloads.py": "re-exports gpu_platform/interface/workloads.py and declares what a workload policy targets",
     "preview/__main__.py": "the command line, tested by tests/preview/test_cli.py",
     "preview/offline/aws_answers.py": "the offline answers to AWS invokes, tested where the program reads them: "
                                       "tests/components/aws/test_base_image.py, test_cluster_access.py, test_partition.py",

@@ -207,7 +207,7 @@ def test_the_gates_pack_reads_the_data_beside_it_not_the_prs(tmp_path):
     gate = tmp_path / "gate"
     for part in ("policy", "gpu_platform"):
         shutil.copytree(ROOT / part, gate / part, ignore=shutil.ignore_patterns("__pycache__"))
-    matrix_file = gate / "gpu_platform" / "matrix.yaml"
+    matrix_file = gate / "gpu_platform" / "catalog" / "matrix.yaml"
     data = yaml.safe_load(matrix_file.read_text())
     del data["releases"]["v25.10.1"]
     matrix_file.write_text(yaml.safe_dump(data, sort_keys=False))

@@ -1,7 +1,7 @@
 """The image a node image is baked on: the EKS-optimized AL2023 x86_64 AMI of one pinned EKS AMI
 release (awslabs/amazon-eks-ami), never AWS's moving `recommended` pointer. The release comes from
 the stack (`nodeImage.baseImageRelease`) or from the per-minor defaults in
-gpu_platform/eks_ami_releases.yaml, each row with its source."""
+gpu_platform/catalog/eks_ami_releases.yaml, each row with its source."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Optional
 
 import yaml
 
-import gpu_platform
+from gpu_platform import catalog
 
-RELEASES = Path(gpu_platform.__file__).with_name("eks_ami_releases.yaml")
+RELEASES = Path(catalog.__file__).with_name("eks_ami_releases.yaml")
 KEY = "gpu-platform:nodeImage.baseImageRelease"
 
 
@@ -45,7 +45,7 @@ def parameter(kubernetes_version: str, release: str, flavour: str = "standard") 
     pkg/providers/amifamily/al2023.go, `resolvePath`; karpenter.sh "Managing AMIs" recommends the pin).
     The accelerated image of a release is published the same way under the `nvidia` flavour
     (`.../x86_64/nvidia/amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id`), its AMI name
-    as the release's CHANGELOG entry lists it (gpu_platform/matrix.yaml eksNvidiaAmis).
+    as the release's CHANGELOG entry lists it (gpu_platform/catalog/matrix.yaml eksNvidiaAmis).
     """
     name = f"amazon-eks-node-al2023-x86_64-{flavour}-{kubernetes_version}-{release}"
     return f"/aws/service/eks/optimized-ami/{kubernetes_version}/amazon-linux-2023/x86_64/{flavour}/{name}/image_id"

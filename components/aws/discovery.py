@@ -15,7 +15,7 @@ import pulumi_aws as aws
 
 from components.aws import base_image
 from components.aws.base_image import BaseImage
-from gpu_platform import eks_amis, aws_limits, matrix
+from gpu_platform.catalog import eks_amis, aws_limits, matrix
 from gpu_platform.config import ConfigError, StackConfig
 
 
@@ -162,7 +162,7 @@ def _one_zone(index: int, pool) -> None:
 
 def _pool_efa(index: int, pool, gpu: PoolGpu) -> bool:
     """Whether the pool's nodes get EFA: as the stack says, else on for the multi-node training
-    families that have it (gpu_platform/aws_limits.yaml efa)."""
+    families that have it (gpu_platform/catalog/aws_limits.yaml efa)."""
     if pool.efa is None:
         return gpu.efa_interfaces > 0 and aws_limits.efa_by_default(pool.instance_type, gpu.count)
     if pool.efa and gpu.efa_interfaces == 0:
@@ -251,7 +251,7 @@ def _eks_nvidia(config: StackConfig) -> EksNvidiaImage:
     if k8s not in amis:
         raise ConfigError(
             f"{key}: the matrix records no nvidia AMI of {release} for Kubernetes {k8s!r} (recorded: {', '.join(amis)}); "
-            "pick a release recorded for the cluster's minor, or record it in gpu_platform/matrix.yaml from its CHANGELOG entry"
+            "pick a release recorded for the cluster's minor, or record it in gpu_platform/catalog/matrix.yaml from its CHANGELOG entry"
         )
     parameter = base_image.parameter(k8s, release, flavour="nvidia")
     try:
@@ -320,7 +320,7 @@ def discover(config: StackConfig) -> Discovered:
         first = next(i for i, pool in enumerate(config.node_pools) if efa[pool.name])
         raise ConfigError(
             f"gpu-platform:nodePools[{first}].efa: the EFA device plugin's image comes from the region's EKS add-on "
-            f"registry, and none is recorded for {config.region!r} (gpu_platform/aws_limits.yaml eks_addon_registries, "
+            f"registry, and none is recorded for {config.region!r} (gpu_platform/catalog/aws_limits.yaml eks_addon_registries, "
             f"from the EKS User Guide); add the region's row, or set efa: false on the pool "
             f"({'EFA is on by default for ' + config.node_pools[first].instance_type if config.node_pools[first].efa is None else 'it says efa: true'})"
         )

@@ -1,7 +1,7 @@
 """Elastic Fabric Adapter for multi-node GPU pools: the launch template's network interfaces (one EFA
 interface per network card that takes one), the cluster placement group that keeps a pool's nodes on
 one network spine, and the security group EFA traffic needs (all traffic from and to itself).
-The facts, with their sources, are in gpu_platform/aws_limits.yaml (`efa`).
+The facts, with their sources, are in gpu_platform/catalog/aws_limits.yaml (`efa`).
 
 The interface layout, from the card and EFA counts the provider's getInstanceType returns
 (maximumNetworkCards, efaMaximumInterfaces):

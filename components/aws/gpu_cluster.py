@@ -19,7 +19,8 @@ from components.aws.node_image import NodeImage, NodeImageArgs
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
-from gpu_platform import aws_limits, contract
+from gpu_platform.catalog import aws_limits
+from gpu_platform.interface import contract
 from gpu_platform.config import StackConfig
 
 

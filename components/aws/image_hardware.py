@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
 
 FLAVOURS = ("open", "proprietary")

@@ -24,11 +24,11 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 
 # The add-on, its pinned version and what its DaemonSets run with: plain data in gpu_platform, which
 # the policy pack reads too (the privilege ledger's add-on rows).
-from gpu_platform.addon_privileges import ADDON, ADDON_VERSION, NAMESPACE, WORKLOADS  # noqa: F401 (re-exported)
+from gpu_platform.catalog.addon_privileges import ADDON, ADDON_VERSION, NAMESPACE, WORKLOADS  # noqa: F401 (re-exported)
 
 SCHEMA = Path(__file__).with_name("eks-node-monitoring-agent.schema.json")
 # The audit tag of the privileged software the add-on runs (aws_tags.audit_tags).

@@ -25,14 +25,14 @@ from components.aws.discovery import BuildNetwork, EksNvidiaImage
 from components.aws.image_component import BUILD_INSTANCE_TYPE
 from components.aws.image_hardware import ImageHardware
 from components.aws.managed_role import managed_role, trust
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config.node_image import NodeImage as NodeImageConfig
 
 # A driver build (DKMS compile, downloads, test boot) takes 30-60 min; Image Builder's own default
 # of 60 min leaves no margin.
 BUILD_TIMEOUT = "150m"
 ROOT_VOLUME_GIB = 100
-# Tag keys the image declares about itself beyond the shared contract (gpu_platform/contract.py
+# Tag keys the image declares about itself beyond the shared contract (gpu_platform/interface/contract.py
 # holds the driver, toolkit-baked and Kubernetes keys).
 ARCHITECTURE_TAG = "gpu-platform.io/architecture"
 TOOLKIT_VERSION_TAG = "gpu-platform.io/toolkit-version"
@@ -134,7 +134,7 @@ def ami_name_prefix(scope: str, name: str, kubernetes_version: str, driver: str)
 def declared_tags(args: NodeImageArgs) -> dict[str, str]:
     """What the image declares about itself, and what every launch template and node group booting it
     repeats: with source: eks-nvidia, the facts of AWS's AMI as its release's CHANGELOG records them
-    (gpu_platform/matrix.yaml eksNvidiaAmis), so the policies check AWS's driver as they check ours."""
+    (gpu_platform/catalog/matrix.yaml eksNvidiaAmis), so the policies check AWS's driver as they check ours."""
     if args.eks_nvidia is not None:
         ami = args.eks_nvidia.ami
         return {**image_tags(args.config, args.kubernetes_version, ami.toolkit), BASE_RELEASE_TAG: ami.release}

@@ -43,7 +43,7 @@ import pulumi_aws as aws
 from components.aws import efa as efa_network, launch_settings, user_data
 from components.aws.discovery import PoolGpu
 from components.aws.node_role import NodeRole
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config.node_pool import NodePool as NodePoolConfig
 
 # A managed node group replaces at most this share of a pool's nodes at once on an AMI rollout.

@@ -3,7 +3,7 @@ privileged GPU software (node images, launch templates, node groups)."""
 
 from __future__ import annotations
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
 
 

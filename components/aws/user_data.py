@@ -11,7 +11,7 @@ from __future__ import annotations
 import yaml
 
 from components.aws.image_component import GPU_ACCESS_SETTINGS
-from gpu_platform import contract
+from gpu_platform.interface import contract
 
 _BOUNDARY = "==GPUPLATFORM=="
 # A kubelet drop-in, so that the settings are applied before every start of the kubelet, on every boot.

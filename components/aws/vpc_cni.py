@@ -38,7 +38,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.managed_role import managed_role, trust
-from gpu_platform import addon_privileges
+from gpu_platform.catalog import addon_privileges
 
 VPC_CNI = "vpc-cni"
 POD_IDENTITY_AGENT = "eks-pod-identity-agent"
@@ -76,7 +76,7 @@ def pod_identity_condition(cluster_arn: str) -> dict:
 def role_arn(partition: str, cluster_arn: str, role_name: pulumi.Input[str]) -> pulumi.Output[str]:
     """The CNI role's ARN built from its name, which pulumi-aws knows in a preview (it autonames the
     role), where the role's `arn` output is unknown until the role exists: the privilege ledger hashes
-    the association (gpu_platform/ledger.py), and an unknown there would leave privilege-ledger-approved
+    the association (gpu_platform/privileges/ledger.py), and an unknown there would leave privilege-ledger-approved
     undecided in a stack's first preview. IAM role ARN format arn:PARTITION:iam::ACCOUNT:role/NAME
     (IAM User Guide, reference_identifiers.html "IAM ARNs"; the role's path is the default /), the
     account being the cluster's (its ARN's fifth field)."""

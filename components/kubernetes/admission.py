@@ -1,7 +1,7 @@
 """The platform's admission policies: ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1)
 and their bindings, each with `validationActions: [Deny]`, that narrow what the operands' service
 accounts may do beyond what RBAC can say, and what pods outside the operator namespace may ask the
-NVIDIA runtime for. What each rule allows, with sources, is data in gpu_platform/admission.py; this
+NVIDIA runtime for. What each rule allows, with sources, is data in gpu_platform/interface/admission.py; this
 module only writes it as CEL. The expressions use standard CEL only (has, all, exists, in, size,
 matches, startsWith, contains), compiled by the API server with `object` and `oldObject` untyped;
 tests/components/kubernetes/test_admission.py evaluates each against admission requests shaped as
@@ -31,8 +31,8 @@ from typing import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import admission, contract
-from gpu_platform.admission import NodeWriter
+from gpu_platform.interface import admission, contract
+from gpu_platform.interface.admission import NodeWriter
 
 LABELS = {"app.kubernetes.io/part-of": "gpu-platform"}
 
@@ -127,7 +127,7 @@ def validator_pods(namespace: str, account: str, images: Sequence[str]) -> dict:
                          f"environment beyond {', '.join(admission.PRIVILEGED_ENV)}, and mount only the read-only service account "
                          f"token ({admission.TOKEN_MOUNT_PATH})")},
             # Weakenings of isolation none of upstream's pods asks for (the ledger counts each as a
-            # privilege, gpu_platform/ledger.py): a host port, an Unmasked /proc, an Unconfined profile,
+            # privilege, gpu_platform/privileges/ledger.py): a host port, an Unmasked /proc, an Unconfined profile,
             # sysctls, another runtime class, a priority that preempts system pods, resource claims.
             {"expression": ("variables.containers.all(c, (!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
                             " && (!has(c.securityContext) || ("
@@ -229,7 +229,7 @@ _CREATE_OR_NEW_TOLERATION = {"name": "create-ephemeral-or-toleration", "expressi
 
 def _gpu_node_variables() -> list[dict]:
     """`gpuNode`: the pod can land on a GPU node; `elevated`: its privileged or SYS_ADMIN containers
-    (the facts: gpu_platform/admission.py)."""
+    (the facts: gpu_platform/interface/admission.py)."""
     effect, key = cel_string(contract.GPU_TAINT_EFFECT), cel_string(contract.GPU_TAINT_KEY)
     tolerates = (f"object.spec.tolerations.exists(t, (!has(t.effect) || t.effect == '' || t.effect == {effect})"
                  f" && ((has(t.key) && t.key == {key})"
@@ -275,7 +275,7 @@ def gpu_privilege(operator_namespace: str, dra: bool = False, privileged_namespa
     """The spec of the GPU-privilege policy: no privileged, SYS_ADMIN or ALL container on a pod that can
     land on a GPU node, outside the operator namespace, admission.PRIVILEGED_NAMESPACES and the stack's
     `privileged_namespaces` (the toolkit counts such a container as privileged and honours its image's
-    NVIDIA_VISIBLE_DEVICES: gpu_platform/admission.py)."""
+    NVIDIA_VISIBLE_DEVICES: gpu_platform/interface/admission.py)."""
     source = _allocator(dra)
     trusted = f"{operator_namespace} or a namespace listed in gpu-platform:workloads.privilegedNamespaces"
     return _pod_policy(
@@ -334,7 +334,7 @@ _SLICES = {"name": "slices", "expression": (
 
 def resource_slices(namespace: str, account: str, driver: str) -> dict:
     """The spec of the DRA kubelet plugin's ResourceSlice policy: it writes only its own node's
-    slices of its own driver (the facts and how they differ from upstream's: gpu_platform/admission.py)."""
+    slices of its own driver (the facts and how they differ from upstream's: gpu_platform/interface/admission.py)."""
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {"resourceRules": [admission.RESOURCE_SLICE_RULE]},

@@ -18,7 +18,7 @@ from typing import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import image_refs
+from gpu_platform.catalog import image_refs
 
 DASHBOARD_FILE = Path(__file__).resolve().with_name("gpu-dashboard.json")
 CONFIG_MAP_NAME = "gpu-platform-dashboard"

@@ -2,7 +2,7 @@
 `vpc.amazonaws.com/efa`, so a training pod asks for them as it asks for GPUs and gets them mounted
 without running privileged itself (EKS User Guide, node-efa.adoc:138).
 
-Its pod is AWS's chart's (gpu_platform/aws_limits.yaml `efa_device_plugin`, with the chart's file and
+Its pod is AWS's chart's (gpu_platform/catalog/aws_limits.yaml `efa_device_plugin`, with the chart's file and
 commit): privileged, as root, on the host network, with the kubelet's device-plugin directory and
 /dev/infiniband read-write; no API token (it talks to the kubelet over its socket only). The plugin's
 source is not public, so nothing narrower is claimed to work; the audit annotations say what it
@@ -23,7 +23,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.manifests import AWAIT, audit_annotations, pod_template_audit
-from gpu_platform import aws_limits, contract
+from gpu_platform.catalog import aws_limits
+from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
 
 NAME = "aws-efa-k8s-device-plugin"
@@ -46,7 +47,7 @@ class EfaDevicePluginArgs:
 def image(region: str) -> str:
     registry = aws_limits.eks_addon_registry(region)
     if registry is None:
-        raise ValueError(f"no EKS add-on image registry is recorded for region {region!r} (gpu_platform/aws_limits.yaml)")
+        raise ValueError(f"no EKS add-on image registry is recorded for region {region!r} (gpu_platform/catalog/aws_limits.yaml)")
     plugin = aws_limits.efa_device_plugin()
     return f"{registry}/{plugin['repository']}:{plugin['tag']}"
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpu_platform import cluster_admins, contract
+from gpu_platform.interface import contract
+from gpu_platform.privileges import cluster_admins
 
 NAMESPACE = contract.OPERATOR_NAMESPACE
 RUNTIME_CLASS = contract.NVIDIA_RUNTIME_HANDLER
@@ -28,7 +29,7 @@ METRICS_PORTS = ("metrics", "http")
 # Operator labels its own namespace the same way before it renders its DRA operands
 # (v26.7.0 controllers/gpucluster_controller.go:55-57, 116-120, 176-189). The label is a privilege:
 # any ResourceClaim anyone may create in this namespace can then take admin access to every GPU of
-# the cluster (the privilege ledger shows it: gpu_platform/device_access.py). Only in mode dra.
+# the cluster (the privilege ledger shows it: gpu_platform/privileges/device_access.py). Only in mode dra.
 ADMIN_ACCESS_LABEL = {"resource.kubernetes.io/admin-access": "true"}
 
 

@@ -70,7 +70,7 @@ import pulumi_kubernetes as k8s
 from components.kubernetes.operands.dra_driver import GPU_CLASS
 from components.kubernetes.operands.manifests import claim_template_name as operand_claim_template_name, claim_template_spec
 from components.kubernetes.operands.spec import ClaimTemplate
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
 
 MARKER_DIR = "/run/nvidia/validations"

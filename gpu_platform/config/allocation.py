@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal, Mapping
 
 from pydantic import Field, StrictBool
 
-from gpu_platform import dra, image_refs, matrix, versions
+from gpu_platform.catalog import dra, image_refs, matrix, versions
 from gpu_platform.config.errors import ConfigProblem
 from gpu_platform.config.section import Section
 
@@ -45,7 +45,7 @@ class Allocation(Section):
     # Passed to the driver's kubelet plugin as upstream passes them (env FEATURE_GATES).
     feature_gates: Mapping[str, StrictBool] = Field(
         default_factory=dict, alias="featureGates",
-        description="With mode dra: the DRA driver's feature gates, by name, true or false (gpu_platform/dra.yaml "
+        description="With mode dra: the DRA driver's feature gates, by name, true or false (gpu_platform/catalog/dra.yaml "
                     "lists them per driver version). Unset gates keep the driver's default.")
     # The program writes the list on the operands' namespace for the pack.
     acknowledge_alpha: tuple[str, ...] = Field(
@@ -63,7 +63,7 @@ def check_dra_renderable(stack: "StackConfig") -> None:
         shipping = [name for name, r in matrix.load().releases.items() if DRA_OPERAND in r.images]
         raise ConfigProblem(
             f"{stack.operator.release!r} {mode}: this GPU Operator release ships no DRA driver (its matrix row in "
-            f"gpu_platform/matrix.yaml pins no {DRA_OPERAND} image) (valid: {', '.join(shipping)}; or allocation.mode "
+            f"gpu_platform/catalog/matrix.yaml pins no {DRA_OPERAND} image) (valid: {', '.join(shipping)}; or allocation.mode "
             "device-plugin)", path=(_OPERATOR, "release"))
     if versions.major_minor(stack.cluster.kubernetes_version) < DRA_MIN_KUBERNETES:
         raise ConfigProblem(
@@ -105,7 +105,7 @@ def check_dra_feature_gates(stack: "StackConfig") -> None:
     driver = dra.driver_of_image(image)
     if driver is None:  # a matrix row pinning a driver the table lacks: ours to fix, not the user's
         raise ConfigProblem(
-            f"{stack.operator.release!r} ships the DRA driver {image}, whose version gpu_platform/dra.yaml does "
+            f"{stack.operator.release!r} ships the DRA driver {image}, whose version gpu_platform/catalog/dra.yaml does "
             f"not list (known: {', '.join(dra.load())}), so its feature gates cannot be "
             "checked", path=(_OPERATOR, "release"))
     at = f"the DRA driver {driver.version} of GPU Operator {stack.operator.release}"

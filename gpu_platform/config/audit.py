@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 from pydantic import Field, field_validator
 
-from gpu_platform import aws_limits, ledger
+from gpu_platform.catalog import aws_limits
+from gpu_platform.privileges import ledger
 from gpu_platform.config.errors import ConfigProblem, shown
 from gpu_platform.config.section import Section
 

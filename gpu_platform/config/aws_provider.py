@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_platform.canonical_form import canonical, sha256
+from gpu_platform.privileges.canonical_form import canonical, sha256
 
 # How the AWS provider's settings (pulumi-aws 7.51.1 config/vars.py) reach the namespace annotation
 # the ledger reads (contract.AWS_PROVIDER_KEY), which is plain text in the cluster and in the reports:
@@ -23,7 +23,7 @@ _PLAIN_PROVIDER_SETTINGS = frozenset({
 
 def provider_setting(name: str, value: Any) -> str:
     """`aws:<name>` as the ledger records it: `name value`, the value as canonical JSON
-    (gpu_platform/canonical_form.py), a credential only as "(set)"."""
+    (gpu_platform/privileges/canonical_form.py), a credential only as "(set)"."""
     if name in _SECRET_PROVIDER_SETTINGS:
         return f"{name} (set)"
     data = canonical(value)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from gpu_platform import aws_limits
+from gpu_platform.catalog import aws_limits
 from gpu_platform.config.errors import ConfigProblem, shown
 from gpu_platform.config.iam_principals import IamPrincipal, principal_key
 from gpu_platform.config.quoted_version import quoted_version

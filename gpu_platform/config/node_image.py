@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from gpu_platform.config.errors import ConfigProblem, listed, shown
 from gpu_platform.config.quoted_version import quoted_version
 from gpu_platform.config.section import Section, pattern
@@ -40,7 +40,7 @@ class NodeImage(Section):
     base_image_release: Optional[str] = Field(
         default=None, alias="baseImageRelease",
         description="With bake: the EKS AMI release the bake starts from (e.g. v20260714). Unset: the Kubernetes "
-                    "minor's row of gpu_platform/eks_ami_releases.yaml.")
+                    "minor's row of gpu_platform/catalog/eks_ami_releases.yaml.")
 
     @field_validator("release", mode="before")
     @classmethod
@@ -51,7 +51,7 @@ class NodeImage(Section):
         if value is not None and value not in known:
             raise ConfigProblem(
                 f"{shown(value)} is not an amazon-eks-ami release the matrix records the nvidia AMI of "
-                f"(valid: {listed(known)}; a newer one is added to gpu_platform/matrix.yaml eksNvidiaAmis from its "
+                f"(valid: {listed(known)}; a newer one is added to gpu_platform/catalog/matrix.yaml eksNvidiaAmis from its "
                 "CHANGELOG entry)"
             )
         return value

@@ -7,7 +7,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
-from gpu_platform import aws_limits, matrix
+from gpu_platform.catalog import aws_limits, matrix
 from gpu_platform.config.cluster import subnet_ids
 from gpu_platform.config.errors import ConfigProblem, NoValue, listed, shown
 from gpu_platform.config.section import Section, pattern
@@ -95,7 +95,7 @@ class NodePool(Section):
         default=None, alias="capacityReservationId",
         pattern=pattern(r"^cr-[0-9a-f]{17}$", "not a capacity reservation id (cr- and 17 lowercase hex digits)"),
         description="With capacityType: CAPACITY_BLOCK (and only then): the reservation's id (cr-...).")
-    # components/aws/efa.py; the families: gpu_platform/aws_limits.yaml efa.
+    # components/aws/efa.py; the families: gpu_platform/catalog/aws_limits.yaml efa.
     efa: Optional[StrictBool] = Field(
         default=None,
         description="Elastic Fabric Adapter interfaces, a cluster placement group and the EFA security group, for "
@@ -220,7 +220,7 @@ class NodePool(Section):
                 f"EC2 sells Capacity Blocks for ML only for {', '.join(families)} instances, not "
                 f"{self.instance_type!r} "
                 "(valid: ON_DEMAND, SPOT; CAPACITY_BLOCK with an instance type of those families; "
-                "gpu_platform/matrix.yaml "
+                "gpu_platform/catalog/matrix.yaml "
                 "capacityBlocks)", path=("capacityType",))
         return self
 

@@ -8,7 +8,7 @@ from typing import Mapping
 
 from pydantic import Field, field_validator
 
-from gpu_platform import image_refs, matrix, operands
+from gpu_platform.catalog import image_refs, matrix, operands
 from gpu_platform.config.errors import ConfigProblem, listed, shown
 from gpu_platform.config.section import Section
 
@@ -16,7 +16,7 @@ from gpu_platform.config.section import Section
 class Operator(Section):
     release: str = Field(
         description="The GPU Operator release whose operand images the stack deploys: a release of "
-                    "gpu_platform/matrix.yaml (e.g. v25.10.1).")
+                    "gpu_platform/catalog/matrix.yaml (e.g. v25.10.1).")
     overrides: Mapping[str, str] = Field(
         default_factory=dict,
         description="Image tags by operand, replacing the release's (e.g. {device-plugin: v0.18.2}). A version tag; "

@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from gpu_platform import admission, aws_limits, matrix, operands
+from gpu_platform.catalog import aws_limits, matrix, operands
+from gpu_platform.interface import admission
 from gpu_platform.config.allocation import Allocation, check_dra_feature_gates, check_dra_renderable
 from gpu_platform.config.audit import Audit
 from gpu_platform.config.cluster import Cluster
@@ -57,7 +58,7 @@ class StackConfig(Section):
                     else "e.g. us-west-2, eu-central-1, cn-north-1, us-gov-west-1")
             raise ConfigProblem(f"{shown(value)} is not a region of the aws, aws-cn or aws-us-gov partition ({hint}); "
                                 "a "
-                                f"region AWS opened after gpu_platform/aws_limits.yaml was written is added there")
+                                f"region AWS opened after gpu_platform/catalog/aws_limits.yaml was written is added there")
         return value
 
     @property
@@ -120,7 +121,7 @@ class StackConfig(Section):
     def _overrides_apply(self) -> "StackConfig":
         # Any other override of an image no operand of this stack runs (the MIG manager without a MIG
         # pool, the device plugin in mode dra, the DRA driver outside it): applied nowhere, it would
-        # read as a fix that is not on any node. Where each runs: gpu_platform/operands.yaml `on`.
+        # read as a fix that is not on any node. Where each runs: gpu_platform/catalog/operands.yaml `on`.
         any_mig = any(pool.mig for pool in self.node_pools)
         dra_mode = self.allocation.mode == "dra"
         for key in sorted(self.operator.overrides):
@@ -131,7 +132,7 @@ class StackConfig(Section):
                 where = sorted({row.on for row in users})
                 raise ConfigProblem(
                     f"{self.operator.overrides[key]!r}: no {key} runs in this stack (it runs on {', '.join(where)}: "
-                    f"gpu_platform/operands.yaml; this stack has {'a' if any_mig else 'no'} MIG pool, allocation mode "
+                    f"gpu_platform/catalog/operands.yaml; this stack has {'a' if any_mig else 'no'} MIG pool, allocation mode "
                     f"{self.allocation.mode}), so the override would apply to no node (valid: remove it)",
                     path=("gpu-platform:operator", "overrides", key))
         return self

@@ -7,7 +7,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field, field_validator
 
-from gpu_platform import admission, contract, matrix, versions
+from gpu_platform.catalog import matrix, versions
+from gpu_platform.interface import admission, contract
 from gpu_platform.config.errors import ConfigProblem, shown
 from gpu_platform.config.kubernetes_names import NAMESPACE, NAMESPACE_FORM
 from gpu_platform.config.quoted_version import version_problem
@@ -44,7 +45,7 @@ class Workloads(Section):
                 raise ConfigProblem(f"{shown(name)} is not a Kubernetes namespace name ({NAMESPACE_FORM})", path=(i,))
             if name in (*admission.PRIVILEGED_NAMESPACES, contract.OPERATOR_NAMESPACE):
                 raise ConfigProblem(f"{shown(name)} is exempt already (the operator namespace, or "
-                                    "gpu_platform/admission.py PRIVILEGED_NAMESPACES); list only your own namespaces",
+                                    "gpu_platform/interface/admission.py PRIVILEGED_NAMESPACES); list only your own namespaces",
                                     path=(i,))
             if name == "default":
                 raise ConfigProblem("'default' is where pods without a namespace land: trusting it would let any pod "

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from components.aws.node_pool import NODE_GROUP_LABEL
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.lifecycle import rules as lifecycle_rules
 from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
 

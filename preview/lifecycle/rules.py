@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from gpu_platform import versions
+from gpu_platform.catalog import versions
 
 _FILE = Path(__file__).with_name("rules.yaml")
 

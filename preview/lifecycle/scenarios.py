@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.lifecycle.node import Node, offers
 from preview.lifecycle.stack import Pool, StackView
 

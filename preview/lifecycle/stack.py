@@ -13,9 +13,9 @@ from typing import Any, Optional
 
 import yaml
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config import StackConfig, parse
-from gpu_platform.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
+from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
 from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
 

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import yaml
 
-from gpu_platform import aws_limits
+from gpu_platform.catalog import aws_limits
 
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
 
@@ -76,14 +76,14 @@ def _instance_type(args: dict, config: dict) -> dict:
 
 def _ssm_parameter(args: dict, config: dict) -> dict:
     """The EKS AMI parameters AWS publishes, answered from preview/offline/fixtures/eks_ami_parameters.yaml
-    (generated from gpu_platform/eks_amis.yaml); any other parameter is not found."""
+    (generated from gpu_platform/catalog/eks_amis.yaml); any other parameter is not found."""
     from preview.offline import eks_ami_answers
 
     name = args.get("name", "")
     ami = eks_ami_answers.answers().get(name)
     if ami:
         return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
-    raise InvokeError(f"ParameterNotFound: {name} (offline, the answers come from gpu_platform/eks_amis.yaml, the EKS AMI "
+    raise InvokeError(f"ParameterNotFound: {name} (offline, the answers come from gpu_platform/catalog/eks_amis.yaml, the EKS AMI "
                       f"releases amazon-eks-ami's CHANGELOG lists; pulumi preview asks AWS itself)")
 
 
@@ -127,7 +127,7 @@ def _subnet(args: dict, config: dict) -> dict:
 
 
 def partition_of(region: str) -> str:
-    """The partition of the stack's region (gpu_platform/aws_limits.py): a stack in cn-north-1 runs
+    """The partition of the stack's region (gpu_platform/catalog/aws_limits.py): a stack in cn-north-1 runs
     in aws-cn, as its account does."""
     return aws_limits.partition_of(region) or _fixtures()["partition"]
 

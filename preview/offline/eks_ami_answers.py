@@ -1,4 +1,4 @@
-"""The offline answers to the EKS AMI parameters, generated from gpu_platform/eks_amis.yaml (what AWS
+"""The offline answers to the EKS AMI parameters, generated from gpu_platform/catalog/eks_amis.yaml (what AWS
 published, read from amazon-eks-ami's CHANGELOG) into fixtures/eks_ami_parameters.yaml, so that no
 answer is typed by hand: `make docs` rewrites the file, `make lint` (python -m preview.docs --check)
 fails when it no longer matches the data.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from gpu_platform import eks_amis
+from gpu_platform.catalog import eks_amis
 
 FILE = Path(__file__).with_name("fixtures") / "eks_ami_parameters.yaml"
 PREFIX = "/aws/service/eks/optimized-ami/"
@@ -52,7 +52,7 @@ def _flattened(generated: dict[str, dict[str, dict[str, str]]]) -> dict[str, str
 def render() -> str:
     source = eks_amis.source()
     header = (
-        f"# Generated from gpu_platform/eks_amis.yaml ({source['repository']} {source['file']} at {source['commit'][:12]}) "
+        f"# Generated from gpu_platform/catalog/eks_amis.yaml ({source['repository']} {source['file']} at {source['commit'][:12]}) "
         f"by `{REGENERATE}`; do not edit.\n"
         "# The answer of each EKS-optimized AL2023 x86_64 AMI parameter AWS publishes (SSM GetParameter), offline:\n"
         "# the AMI id is derived from the AMI name (preview/offline/eks_ami_answers.py); `recommended` is the newest release.\n"

@@ -16,11 +16,11 @@ Sections, in order:
    host namespaces, whether the declared host paths agree with the real mounts, and each container
    (init and main) with privileged or not, added capabilities and every host path it mounts;
 5. the node image bake: what runs as root on the build instance, its inputs, downloads and pins;
-6. cluster access: the ledger's rows of who may administer the cluster (gpu_platform/cluster_admins.py);
+6. cluster access: the ledger's rows of who may administer the cluster (gpu_platform/privileges/cluster_admins.py);
 7. the Kubernetes guards: admission policies and network policies (`preview/reports/kubernetes_guards.py`);
 8. the AWS side (`preview/reports/aws_exposure.py`);
 9. the privilege ledger (`preview/reports/ledger.py`): one privilege per table row, between HTML comment
-   markers, and its hash (gpu_platform/ledger.py), which `gpu-platform:audit.approvedLedger` records
+   markers, and its hash (gpu_platform/privileges/ledger.py), which `gpu-platform:audit.approvedLedger` records
    and the policy pack checks; the table is what `--audit-against` reads back from the previous report.
 
 A host path a privileged container mounts is listed with its mount mode, but not as a boundary: a
@@ -33,12 +33,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from gpu_platform import cluster_admins, contract, ledger as canonical
+from gpu_platform.interface import contract
+from gpu_platform.privileges import cluster_admins, ledger as canonical
 from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
 from preview.reports.privileges import Workload
 from preview.reports.report import clean
-from gpu_platform.resource_types import NAMESPACE as _NAMESPACE
+from gpu_platform.interface.resource_types import NAMESPACE as _NAMESPACE
 
 _OPERAND_KINDS = ("DaemonSet", "Deployment")
 _MODE = {"rw": "read-write", "ro": "read-only"}
@@ -73,7 +74,7 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         "",
         "One row per privilege; `python -m preview --audit NEW --audit-against THIS_FILE` compares against it.",
         f"Hash: `{canonical.digest(rows)}` (SHA-256 of the rows in the canonical form `{canonical.CANONICAL_VERSION}`, "
-        "gpu_platform/ledger.py); an approval of this report records it as `gpu-platform:audit.approvedLedger`.",
+        "gpu_platform/privileges/ledger.py); an approval of this report records it as `gpu-platform:audit.approvedLedger`.",
         "",
         *ledger.write(rows),
     ]
@@ -87,7 +88,7 @@ def _addons(recording: Recording) -> list[dict]:
 def _addon_rows(rows: list[ledger.Row]) -> list[ledger.Row]:
     """The ledger's rows of the EKS add-ons: each add-on's version, configuration and Pod Identity
     hashes, and the privileges of the DaemonSets it runs on every node where they are written down
-    with the add-on's pinned version (gpu_platform/addon_privileges.py): EKS creates those DaemonSets,
+    with the add-on's pinned version (gpu_platform/catalog/addon_privileges.py): EKS creates those DaemonSets,
     so no stack resource shows them."""
     return [row for row in rows if row[0].startswith("EKS add-on ") or "(EKS add-on " in row[0]]
 
@@ -99,7 +100,7 @@ def _bake_section(rows: list[ledger.Row]) -> list[str]:
     return ["## The node image bake", "",
             "What the Image Builder component runs as root on the build instance (each script by its SHA-256), its "
             "inputs, what it downloads and the pins that check the downloads (read from the component document, "
-            "gpu_platform/bake_document.py):", "", *ledger.table(baked), ""]
+            "gpu_platform/privileges/bake_document.py):", "", *ledger.table(baked), ""]
 
 
 def _access_section(rows: list[ledger.Row]) -> list[str]:
@@ -112,7 +113,7 @@ def _access_section(rows: list[ledger.Row]) -> list[str]:
         "Who may administer the cluster, by IAM principal (path left out, name in lower case): every "
         "`gpu-platform:cluster.admins` entry, including one whose existing access entry the stack leaves as it is, "
         "every access policy association with its policy and scope, and the cluster's own access settings "
-        "(gpu_platform/cluster_admins.py):", "", *ledger.table(granted), ""]
+        "(gpu_platform/privileges/cluster_admins.py):", "", *ledger.table(granted), ""]
 
 
 def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:

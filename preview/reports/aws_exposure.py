@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpu_platform import contract
-from gpu_platform.iam_document import statements, values
-from gpu_platform.props import mapping
+from gpu_platform.interface import contract
+from gpu_platform.privileges.iam_document import statements, values
+from gpu_platform.interface.props import mapping
 from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
 from preview.recording import Recording, Registration
 from preview.reports.report import clean
-from gpu_platform.resource_types import EKS_ACCESS_ASSOCIATION as ACCESS_ASSOCIATION, EKS_ADDON as ADDON, IAM_ATTACHMENT as POLICY_ATTACHMENT, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, IMAGE_RECIPE
+from gpu_platform.interface.resource_types import EKS_ACCESS_ASSOCIATION as ACCESS_ASSOCIATION, EKS_ADDON as ADDON, IAM_ATTACHMENT as POLICY_ATTACHMENT, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, IMAGE_RECIPE
 
 UNSET = "(not set)"
 

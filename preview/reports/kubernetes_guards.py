@@ -9,7 +9,7 @@ from typing import Any
 
 from preview.recording import Recording
 from preview.reports.report import clean
-from gpu_platform.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
+from gpu_platform.interface.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
 
 
 

@@ -9,12 +9,12 @@ One privilege per row of a Markdown table, between two HTML comment markers that
     | DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |
     <!-- /privilege-ledger -->
 
-The rows, and the hash printed with them, are gpu_platform/ledger.py's (the policy pack computes
+The rows, and the hash printed with them, are gpu_platform/privileges/ledger.py's (the policy pack computes
 the same from the resources it is handed): a workload privilege is `privileged`, `capability NAME`,
 `hostPath PATH rw|ro` or a host namespace (`hostPID`, `hostNetwork`, `hostIPC`, on the container
 `(pod)`), with weakened isolation, the image and command line of each container concerned, and the
 workload's placement (node selector, affinity, tolerations, service account) and the ConfigMaps it
-reads (gpu_platform/ledger.py lists them); every EKS add-on, the node image bake and cluster access have rows too. Rows are sorted and cells carry no
+reads (gpu_platform/privileges/ledger.py lists them); every EKS add-on, the node image bake and cluster access have rows too. Rows are sorted and cells carry no
 Markdown decoration, so reading the table back is a split on `|` (a `|` inside a cell is written
 `\\|`). The same rows render visibly, so what the diff compares is what the approver signed.
 """
@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Optional
 
-from gpu_platform import contract, ledger as canonical
+from gpu_platform.interface import contract
+from gpu_platform.privileges import ledger as canonical
 from preview.recording import Recording
 from preview.reports.report import clean
 

@@ -9,14 +9,15 @@ from typing import Any
 
 from components.aws.node_image import kernel_module_declared
 from components.kubernetes.operands import stages
-from gpu_platform import admission, contract, matrix
+from gpu_platform.catalog import matrix
+from gpu_platform.interface import admission, contract
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.config.node_pool import NodePool
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
 from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.reports import rollouts
-from gpu_platform.resource_types import ADMISSION_BINDING as _BINDING, ADMISSION_POLICY as _POLICY, DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
+from gpu_platform.interface.resource_types import ADMISSION_BINDING as _BINDING, ADMISSION_POLICY as _POLICY, DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
 

@@ -2,7 +2,7 @@
 not, added capabilities, the host paths it mounts and how, and the pod's host namespaces.
 
 Read from resource inputs only, through the readers the policy pack and the operands' audit
-annotations use (`gpu_platform/workloads.py`), so the audit report, the annotations and the
+annotations use (`gpu_platform/interface/workloads.py`), so the audit report, the annotations and the
 `privileged-workloads-audited` policy can never disagree about what a privilege is or which host
 paths a workload really mounts.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gpu_platform import contract, ledger, workloads
+from gpu_platform.interface import contract, workloads
+from gpu_platform.privileges import ledger
 from preview.recording import Recording
 from preview.reports.report import clean, operand_order
 
@@ -64,7 +65,7 @@ class Workload:
 
     @property
     def key(self) -> str:
-        """How the ledger names the workload (gpu_platform/ledger.py, which the pack uses too)."""
+        """How the ledger names the workload (gpu_platform/privileges/ledger.py, which the pack uses too)."""
         return ledger.workload_key(self.kind, self.namespace, self.name)
 
     def declared_host_paths(self) -> Optional[dict[str, str]]:

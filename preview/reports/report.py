@@ -48,9 +48,9 @@ def differences(up: list[Violation], first: list[Violation], stack_urn: str):
 
 
 def as_of() -> str:
-    """The day EKS support dates are judged on, and where it came from (gpu_platform/eks_lifecycle.py:
+    """The day EKS support dates are judged on, and where it came from (gpu_platform/catalog/eks_lifecycle.py:
     the policy pack reads the same environment)."""
-    from gpu_platform import eks_lifecycle
+    from gpu_platform.catalog import eks_lifecycle
 
     day, source = eks_lifecycle.today()
     return f"{day.isoformat()}, from {source}"
@@ -84,7 +84,7 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: Op
 
 
 def _ledger(recording: Recording) -> dict:
-    from gpu_platform import ledger as canonical
+    from gpu_platform.privileges import ledger as canonical
     from preview.reports import ledger
 
     rows = ledger.of(recording)

@@ -30,10 +30,10 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.reports import changes, replacements
 from preview.reports.changes import identity
-from gpu_platform.resource_types import EKS_NODE_GROUP as NODE_GROUP, LAUNCH_TEMPLATE
+from gpu_platform.interface.resource_types import EKS_NODE_GROUP as NODE_GROUP, LAUNCH_TEMPLATE
 
 GATE_NAME = "gpu-readiness-gate"
 GATE_KINDS = ("kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job")  # a Job in reports before the DaemonSet

@@ -84,7 +84,7 @@ def test_without_them_no_admins_and_the_default_base_release():
     raw["gpu-platform:cluster"].pop("admins")
     parsed = config_model.parse(raw)
     assert parsed.cluster.admins == ()
-    assert parsed.node_image.base_image_release is None  # the minor's row of gpu_platform/eks_ami_releases.yaml
+    assert parsed.node_image.base_image_release is None  # the minor's row of gpu_platform/catalog/eks_ami_releases.yaml
 
 
 @pytest.mark.parametrize("labels, fragment", [

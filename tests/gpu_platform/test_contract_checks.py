@@ -17,7 +17,7 @@ ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
-CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "operand_contracts"
+CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "catalog" / "operand_contracts"
 
 # The container running each operand's own image in the prod stack (what `container: '*'` means).
 OWN_CONTAINER = {"validator": "plugin-validation", "device-plugin": "nvidia-device-plugin",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 
 RELEASE = "v25.10.1"
 DRIVER = "580.105.08"

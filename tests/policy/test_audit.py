@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.audit import addon_left_to_eks_pins_no_version, privileged_software_tagged, privileged_workloads_audited
 from tests.policy.resources import launch_template, node_group, node_image, resource, workload
 from tests.policy.verdict import violations

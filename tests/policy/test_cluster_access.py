@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.audit import cluster_access_declared, privilege_ledger_approved
 from tests.policy.resources import namespace, resource
 from tests.policy.verdict import violations

@@ -117,7 +117,7 @@ def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor
 def test_the_cuda_to_build_with_is_the_newest_by_number_not_by_text(monkeypatch):
     # A two-digit minor (13.10, as 12.x went past 12.9 in the driver branches' naming) is newer than 13.9:
     # compared as text it would sort first, and the fix would offer an older toolkit than the driver serves.
-    from gpu_platform import matrix
+    from gpu_platform.catalog import matrix
 
     loaded = matrix.load()
     toolkits = {"13.9": "580.65.06", "13.10": "580.65.06"}

@@ -2,7 +2,7 @@
 stacks (exit 2), so only resources made another way (or a real `pulumi preview` of them) reach the
 pack. The expectations are restated from upstream (NVIDIA's v26.7 docs: Kubernetes 1.34+, driver
 580+; nodeadm: CDI on for kubelet 1.32+; dra-driver-nvidia-gpu featuregates.go: which gates are
-alpha), never read from gpu_platform/dra.yaml. The kubelet plugin's ResourceSlice policy is judged on the
+alpha), never read from gpu_platform/catalog/dra.yaml. The kubelet plugin's ResourceSlice policy is judged on the
 dra stack's own recording, with its admission policy or binding taken away or spoilt."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 import copy
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.dra import dra_alpha_features_acknowledged, dra_kubelet_plugin_slices_own_node, dra_mode_supported
 from tests.policy import resources as rs
 from tests.policy.verdict import violations
@@ -76,12 +76,12 @@ def test_a_driver_below_branch_580_fails_on_the_node_image():
     # The plugin runs the driver the table lists (v0.5.0): named as such, not as a stand-in for an unknown one;
     # so is the driver of the release when no plugin is in the stack yet (read from the release's images).
     for found in (found, supported(namespace(), *pool_resources(driver="535.309.01"))):
-        assert "the DRA driver v0.5.0 needs branch 580" in found[0] and "the newest gpu_platform/dra.yaml lists" not in found[0]
+        assert "the DRA driver v0.5.0 needs branch 580" in found[0] and "the newest gpu_platform/catalog/dra.yaml lists" not in found[0]
 
 
 @pytest.mark.parametrize("driver, fails", [("575.64.05", True), ("579.99.99", True), ("580.65.06", False), ("590.44.01", False)])
 def test_the_driver_branch_boundary_is_580(driver, fails):
-    # The DRA driver v0.5.0 row asks for branch 580 (gpu_platform/dra.yaml driverBranch, from the
+    # The DRA driver v0.5.0 row asks for branch 580 (gpu_platform/catalog/dra.yaml driverBranch, from the
     # operator's docs): the last 57x release fails, the first 580 passes.
     found = supported(namespace(), plugin(), *pool_resources(driver=driver))
     assert bool([f for f in found if "branch 580 or later" in f]) == fails, found

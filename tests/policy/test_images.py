@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from policy.images import is_patch_bump, operand_images_match_release, privileged_images_pinned_by_digest, split
 from tests.policy.resources import namespace, workload
 from tests.policy.verdict import violations
@@ -101,7 +101,7 @@ def test_an_override_on_the_workload_lets_only_that_operands_tag_through():
 
 
 def test_an_override_of_another_line_names_the_newest_releases_that_ship_that_line():
-    # From gpu_platform/matrix.yaml, written out: device-plugin v0.17.x ships with v24.9.0 through
+    # From gpu_platform/catalog/matrix.yaml, written out: device-plugin v0.17.x ships with v24.9.0 through
     # v25.3.4; the message names the three newest of them.
     override = "device-plugin=v0.17.2"
     found = violations(operand_images_match_release, [namespace("v25.10.1", overrides=override)])
@@ -201,11 +201,11 @@ def test_an_image_outside_the_operands_is_named_with_where_to_pin_it():
         workload(operand=None, release=None, image=efa, wait_image=None, main_container={"securityContext": {"privileged": True}})])
     assert len(found) == 1
     assert (f"{efa} (DaemonSet gpu-device-plugin-ds; pin: not an operator operand: where the program sets its image, "
-            "e.g. the EFA device plugin's efa_device_plugin.tag in gpu_platform/aws_limits.yaml)") in found[0][0]
+            "e.g. the EFA device plugin's efa_device_plugin.tag in gpu_platform/catalog/aws_limits.yaml)") in found[0][0]
 
 
 # -- through the offline preview -----------------------------------------------------------------------
-# The dev stack's privileged images (GPU Operator v25.10.1's, gpu_platform/matrix.yaml), written out.
+# The dev stack's privileged images (GPU Operator v25.10.1's, gpu_platform/catalog/matrix.yaml), written out.
 DEV_IMAGES = {
     "node-feature-discovery": "registry.k8s.io/nfd/node-feature-discovery:v0.18.2",
     "validator": "nvcr.io/nvidia/gpu-operator:v25.10.1",
@@ -255,7 +255,7 @@ def test_the_dev_stack_with_every_operand_pinned_by_digest_renders_the_digests_a
 
 
 def test_the_dra_validator_is_held_to_the_validators_image_and_its_override():
-    # It runs the validator's image (gpu_platform/operands.yaml `image: validator`), not any image of
+    # It runs the validator's image (gpu_platform/catalog/operands.yaml `image: validator`), not any image of
     # the release: the DRA driver's image in its place is a violation naming the validator's key.
     def validator(image: str, overrides: str = ""):
         return workload(name="gpu-dra-validator-ds", operand="dra-validator", image=image, wait_image=None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.audit import privilege_ledger_approved, privilege_ledger_recorded
 from tests.policy.resources import namespace, resource, workload
 from tests.policy.verdict import violations
@@ -99,7 +99,7 @@ def test_a_stack_without_privileges_needs_no_recorded_hash():
     assert violations(privilege_ledger_recorded, [_namespace(None), plain]) == []
 
 
-# Where a privileged workload runs and what it reads belong to the approval (gpu_platform/workload_binding.py).
+# Where a privileged workload runs and what it reads belong to the approval (gpu_platform/privileges/workload_binding.py).
 GPU_TOLERATION = {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -143,7 +143,7 @@ def test_a_change_of_the_mig_config_map_fails_the_old_approval_and_its_keys_reor
 
 
 # What the stack grants through RBAC, IAM and its admission policies belongs to the approval
-# (gpu_platform/grants.py): the five changes of the issue 17 review, each of which kept the hash.
+# (gpu_platform/privileges/grants.py): the five changes of the issue 17 review, each of which kept the hash.
 _RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
 _ADMISSION = "kubernetes:admissionregistration.k8s.io/v1:"
 _GRANTS = {

@@ -169,7 +169,7 @@ def test_a_day_when_no_minor_of_the_calendar_is_in_standard_support_asks_for_the
     as_of("1838246400")  # 2028-04-02: 1.35's support has ended, 1.36 has no dates yet
     (message, _), = violations(eks_version_in_support, [cluster("1.35")])
     assert "create it on a newer minor (none in the calendar is in standard support on that day: add the newer " \
-           "ones to gpu_platform/eks_versions.yaml)" in message
+           "ones to gpu_platform/catalog/eks_versions.yaml)" in message
 
 
 def test_only_the_operands_namespace_with_its_kubernetes_version_speaks_for_an_adopted_cluster():

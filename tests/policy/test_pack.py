@@ -14,17 +14,13 @@ from preview.offline import analyze
 from tests.conftest import ROOT
 
 POLICY_DIR = ROOT / "policy"
-ALLOWED_PROJECT = {"gpu_platform.matrix", "gpu_platform.contract", "gpu_platform.versions", "gpu_platform.props", "gpu_platform.image_refs",
-                   "gpu_platform.workloads", "gpu_platform.operands", "gpu_platform.eks_lifecycle", "gpu_platform.aws_limits",
-                   "gpu_platform.ledger", "gpu_platform.cluster_admins", "gpu_platform.bake_document", "gpu_platform.addon_privileges", "gpu_platform.admission",
-                   "gpu_platform.workload_binding", "gpu_platform.grants", "gpu_platform.dra", "gpu_platform.canonical_form", "gpu_platform.iam_document", "gpu_platform.resource_types", "gpu_platform.server_defaults",
-                   "gpu_platform.isolation", "gpu_platform.device_access", "gpu_platform.aws_settings", "gpu_platform"}
+# The pack's boundary, stated once: policy/ may import these packages of gpu_platform (and the
+# package itself), never gpu_platform.config or components; what they import in turn is held to it too.
+PACK_PACKAGES = ("catalog", "privileges", "interface")
 ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
-# What gpu_platform's plain-data modules may import in turn (they are part of the pack's closure).
-CLOSURE = ("matrix.py", "contract.py", "versions.py", "props.py", "workloads.py", "operands.py", "eks_lifecycle.py", "aws_limits.py",
-           "image_refs.py", "ledger.py", "cluster_admins.py", "bake_document.py", "addon_privileges.py", "admission.py", "workload_binding.py",
-           "grants.py", "dra.py", "canonical_form.py", "iam_document.py", "resource_types.py", "server_defaults.py", "isolation.py",
-           "device_access.py", "aws_settings.py")
+# Every module of those packages is part of the pack's closure.
+CLOSURE = sorted(path for package in PACK_PACKAGES for path in (ROOT / "gpu_platform" / package).rglob("*.py"))
+
 
 RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
 MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
@@ -99,7 +95,7 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names if node.module == "gpu_platform"}
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names if node.module.startswith("gpu_platform")}
     return found
 
 
@@ -111,7 +107,9 @@ def _allowed(module: str) -> bool:
     top = module.split(".")[0]
     if module == MUTATION_TRAMPOLINE and ROOT.name == "mutants":
         return True
-    if top == "policy" or module in ALLOWED_PROJECT or top in ALLOWED_THIRD_PARTY:
+    if top == "policy" or module == "gpu_platform" or top in ALLOWED_THIRD_PARTY:
+        return True
+    if module.split(".")[:2] in (["gpu_platform", package] for package in PACK_PACKAGES):
         return True
     if top == "gpu_platform":
         return False
@@ -119,7 +117,7 @@ def _allowed(module: str) -> bool:
 
 
 def test_policy_modules_import_only_pulumi_policy_yaml_stdlib_and_plain_data():
-    files = sorted(POLICY_DIR.glob("*.py")) + [ROOT / "gpu_platform" / name for name in CLOSURE]
+    files = sorted(POLICY_DIR.glob("*.py")) + CLOSURE
     bad = {f.name: sorted(m for m in _imports(f) if not _allowed(m)) for f in files}
     assert {k: v for k, v in bad.items() if v} == {}
 
@@ -131,9 +129,9 @@ def test_the_packs_requirements_cover_its_imports():
 
 def test_no_policy_tests_for_dict_or_list():
     # The analyzer's proxies are Mappings and Sequences: `isinstance(x, dict)` is false for every value
-    # the CLI passes (pulumi_policy/proxy.py). Policies read through gpu_platform/props.py instead.
+    # the CLI passes (pulumi_policy/proxy.py). Policies read through gpu_platform/interface/props.py instead.
     found = []
-    readers = [ROOT / "gpu_platform" / name for name in ("props.py", "workloads.py")]
+    readers = [ROOT / "gpu_platform" / "interface" / name for name in ("props.py", "workloads.py")]
     for path in sorted(POLICY_DIR.glob("*.py")) + readers:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance" and len(node.args) == 2:

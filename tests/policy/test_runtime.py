@@ -3,7 +3,7 @@ the image bakes it, so the failing inputs are built directly."""
 
 from __future__ import annotations
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.runtime import one_runtime_owner
 from tests.policy.resources import node_group, workload
 from tests.policy.verdict import violations

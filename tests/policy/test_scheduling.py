@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from policy.scheduling import operand_gates_set_by_pools, operands_tolerate_gpu_taints
 from tests.policy.resources import node_group, workload
 from tests.policy.verdict import violations

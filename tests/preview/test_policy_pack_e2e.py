@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.__main__ import main
 from preview.offline.analyze import analyze
 from tests import fixture_stacks

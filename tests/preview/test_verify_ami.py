@@ -223,7 +223,7 @@ def test_a_stack_the_program_rejects_is_refused_as_the_preview_refuses_it(tmp_pa
 
 
 def test_an_ami_with_a_kernel_module_flavour_a_pool_s_gpu_cannot_load_fails_naming_the_pool(ec2, tmp_path, capsys):
-    # g5's A10G loads only the proprietary modules (gpu_platform/matrix.yaml kernelModules).
+    # g5's A10G loads only the proprietary modules (gpu_platform/catalog/matrix.yaml kernelModules).
     ami = _register(ec2, GOOD_TAGS)  # open
     code, _, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
     assert code == 1
@@ -261,7 +261,7 @@ def test_the_flavour_verify_ami_reads_is_the_one_the_bake_writes(ec2, tmp_path, 
 
 
 # A p5.48xlarge pool gets EFA by default; EKS AL2023 images carry the EFA kernel driver from v20260505
-# (amazon-eks-ami 5d224e1a, gpu_platform/aws_limits.yaml efa.standard_ami_from_release).
+# (amazon-eks-ami 5d224e1a, gpu_platform/catalog/aws_limits.yaml efa.standard_ami_from_release).
 BASE = "gpu-platform.io/base-image-release"
 
 

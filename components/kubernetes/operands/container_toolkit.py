@@ -4,7 +4,7 @@ older than v1.19.0 also register it in containerd's config and restart container
 (`configures_runtime` below). Its first init step is the validator's driver check, which
 proves the baked driver is loaded and writes its marker (`host-driver-ready` for a host driver up to
 validator v24.3.0, `driver-ready` from v24.6.0: validator.py). The installer itself reads no marker and
-makes no Kubernetes API call (gpu_platform/operand_contracts/container-toolkit.yaml), so the pods get
+makes no Kubernetes API call (gpu_platform/catalog/operand_contracts/container-toolkit.yaml), so the pods get
 no API token: the driver check needs one only to list driver DaemonSets when the host driver fails,
 where failing and being restarted is what we want (validator.py).
 
@@ -27,7 +27,7 @@ from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, Host
 from components.kubernetes.operands.version_table import for_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.namespace import RUNTIME_CLASS
-from gpu_platform import contract
+from gpu_platform.interface import contract
 
 # Where v1.18.x writes its drop-in. nodeadm's template imports nothing (amazon-eks-ami v20260714
 # nodeadm/internal/containerd/config.template.toml, config2.template.toml): containerd reads the

@@ -18,7 +18,7 @@ class MigPool:
 
 @dataclass(frozen=True)
 class OperandContext:
-    # image key (gpu_platform/operands.yaml's `image`, the operand's name unless it borrows one) -> image
+    # image key (gpu_platform/catalog/operands.yaml's `image`, the operand's name unless it borrows one) -> image
     # reference (release row, overrides applied)
     images: dict[str, str]
     sharing: tuple[PoolSharing, ...]

@@ -44,7 +44,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import ClaimTemplate, Container, HostPath, OperandSpec, Service
 from components.kubernetes.operands.version_table import row_for
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import image_refs, versions
+from gpu_platform.catalog import image_refs, versions
 
 PORT = 9400
 

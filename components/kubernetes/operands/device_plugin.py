@@ -3,7 +3,7 @@ configuration (time-slicing replicas, MIG strategy) chosen per node by the
 `nvidia.com/device-plugin.config` label through the plugin's own config-manager.
 
 What the image needs from this DaemonSet, clause by clause with upstream sources, is
-gpu_platform/operand_contracts/device-plugin.yaml; the notes here say only why we chose what we did.
+gpu_platform/catalog/operand_contracts/device-plugin.yaml; the notes here say only why we chose what we did.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
-from gpu_platform import versions
+from gpu_platform.catalog import versions
 from gpu_platform.config import ConfigError
 
 DEFAULT_CONFIG = "default"

@@ -11,9 +11,9 @@ manifests/state-dra-driver/), GPUs only:
   (0420_deviceclass-compute-domains.yaml), none of their RBAC (0110, 0120, 0130).
 - Feature gates (gpu-platform:allocation.featureGates) reach the plugin as upstream passes them: env
   FEATURE_GATES, `Name=bool` sorted by name, only when some are set (0500_daemonset.yaml:191-194;
-  the format: gpu_platform/dra.py). Gates that need what is not rendered here (MPS's Role, 0140;
+  the format: gpu_platform/catalog/dra.py). Gates that need what is not rendered here (MPS's Role, 0140;
   PassthroughSupport's mounts of /lib/modules, /sys and /proc, 0500_daemonset.yaml:236-247, and its
-  vfio.gpu.nvidia.com class) are refused by the configuration (gpu_platform/dra.yaml unsupported).
+  vfio.gpu.nvidia.com class) are refused by the configuration (gpu_platform/catalog/dra.yaml unsupported).
 - The driver is the node image's, on the host (the AMI bakes it): driver root `/`, mounted read-only
   at /host, as the operator's validator writes it to driver-ready for a host driver (what the
   upstream container sources, 0500_daemonset.yaml:144-149: NVIDIA_DRIVER_ROOT=/,
@@ -28,7 +28,7 @@ manifests/state-dra-driver/), GPUs only:
 - No metrics server: HTTP_ENDPOINT is left unset, which disables it (gpu-kubelet-plugin flag
   http-endpoint, kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 cmd/gpu-kubelet-plugin/main.go:201-205).
 
-What the image needs from the DaemonSet, clause by clause: gpu_platform/operand_contracts/dra-driver.yaml.
+What the image needs from the DaemonSet, clause by clause: gpu_platform/catalog/operand_contracts/dra-driver.yaml.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from components.kubernetes.admission import resource_slices
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
-from gpu_platform import admission, dra
+from gpu_platform.catalog import dra
+from gpu_platform.interface import admission
 
 # The driver name its devices carry (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1
 # cmd/gpu-kubelet-plugin/main.go:42) and the DeviceClasses that select them by type, as the operator
@@ -84,7 +85,7 @@ HOST_PATHS = (
 #   Update, Create, Delete (:836, 898, 954); no Get;
 # - Nodes: Get of its own node, the slices' owner (:716);
 # - Pods and Deployments: only for MPS (cmd/gpu-kubelet-plugin/sharing.go:192-441), which this stack
-#   refuses (gpu_platform/dra.yaml unsupported), so none.
+#   refuses (gpu_platform/catalog/dra.yaml unsupported), so none.
 # The server version it reads (driver.go:581-600) is discovery, open to every authenticated user.
 # Each verb left out is one a stolen plugin token cannot use: upstream's role would let it read
 # every pod in the cluster, env values included, from any GPU node.

@@ -38,7 +38,7 @@ What differs from upstream, and why:
   nvidia.com/gpu.deploy.dra-validator is set only on the GPU pools of a dra stack.
 
 What the image and the claim need from the DaemonSet, clause by clause:
-gpu_platform/operand_contracts/dra-validator.yaml.
+gpu_platform/catalog/operand_contracts/dra-validator.yaml.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.dra_driver import GPU_CLASS
 from components.kubernetes.operands.spec import ClaimTemplate, Container, OperandSpec
-from gpu_platform import operands
+from gpu_platform.catalog import operands
 
 NAME = "nvidia-dra-validator"  # 0500_daemonset.yaml:18, its service account 0100_serviceaccount.yaml:4
 # The pod's claim and its request are both validation-gpu (0500_daemonset.yaml:90, 105;
@@ -55,7 +55,7 @@ NAME = "nvidia-dra-validator"  # 0500_daemonset.yaml:18, its service account 010
 # resourceClaimTemplateName 0500_daemonset.yaml:91): exactly one GPU, admin access (:21-25).
 CLAIM = ClaimTemplate(claim="validation-gpu", suffix="gpu", request="validation-gpu", device_class=GPU_CLASS,
                       allocation_mode="ExactCount", count=1, admin_access=True)
-# The image key it runs (gpu_platform/operands.yaml: the validator's).
+# The image key it runs (gpu_platform/catalog/operands.yaml: the validator's).
 IMAGE_KEY = next(r.image for r in operands.rows() if r.operand == "dra-validator")
 
 

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from components.kubernetes.operands.spec import ClaimTemplate, Container, Deployment, OperandArgs, OperandSpec
-from gpu_platform import contract, workloads
+from gpu_platform.interface import contract, workloads
 from gpu_platform.config.audit import Audit
 
 PRIORITY_CLASS = "system-node-critical"
@@ -27,7 +27,7 @@ CONFIG_HASH_KEY = "gpu-platform.io/config-hash"
 
 def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, str]:
     """The audit annotations of a workload that keeps a privilege, read from its rendered pod spec by
-    the reader the policy pack and the audit report use (gpu_platform/workloads.py), so what the
+    the reader the policy pack and the audit report use (gpu_platform/interface/workloads.py), so what the
     annotations declare is what the policy checks."""
     if not workloads.privileges(pod_spec):
         return {}
@@ -41,7 +41,7 @@ def audit_annotations(pod_spec: dict, reason: str, audit: Audit) -> dict[str, st
 
 def pod_template_audit(annotations: dict[str, str]) -> dict[str, str]:
     """The audit annotations a pod template carries: all but the approval id, which stays on the
-    workload object (the policy reads it there first, gpu_platform/workloads.py). A new approval id
+    workload object (the policy reads it there first, gpu_platform/interface/workloads.py). A new approval id
     then updates each DaemonSet in place instead of restarting every GPU operand on every node."""
     return {k: v for k, v in annotations.items() if k != contract.AUDIT_APPROVAL}
 

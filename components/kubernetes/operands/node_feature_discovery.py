@@ -35,7 +35,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version, image_version
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import versions
+from gpu_platform.catalog import versions
 
 GROUP = "nfd.k8s-sigs.io"
 # The lease nfd-master's leader election takes in its own namespace (pkg/nfd-master/nfd-master.go,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from gpu_platform.config.node_pool import NodePool
 
 

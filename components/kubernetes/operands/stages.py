@@ -1,5 +1,5 @@
 """The operand order, declared once (like the GPU Operator's list of states): the rows of the
-operand registry, gpu_platform/operands.yaml, each resolved to its module's `spec` and component.
+operand registry, gpu_platform/catalog/operands.yaml, each resolved to its module's `spec` and component.
 
 Each row is one stage: the operand, the gating label that puts it on a node
 (`nvidia.com/gpu.deploy.<gate>`), and the readiness marker its pods wait for on their node. The
@@ -82,7 +82,7 @@ from typing import Callable, Collection, Optional
 from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.spec import OperandSpec
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import operands
+from gpu_platform.catalog import operands
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Stage:
     spec: Callable[[OperandContext], OperandSpec]
     gate: Optional[str]  # None: every node (NFD must see a node to discover its GPU)
     waits_for: Optional[str]  # in the allocation mode `active` was asked for (device-plugin in STAGES)
-    row: operands.OperandRow  # the registry row (gpu_platform/operands.yaml)
+    row: operands.OperandRow  # the registry row (gpu_platform/catalog/operands.yaml)
 
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
         return self.row.deployed(toolkit_baked, mig, dra)
@@ -115,7 +115,7 @@ def _stage(row: operands.OperandRow) -> Stage:
     return Stage(row.operand, getattr(module, row.component), module.spec, row.gate, row.waits_for, row)
 
 
-# The order and the gates are the registry's: gpu_platform/operands.yaml.
+# The order and the gates are the registry's: gpu_platform/catalog/operands.yaml.
 STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 

@@ -24,7 +24,7 @@ the toolkit check runs `nvidia-smi` through the nvidia runtime, and every image 
 `all` itself; and from v25.10.0 the image is distroless with busybox, where the asset stopped
 using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in finite steps.
 
-What the image looks up by name (gpu_platform/operand_contracts/validator.yaml): the cuda check (the
+What the image looks up by name (gpu_platform/catalog/operand_contracts/validator.yaml): the cuda check (the
 plugin check too, but ours runs without a workload) GETs the DaemonSet `nvidia-operator-validator` in
 its namespace before it creates a workload pod (validator/main.go:1030-1053 at v23.9.0,
 cmd/nvidia-validator/main.go:1330, 1594 at v26.7.0), and the workload pods baked into the image run as the service account of that name

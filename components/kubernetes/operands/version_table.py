@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Protocol, Sequence, TypeVar
 
-from gpu_platform import image_refs, versions
+from gpu_platform.catalog import image_refs, versions
 from gpu_platform.config import ConfigError
 
 

@@ -48,7 +48,7 @@ def test_a_newer_eks_ami_from_aws_changes_no_input_of_any_resource(dev, prod, aw
 
 def test_the_default_base_is_the_minors_release_in_the_data_file(dev):
     recipe = dev.one(RECIPE, "gpu-node-image-recipe")
-    # dev runs 1.33; gpu_platform/eks_ami_releases.yaml pins 1.33 to v20260714.
+    # dev runs 1.33; gpu_platform/catalog/eks_ami_releases.yaml pins 1.33 to v20260714.
     assert recipe.inputs["parentImage"] == published_ami("1.33", "v20260714")
     assert "-v20260714-" in recipe.inputs["name"]
     image = dev.one(IMAGE, "gpu-node-image-image")

@@ -73,7 +73,7 @@ def test_adopted_cluster_feeds_the_provider_and_the_node_pools(adopted):
 
 def test_adopted_stack_bakes_for_the_clusters_version(adopted):
     recipe = adopted.one("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")
-    # The 1.32 image of v20260714, the 1.32 default (gpu_platform/eks_ami_releases.yaml), offline.
+    # The 1.32 image of v20260714, the 1.32 default (gpu_platform/catalog/eks_ami_releases.yaml), offline.
     assert recipe.inputs["parentImage"] == published_ami("1.32", "v20260714")
     for lt in adopted.of_type(LAUNCH_TEMPLATE):
         assert lt.inputs["tags"]["gpu-platform.io/kubernetes-version"] == "1.32"

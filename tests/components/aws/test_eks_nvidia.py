@@ -73,7 +73,7 @@ def test_the_driver_of_the_release_is_the_default_and_another_is_refused():
 
 
 def test_every_recorded_release_names_its_ami_as_the_changelog_does():
-    from gpu_platform import matrix
+    from gpu_platform.catalog import matrix
 
     for release, amis in matrix.load().eks_nvidia_amis.items():
         for minor, ami in amis.items():

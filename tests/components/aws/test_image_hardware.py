@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.aws.image_hardware import PoolHardware, image_hardware
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
 
 GPUS = matrix.load().gpus

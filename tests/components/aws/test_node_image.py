@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
-from gpu_platform import contract, matrix
+from gpu_platform.catalog import matrix
+from gpu_platform.interface import contract
 from tests.conftest import published_ami
 from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NVSWITCH_FAMILIES, launch_template, pool_names
 

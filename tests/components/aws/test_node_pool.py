@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.offline.aws_answers import instance_catalogue
 from tests.components.aws.conftest import (
     FAMILIES,

@@ -39,7 +39,7 @@ def other_partition(request) -> str:
 
 
 def test_the_offline_partition_follows_the_region():
-    # botocore partitions.json's region patterns (gpu_platform/aws_limits.yaml).
+    # botocore partitions.json's region patterns (gpu_platform/catalog/aws_limits.yaml).
     assert [aws_answers.partition_of(r) for r in ("us-west-2", "cn-north-1", "cn-northwest-1", "us-gov-east-1")] == \
         ["aws", "aws-cn", "aws-cn", "aws-us-gov"]
 

@@ -12,7 +12,7 @@ import pytest
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from gpu_platform.config.node_pool import NodePool
 from preview.__main__ import main
 from tests.components.aws.conftest import node_group

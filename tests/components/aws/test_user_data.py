@@ -9,7 +9,7 @@ import tomllib
 import pytest
 
 from components.aws import user_data as user_data_module
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from tests.components.aws.conftest import node_config, node_group, pool_names, user_data
 from tests.golden import assert_golden
 

@@ -1,5 +1,5 @@
 """The admission policies, evaluated as CEL against admission requests shaped as the API server
-sends them: each operand's real writes (from its contract, gpu_platform/operand_contracts/) are
+sends them: each operand's real writes (from its contract, gpu_platform/catalog/operand_contracts/) are
 admitted, and what a compromised operand could try is denied. The policies are the ones the prod
 stack records, so what is tested is what is deployed."""
 
@@ -10,7 +10,7 @@ import copy
 import kubernetes_validate
 import pytest
 
-from gpu_platform import admission
+from gpu_platform.interface import admission
 from tests.components.kubernetes.admission_cel import evaluate
 
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -486,7 +486,7 @@ def test_a_privileged_ephemeral_container_on_a_gpu_nodes_pod_is_denied(policies)
 
 def test_kube_systems_privileged_add_ons_that_tolerate_every_taint_are_admitted(policies):
     # kube-proxy as EKS runs it: a privileged container, tolerating every taint (kube-system is exempt
-    # from this rule only: gpu_platform/admission.py PRIVILEGED_NAMESPACES).
+    # from this rule only: gpu_platform/interface/admission.py PRIVILEGED_NAMESPACES).
     pod = _elevated({"privileged": True}, namespace="kube-system", tolerations=TOLERATES_ALL, hostNetwork=True,
                     priorityClassName="system-node-critical")
     assert evaluate(policies[PRIVILEGE], _pod_request(pod)) is None

@@ -1,5 +1,5 @@
 """The EFA device plugin (components/kubernetes/efa_device_plugin.py) against AWS's chart at the
-commit gpu_platform/aws_limits.yaml cites (aws/eks-charts 5239609, stable/aws-efa-k8s-device-plugin:
+commit gpu_platform/catalog/aws_limits.yaml cites (aws/eks-charts 5239609, stable/aws-efa-k8s-device-plugin:
 values.yaml image and securityContext, templates/daemonset.yaml pod spec), stated here by hand."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import DAEMONSET, DEPLOYMENT
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -107,7 +107,7 @@ def test_which_prometheus_may_scrape_is_configurable(variant):
 
 
 def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stack):
-    # The privilege ledger masks this account only (gpu_platform/grants.py): it must be the one the
+    # The privilege ledger masks this account only (gpu_platform/privileges/grants.py): it must be the one the
     # program put into the cluster role's confused-deputy condition, the caller's (the mock's here).
     (namespace,) = [n for n in stack.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
     declared = namespace.inputs["metadata"]["annotations"][contract.AWS_ACCOUNT_KEY]
@@ -118,7 +118,7 @@ def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stac
 
 def test_the_namespace_names_the_cluster_the_node_image_and_the_approval_the_ledger_binds(dev):
     # dev: created cluster gpu-dev in us-west-2, a bake from the default EKS AMI release for 1.33
-    # (gpu_platform/eks_ami_releases.yaml), audit owner ml-platform / approval from its stack file.
+    # (gpu_platform/catalog/eks_ami_releases.yaml), audit owner ml-platform / approval from its stack file.
     (namespace,) = [n for n in dev.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
     notes = namespace.inputs["metadata"]["annotations"]
     assert notes[contract.CLUSTER_KEY] == "gpu-dev in us-west-2, created"
@@ -127,7 +127,7 @@ def test_the_namespace_names_the_cluster_the_node_image_and_the_approval_the_led
 
 
 def test_a_pinned_ami_is_named_on_the_namespace_so_swapping_it_changes_the_ledger(tmp_path):
-    from gpu_platform import ledger as privilege_ledger
+    from gpu_platform.privileges import ledger as privilege_ledger
     from preview.offline import engine
     from tests.conftest import stack_config, write_stack
 

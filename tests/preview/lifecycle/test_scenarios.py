@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from preview.lifecycle import scenarios, stack
 from preview.recording import Recording
 from tests import release_stacks

@@ -1,4 +1,4 @@
-"""The offline EKS AMI answers are generated from what AWS published (gpu_platform/eks_amis.yaml):
+"""The offline EKS AMI answers are generated from what AWS published (gpu_platform/catalog/eks_amis.yaml):
 regenerating them changes nothing, each answer traces to a published AMI, and nothing else answers."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 
 import yaml
 
-from gpu_platform import eks_amis
+from gpu_platform.catalog import eks_amis
 from preview.offline import aws_answers, eks_ami_answers
 
 SSM = "aws:ssm/getParameter:getParameter"

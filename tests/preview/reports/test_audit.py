@@ -10,7 +10,7 @@ import re
 import pytest
 import yaml
 
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from preview.offline import engine
 from preview.reports import audit, ledger
 from preview.__main__ import main

@@ -89,7 +89,7 @@ def test_each_pool_says_its_rollout_gate_repair_kernel_modules_and_fabric_manage
 def test_a_g5_pool_s_image_takes_the_proprietary_modules(tmp_path):
     from tests.conftest import stack_config, write_stack
 
-    # The A10G takes only the proprietary modules (AWS runs it with GSP firmware off, gpu_platform/matrix.yaml).
+    # The A10G takes only the proprietary modules (AWS runs it with GSP firmware off, gpu_platform/catalog/matrix.yaml).
     config = stack_config("dev")
     config["gpu-platform:nodePools"][0]["instanceType"] = "g5.2xlarge"
     assert ", proprietary kernel modules, " in _pool_facts(_plan(record(write_stack(tmp_path, config))), "l4")

@@ -13,7 +13,7 @@ from components.kubernetes.operands.manifests import daemonset_manifest
 from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import matrix, versions
+from gpu_platform.catalog import matrix, versions
 from gpu_platform.config.audit import Audit
 from tests.components.kubernetes.conftest import daemonset_of, pod_spec
 

@@ -8,7 +8,7 @@ import pytest
 from components.kubernetes.operands import dcgm_exporter
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 
 RELEASES = matrix.load().releases
 

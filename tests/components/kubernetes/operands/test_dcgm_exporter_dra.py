@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpu_platform import contract, ledger
+from gpu_platform.interface import contract
+from gpu_platform.privileges import ledger
 from tests.components.kubernetes.conftest import daemonset_of, pod_spec
 from tests.release_stacks import strict_error
 

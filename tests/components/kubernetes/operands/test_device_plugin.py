@@ -11,7 +11,7 @@ from components.kubernetes.operands.manifests import CONFIG_HASH_KEY, daemonset_
 from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
 from gpu_platform.config.audit import Audit
 

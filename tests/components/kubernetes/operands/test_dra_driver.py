@@ -5,7 +5,7 @@ module under test."""
 
 from __future__ import annotations
 
-from gpu_platform import contract, workloads
+from gpu_platform.interface import contract, workloads
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, pod_spec
 from tests.release_stacks import strict_error
 
@@ -139,7 +139,7 @@ def test_every_kubernetes_object_of_the_dra_stack_is_valid_under_kubernetes_1_34
 def _plugin_env(gates: dict) -> dict:
     from components.kubernetes.operands import dra_driver
     from components.kubernetes.operands.context import OperandContext
-    from gpu_platform import matrix
+    from gpu_platform.catalog import matrix
     ctx = OperandContext(images=dict(matrix.load().releases["v26.7.0"].images), sharing=(), mig_pools=(), toolkit_baked=True,
                          toolkit_version="1.20.0", cdi=True, dra=True, dra_feature_gates=gates)
     (container,) = dra_driver.spec(ctx).containers

@@ -7,7 +7,7 @@ from upstream (NVIDIA/gpu-operator v26.7.0 manifests/state-dra-validation/0100_s
 from __future__ import annotations
 
 from components.kubernetes.operands import stages
-from gpu_platform import ledger
+from gpu_platform.privileges import ledger
 from tests.components.kubernetes.conftest import daemonset_of, gpu_node_groups, pod_spec
 from tests.release_stacks import strict_error
 
@@ -15,7 +15,7 @@ CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 GATE = "nvidia.com/gpu.deploy.dra-validator"  # controllers/state_manager.go:79 at v26.7.0
-IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"  # the validator's image of release v26.7.0 (gpu_platform/matrix.yaml)
+IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"  # the validator's image of release v26.7.0 (gpu_platform/catalog/matrix.yaml)
 
 
 def _validator(rec):

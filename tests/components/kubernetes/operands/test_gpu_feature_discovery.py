@@ -12,7 +12,7 @@ from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
-from gpu_platform import matrix, versions
+from gpu_platform.catalog import matrix, versions
 from gpu_platform.config.audit import Audit
 
 RELEASES = matrix.load().releases

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.kubernetes.operands import stages
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import DEPLOYMENT, daemonset_of, daemonsets, pod_spec
 
 # Operand (or other workload, by app name) -> the privileges its pods may keep (the list, and

@@ -18,7 +18,8 @@ import pytest
 from components.kubernetes.operands import dcgm_exporter, device_plugin, gpu_feature_discovery, mig_access
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
-from gpu_platform import contract, matrix
+from gpu_platform.catalog import matrix
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, pod_spec
 
 RELEASES = matrix.load().releases

@@ -8,7 +8,7 @@ import yaml
 
 from components.kubernetes.operands import mig_manager
 from components.kubernetes.operands.context import MigPool, OperandContext
-from gpu_platform import matrix
+from gpu_platform.catalog import matrix
 
 RELEASES = matrix.load().releases
 

@@ -7,7 +7,8 @@ import yaml
 
 from components.kubernetes.operands.context import MigPool
 from components.kubernetes.operands.mig_manager import mig_parted_config
-from gpu_platform import contract, matrix
+from gpu_platform.catalog import matrix
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, gpu_node_groups, pod_spec
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"

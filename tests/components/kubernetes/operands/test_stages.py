@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from components.kubernetes.operands import stages
-from gpu_platform import contract
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, operands, pod_spec
 
 

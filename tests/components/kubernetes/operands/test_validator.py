@@ -5,7 +5,7 @@ v25.10.0), not read from components/kubernetes/operands/validator.py."""
 
 from __future__ import annotations
 
-from gpu_platform import operands, versions
+from gpu_platform.catalog import operands, versions
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, pod_spec
 
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"

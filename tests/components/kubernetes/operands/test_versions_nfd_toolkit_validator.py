@@ -26,7 +26,7 @@ import yaml
 
 from components.kubernetes.operands import container_toolkit, node_feature_discovery, version_table
 from components.kubernetes.operands.context import OperandContext
-from gpu_platform import matrix, versions
+from gpu_platform.catalog import matrix, versions
 from gpu_platform.config import ConfigError
 from preview.reports import manifests
 from tests import release_stacks as stacks

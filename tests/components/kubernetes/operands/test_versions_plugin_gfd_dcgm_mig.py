@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from components.kubernetes.operands import dcgm_exporter, gpu_feature_discovery, mig_manager
 from gpu_platform.config.operator import Operator
-from gpu_platform import matrix, versions
+from gpu_platform.catalog import matrix, versions
 from tests import release_stacks as stacks
 
 RELEASES = matrix.load().releases
