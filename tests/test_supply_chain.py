@@ -159,7 +159,8 @@ PROTECTED = (
     ".ci/run",
 )
 # Whole directories the gate trusts: every file in them is covered, including one added tomorrow.
-PROTECTED_DIRS = ("policy", "components/aws/scripts", "tests/golden/audit", ".github/workflows", "stacks")
+PROTECTED_DIRS = ("policy", "gpu_platform/catalog", "gpu_platform/privileges", "gpu_platform/interface",
+                  "components/aws/scripts", "tests/golden/audit", ".github/workflows", "stacks")
 
 
 def rules(text: str) -> list[tuple[re.Pattern, list[str]]]:
@@ -216,3 +217,6 @@ def test_paths_outside_the_gate_need_no_security_review(table):
     assert owners("README.md", table) == [] and owners("tests/fixtures/passing/eks-nvidia.yaml", table) == []
     assert owners("preview/reports/plan.py", table) == []
     assert owners("components/aws/cluster.py", table) == ["@gpu-platform/security"]
+    # The config model's wording and reading are the team's own too: what it makes the program grant
+    # reaches the ledger through components/.
+    assert owners("gpu_platform/config/messages.py", table) == [] and owners("gpu_platform/config/node_pool.py", table) == []

@@ -10,6 +10,14 @@ from policy.admission import gpu_admission_policies_deployed, operator_namespace
 from tests.policy.resources import Resource, namespace, resource, workload
 from tests.policy.verdict import violations
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("gpu-admission-policies-deployed", "stack", "mandatory"),
+    ("operator-namespace-default-deny", "stack", "mandatory"),
+]
+
+
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"

@@ -10,6 +10,18 @@ from policy.audit import addon_left_to_eks_pins_no_version, privileged_software_
 from tests.policy.resources import launch_template, node_group, node_image, resource, workload
 from tests.policy.verdict import violations
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("privileged-workloads-audited", "resource", "mandatory"),
+    ("privileged-software-tagged", "resource", "mandatory"),
+    ("addon-left-to-eks-pins-no-version", "resource", "mandatory"),
+    ("privilege-ledger-approved", "stack", "mandatory"),
+    ("privilege-ledger-recorded", "stack", "advisory"),
+    ("cluster-access-declared", "stack", "mandatory"),
+]
+
+
 UNPRIVILEGED = {"containers": [{"name": "app", "image": "busybox"}], "volumes": []}
 
 

@@ -19,6 +19,17 @@ from tests.policy.resources import launch_template, namespace, node_group, node_
 from tests.policy.verdict import violations
 
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("release-supports-kubernetes", "resource", "mandatory"),
+    ("driver-branch-supported-by-release", "resource", "mandatory"),
+    ("driver-version-tested-by-release", "resource", "advisory"),
+    ("driver-serves-cuda-major", "resource", "mandatory"),
+    ("driver-serves-cuda-toolkit", "resource", "advisory"),
+]
+
+
 @pytest.mark.parametrize("release, minor", [("v25.10.1", "1.33"), ("v24.3.0", "1.30"), ("v23.9.2", "1.29"), ("v25.3.0", "1.29")])
 def test_release_that_supports_the_kubernetes_minor_passes(release, minor):
     assert violations(release_supports_kubernetes, [namespace(release, kubernetes=minor)]) == []

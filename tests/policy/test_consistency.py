@@ -9,6 +9,13 @@ from tests.policy.resources import Resource, cluster, launch_template, namespace
 from tests.policy.verdict import violations
 
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("declared-facts-agree", "stack", "mandatory"),
+]
+
+
 def _stack(**changes):
     """The program's declaring resources, each with its facts; `changes` replaces one resource."""
     found = {

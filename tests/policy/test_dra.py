@@ -16,6 +16,15 @@ from policy.dra import dra_alpha_features_acknowledged, dra_kubelet_plugin_slice
 from tests.policy import resources as rs
 from tests.policy.verdict import violations
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("dra-mode-supported", "stack", "mandatory"),
+    ("dra-alpha-features-acknowledged", "stack", "advisory"),
+    ("dra-kubelet-plugin-slices-own-node", "stack", "mandatory"),
+]
+
+
 RELEASE = "v26.7.0"
 DRIVER = "580.173.02"
 PLUGIN_IMAGE = "nvcr.io/nvidia/dra-driver-nvidia-gpu:v0.5.0"

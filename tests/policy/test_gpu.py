@@ -9,6 +9,15 @@ from tests.policy.resources import namespace, node_group, node_image
 from tests.policy.verdict import violations
 
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("driver-supports-gpu", "resource", "mandatory"),
+    ("mig-config-fits-gpu", "resource", "mandatory"),
+    ("multi-node-pools-use-efa", "resource", "advisory"),
+]
+
+
 @pytest.mark.parametrize("gpu, driver", [("B200", "570.133.20"), ("H200-141GB", "550.54.14"), ("L4", "535.309.01")])
 def test_driver_at_the_gpu_minimum_passes(gpu, driver):
     assert violations(driver_supports_gpu, [node_group(pool="p", gpu_model=gpu, driver=driver)]) == []

@@ -12,6 +12,16 @@ from policy import iam
 from preview.offline.analyze import analyze
 
 ROLE, ATTACHMENT, EXCLUSIVE = iam.ROLE, iam.ATTACHMENT, iam.EXCLUSIVE
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("eks-role-trust-bound-to-cluster", "resource", "mandatory"),
+    ("kms-keys-have-explicit-policy", "resource", "mandatory"),
+    ("cni-permissions-not-on-node-roles", "stack", "mandatory"),
+    ("image-build-role-reads-no-parameters", "stack", "mandatory"),
+]
+
+
 IAM_POLICIES = {"cni-permissions-not-on-node-roles", "image-build-role-reads-no-parameters",
                 "eks-role-trust-bound-to-cluster", "kms-keys-have-explicit-policy"}
 CNI = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"

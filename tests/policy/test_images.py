@@ -11,6 +11,14 @@ from tests.policy.resources import namespace, workload
 from tests.policy.verdict import violations
 
 # Made-up digests, well-formed (sha256: and 64 lowercase hex digits); no registry is asked here.
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("operand-images-match-release", "resource", "mandatory"),
+    ("privileged-images-pinned-by-digest", "stack", "advisory"),
+]
+
+
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
 PLUGIN = "nvcr.io/nvidia/k8s-device-plugin"

@@ -16,6 +16,14 @@ from tests.conftest import stack_config, unapproved, write_stack
 from tests.policy.resources import cluster, namespace
 from tests.policy.verdict import violations
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("eks-version-in-support", "resource", "mandatory"),
+    ("eks-version-support-window", "stack", "advisory"),
+]
+
+
 PAST_EXTENDED_SUPPORT = fixture_stacks.row("violating", "eks-version-past-extended-support").path
 
 JUNE_2026 = "1780272000"       # 2026-06-01 00:00 UTC

@@ -9,6 +9,15 @@ from tests.policy.resources import launch_template, resource
 from tests.policy.verdict import violations
 
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("gpu-launch-templates-hardened", "resource", "mandatory"),
+    ("cluster-endpoint-not-open", "resource", "mandatory"),
+    ("cluster-endpoint-private", "resource", "advisory"),
+]
+
+
 def test_the_programs_launch_template_passes():
     assert violations(gpu_launch_templates_hardened, [launch_template()]) == []
 

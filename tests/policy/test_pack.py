@@ -5,11 +5,14 @@ pack; and every policy reads only pulumi_policy, yaml, the standard library and 
 from __future__ import annotations
 
 import ast
+import importlib
+import re
 import sys
 from pathlib import Path
 
 from pulumi.runtime.proto import analyzer_pb2
 
+from policy import pack
 from preview.offline import analyze
 from tests.conftest import ROOT
 
@@ -22,45 +25,26 @@ ALLOWED_THIRD_PARTY = {"pulumi_policy", "yaml"}
 CLOSURE = sorted(path for package in PACK_PACKAGES for path in (ROOT / "gpu_platform" / package).rglob("*.py"))
 
 
-RESOURCE, STACK = analyzer_pb2.POLICY_TYPE_RESOURCE, analyzer_pb2.POLICY_TYPE_STACK
-MANDATORY, ADVISORY = analyzer_pb2.MANDATORY, analyzer_pb2.ADVISORY
-# Written out by hand: a policy dropped from the pack, or its level or kind changed, fails here.
-EXPECTED = [
-    ("release-supports-kubernetes", RESOURCE, MANDATORY),
-    ("driver-branch-supported-by-release", RESOURCE, MANDATORY),
-    ("driver-version-tested-by-release", RESOURCE, ADVISORY),
-    ("driver-serves-cuda-major", RESOURCE, MANDATORY),
-    ("driver-serves-cuda-toolkit", RESOURCE, ADVISORY),
-    ("eks-version-in-support", RESOURCE, MANDATORY),
-    ("driver-supports-gpu", RESOURCE, MANDATORY),
-    ("mig-config-fits-gpu", RESOURCE, MANDATORY),
-    ("multi-node-pools-use-efa", RESOURCE, ADVISORY),
-    ("operand-images-match-release", RESOURCE, MANDATORY),
-    ("privileged-workloads-audited", RESOURCE, MANDATORY),
-    ("privileged-software-tagged", RESOURCE, MANDATORY),
-    ("addon-left-to-eks-pins-no-version", RESOURCE, MANDATORY),
-    ("gpu-launch-templates-hardened", RESOURCE, MANDATORY),
-    ("cluster-endpoint-not-open", RESOURCE, MANDATORY),
-    ("cluster-endpoint-private", RESOURCE, ADVISORY),
-    ("eks-role-trust-bound-to-cluster", RESOURCE, MANDATORY),
-    ("kms-keys-have-explicit-policy", RESOURCE, MANDATORY),
-    ("eks-version-support-window", STACK, ADVISORY),
-    ("privileged-images-pinned-by-digest", STACK, ADVISORY),
-    ("privilege-ledger-approved", STACK, MANDATORY),
-    ("privilege-ledger-recorded", STACK, ADVISORY),
-    ("cluster-access-declared", STACK, MANDATORY),
-    ("cni-permissions-not-on-node-roles", STACK, MANDATORY),
-    ("image-build-role-reads-no-parameters", STACK, MANDATORY),
-    ("operands-tolerate-gpu-taints", STACK, MANDATORY),
-    ("operand-gates-set-by-pools", STACK, MANDATORY),
-    ("one-runtime-owner", STACK, MANDATORY),
-    ("dra-mode-supported", STACK, MANDATORY),
-    ("dra-alpha-features-acknowledged", STACK, ADVISORY),
-    ("dra-kubelet-plugin-slices-own-node", STACK, MANDATORY),
-    ("gpu-admission-policies-deployed", STACK, MANDATORY),
-    ("operator-namespace-default-deny", STACK, MANDATORY),
-    ("declared-facts-agree", STACK, MANDATORY),
-]
+KINDS = {"resource": analyzer_pb2.POLICY_TYPE_RESOURCE, "stack": analyzer_pb2.POLICY_TYPE_STACK}
+LEVELS = {"mandatory": analyzer_pb2.MANDATORY, "advisory": analyzer_pb2.ADVISORY}
+# Each policy module's test module lists what it serves (SERVES). The pack serves them module by
+# module in policy/pack.py's order, resource policies first, then stack policies.
+THEMES = [module.__name__.removeprefix("policy.") for module in pack.MODULES]
+
+
+def _expected() -> list[tuple[str, int, int]]:
+    rows = [row for theme in THEMES for row in importlib.import_module(f"tests.policy.test_{theme}").SERVES]
+    ordered = [row for row in rows if row[1] == "resource"] + [row for row in rows if row[1] == "stack"]
+    return [(name, KINDS[kind], LEVELS[level]) for name, kind, level in ordered]
+
+
+EXPECTED = _expected()
+
+
+def test_every_policy_module_is_in_the_pack_and_its_test_module_says_what_it_serves():
+    declaring = sorted(f.stem for f in POLICY_DIR.glob("*.py") if re.search(r"^@(resource|stack)_policy\(", f.read_text(), re.M))
+    assert sorted(THEMES) == declaring
+    assert len(EXPECTED) == len({name for name, _, _ in EXPECTED})  # no policy listed twice
 
 
 def _served(pack) -> list[tuple[str, int, int]]:

@@ -8,6 +8,13 @@ from policy.runtime import one_runtime_owner
 from tests.policy.resources import node_group, workload
 from tests.policy.verdict import violations
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("one-runtime-owner", "stack", "mandatory"),
+]
+
+
 TOOLKIT = dict(name="nvidia-container-toolkit", operand="container-toolkit", image="nvcr.io/nvidia/k8s/container-toolkit:v1.18.1", gate="container-toolkit")
 
 

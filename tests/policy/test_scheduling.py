@@ -8,6 +8,14 @@ from tests.policy.resources import node_group, workload
 from tests.policy.verdict import violations
 
 
+# What this module's policies are served as, in declaration order (tests/policy/test_pack.py
+# gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
+SERVES = [
+    ("operands-tolerate-gpu-taints", "stack", "mandatory"),
+    ("operand-gates-set-by-pools", "stack", "mandatory"),
+]
+
+
 def test_operands_that_tolerate_the_gpu_taint_pass():
     nfd = workload(name="nfd-worker", operand="node-feature-discovery", gate=None, tolerations=[{"operator": "Exists"}])
     assert violations(operands_tolerate_gpu_taints, [node_group(), node_group(pool="h100", gpu_model="H100-80GB"), workload(), nfd]) == []

@@ -10,11 +10,11 @@ from preview.offline.aws_answers import instance_catalogue
 MATRIX = matrix.load()
 
 
-def test_every_release_from_v23_9_0_to_v26_7_0_is_present_in_order():
+def test_the_releases_start_at_v23_9_0_each_once_oldest_first():
+    # No count kept by hand: a new release is a row at the end, and only the oldest is a fixed choice.
     names = list(MATRIX.releases)
-    assert names[0] == "v23.9.0" and names[-1] == "v26.7.0"
-    assert len(names) == 22
-    assert names == sorted(names, key=versions.parse)
+    assert names[0] == "v23.9.0"
+    assert names == sorted(set(names), key=versions.parse)
 
 
 @pytest.mark.parametrize("release", MATRIX.releases.values(), ids=lambda r: r.name)
