@@ -32,3 +32,15 @@ def test_markers_are_gone_after_a_boot_and_allocations_are_not():
     loaded = rules.load()
     assert loaded.cleared_at_boot and loaded.markers_dir == "/run/nvidia/validations"
     assert loaded.allocations_survive_boot
+
+
+def test_the_mig_manager_waits_five_minutes_for_each_client_by_its_app_label():
+    # mig-parted v0.13.1 pkg/mig/reconfigure/reconfigure.go:380 (timeout), 383-398 (the selectors).
+    manager = rules.load().mig_manager
+    assert manager.wait_seconds == 300
+    assert manager.waits_for_apps == (
+        "nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-dcgm")
+
+
+def test_a_pod_without_a_grace_period_gets_the_kubernetes_default_of_30_seconds():
+    assert rules.load().termination_grace_default == 30
