@@ -39,6 +39,7 @@ class Node:
     mig_why: str = ""  # why the last MIG change did not apply
     allocated: int = 0  # GPU devices held by workloads
     busy: bool = False  # workload processes run on the GPUs (not until the allocator is back after a boot)
+    replacing: bool = False  # a boot lost the workloads' pods; their controllers' new pods wait for GPUs
     pods: dict[str, Pod] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
@@ -60,8 +61,9 @@ class Node:
         if not self.stack.config.node_image.toolkit_baked:
             # Registered again at boot only by containerd's boot config, and usable once installed.
             self.runtime = self.installed and self.pool.boot_runtime is not None
-        if not rules.allocations_survive_boot:
-            self.allocated = 0
+        if not rules.allocations_survive_boot[self.stack.config.allocation.mode]:
+            # The kubelet rejects the workloads' pods (kubernetes#125579); their controllers make new ones.
+            self.replacing, self.allocated = self.allocated > 0, 0
         # MIG instances do not survive a reboot (the MIG manager carves them again), and no workload
         # process runs until the device plugin serves its devices again.
         if rules.mig_instances_cleared_at_boot and self.mig_layout:
@@ -166,8 +168,13 @@ class Node:
                 pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
                 return
         pod.phase, pod.why = RUNNING, ""
-        if pod.template.operand in ("device-plugin", "dra-driver") and self.allocated and self.advertised():
-            self.busy = True  # the kubelet admits the workloads again and their processes start
+        if pod.template.operand in ("device-plugin", "dra-driver") and self.advertised():
+            if self.replacing:
+                # Worst case: the replacement pods take every GPU as soon as it is advertised, before
+                # any validation pod asks for one.
+                self.replacing, self.allocated = False, sum(self.advertised().values())
+            if self.allocated:
+                self.busy = True  # the kubelet admits the workloads again and their processes start
         if operand.get("provides") == "runtime":
             self.installed = True
             # It registers the runtime itself unless told to leave containerd alone (toolkit v1.19+).

@@ -45,7 +45,7 @@ class Rules:
     checks: dict[str, Check]
     toolkit_modes: tuple[tuple[str, str], ...]  # (since, mode), oldest first
     operands: dict[str, dict[str, Any]]
-    allocations_survive_boot: bool
+    allocations_survive_boot: dict[str, bool]  # by allocation mode: device-plugin, dra
     mig_instances_cleared_at_boot: bool
     mig_manager: MigManager
     termination_grace_default: int  # seconds, when a pod sets no terminationGracePeriodSeconds
@@ -87,7 +87,7 @@ def load() -> Rules:
         checks=checks,
         toolkit_modes=tuple((row["since"], row["mode"]) for row in data["toolkit_modes"]),
         operands=dict(data["operands"]),
-        allocations_survive_boot=bool(data["kubelet"]["allocations_survive_boot"]),
+        allocations_survive_boot={mode: bool(v) for mode, v in data["kubelet"]["allocations_survive_boot"].items()},
         mig_instances_cleared_at_boot=bool(data["mig"]["instances_cleared_at_boot"]),
         mig_manager=MigManager(_app_selectors(manager["waits_for"]), int(manager["wait_seconds"])),
         termination_grace_default=int(data["kubelet"]["termination_grace_default_seconds"]),

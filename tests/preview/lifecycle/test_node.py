@@ -161,3 +161,24 @@ def test_a_client_the_manager_does_not_find_by_its_app_label_still_holds_the_gpu
     node = _mig_node(stack.view(prod), "device-plugin", app="my-device-plugin")
     assert node.mig_state == "failed:all-balanced" and node.mig_layout is None
     assert "GPUs in use by nvidia-device-plugin" in node.mig_why
+
+
+def test_a_reboot_loses_the_workloads_device_plugin_gpus_and_replacements_take_them_all(dev):
+    # kubernetes#125579, #128043: at a reboot the kubelet rejects the pods holding plugin devices.
+    view = stack.view(dev)
+    node = lifecycle_node.Node.boot(view, view.pools[0]).settle()
+    node.fill()
+    node.reboot()
+    assert node.allocated == 0 and not node.busy
+    node.settle()
+    assert node.allocated == 4 and node.busy  # dev: 1 L4, 4 time-slicing replicas, every one taken again
+
+
+def test_a_reboot_keeps_the_workloads_dra_claims(dra):
+    # The claim's allocation is in the API; the kubelet prepares it again once the DRA driver runs.
+    view = stack.view(dra)
+    node = lifecycle_node.Node.boot(view, view.pool("h100")).settle()
+    node.fill()
+    node.reboot()
+    assert node.allocated == 8 and not node.busy  # dra: p5.48xlarge, 8 GPUs
+    assert node.settle().busy

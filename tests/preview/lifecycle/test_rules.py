@@ -28,10 +28,17 @@ def test_only_the_plugin_check_with_a_workload_needs_a_free_gpu():
     assert "free-gpu" not in checks["plugin"].needs
 
 
-def test_markers_are_gone_after_a_boot_and_allocations_are_not():
+def test_markers_are_gone_after_a_boot():
     loaded = rules.load()
     assert loaded.cleared_at_boot and loaded.markers_dir == "/run/nvidia/validations"
-    assert loaded.allocations_survive_boot
+
+
+def test_a_boot_loses_device_plugin_allocations_and_keeps_dra_claims():
+    # kubernetes PR #116376: the kubelet rejects a pod whose devices' plugin has not registered yet
+    # (UnexpectedAdmissionError), as a rebooted node's pods are admitted again (issues #125579, #128043).
+    # A ResourceClaim's allocation is in the API and the kubelet retries its prepare in syncPod.
+    survive = rules.load().allocations_survive_boot
+    assert survive == {"device-plugin": False, "dra": True}
 
 
 def test_the_mig_manager_waits_five_minutes_for_each_client_by_its_app_label():
