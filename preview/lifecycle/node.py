@@ -35,9 +35,11 @@ class Node:
     runtime: bool = False
     installed: bool = False  # the toolkit DaemonSet has put the runtime binaries on the node's disk
     mig_layout: Optional[str] = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
-    mig_state: str = ""
+    mig_state: str = ""  # "" (to apply) | success | failed:<config> | pending:<config> (the manager gave up)
+    mig_why: str = ""  # why the last MIG change did not apply
     allocated: int = 0  # GPU devices held by workloads
     busy: bool = False  # workload processes run on the GPUs (not until the allocator is back after a boot)
+    replacing: bool = False  # a boot lost the workloads' pods; their controllers' new pods wait for GPUs
     pods: dict[str, Pod] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
@@ -59,12 +61,14 @@ class Node:
         if not self.stack.config.node_image.toolkit_baked:
             # Registered again at boot only by containerd's boot config, and usable once installed.
             self.runtime = self.installed and self.pool.boot_runtime is not None
-        if not rules.allocations_survive_boot:
-            self.allocated = 0
+        if not rules.allocations_survive_boot[self.stack.config.allocation.mode]:
+            # The kubelet rejects the workloads' pods (kubernetes#125579); their controllers make new ones.
+            self.replacing, self.allocated = self.allocated > 0, 0
         # MIG instances do not survive a reboot (the MIG manager carves them again), and no workload
         # process runs until the device plugin serves its devices again.
         if rules.mig_instances_cleared_at_boot and self.mig_layout:
-            self.mig_layout, self.mig_state = NO_INSTANCES, ""
+            self.mig_layout = NO_INSTANCES
+        self.mig_state = ""  # the manager's container starts again and applies the node's config
         self.busy = False
         # The kubelet starts every pod again from its first init container.
         for name, pod in self.pods.items():
@@ -164,8 +168,13 @@ class Node:
                 pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
                 return
         pod.phase, pod.why = RUNNING, ""
-        if pod.template.operand in ("device-plugin", "dra-driver") and self.allocated and self.advertised():
-            self.busy = True  # the kubelet admits the workloads again and their processes start
+        if pod.template.operand in ("device-plugin", "dra-driver") and self.advertised():
+            if self.replacing:
+                # Worst case: the replacement pods take every GPU as soon as it is advertised, before
+                # any validation pod asks for one.
+                self.replacing, self.allocated = False, sum(self.advertised().values())
+            if self.allocated:
+                self.busy = True  # the kubelet admits the workloads again and their processes start
         if operand.get("provides") == "runtime":
             self.installed = True
             # It registers the runtime itself unless told to leave containerd alone (toolkit v1.19+).
@@ -174,25 +183,41 @@ class Node:
 
     def _mig_manager(self, pod: Pod) -> None:
         wanted = self.labels.get(contract.MIG_CONFIG_LABEL)
-        if pod.phase != RUNNING or not wanted or wanted == self.mig_layout or self.mig_state == f"failed:{wanted}":
-            return
-        operand = lifecycle_rules.load().operand("mig-manager")
+        if pod.phase != RUNNING or not wanted or wanted == self.mig_layout or self.mig_state.endswith(f":{wanted}"):
+            return  # failed or given up: it waits for the next change of the label, or a new pod
+        rules = lifecycle_rules.load()
+        operand, manager = rules.operand("mig-manager"), rules.mig_manager
         # The clients' gates (their DaemonSets' nvidia.com/gpu.deploy.* selectors) are paused, so their
-        # pods leave the node; afterwards the gates are set back to true.
+        # pods leave the node; "false" stays "false", anything else comes back as "true".
         gates = {key for t in self.stack.pods if t.operand in operand["pauses"]
                  for key in t.selector if key.startswith(contract.GATE_PREFIX)}
         saved = {key: self.labels[key] for key in gates if key in self.labels}
-        self.labels.update({key: operand["pause_value"] for key in saved})
-        for name, client in list(self.pods.items()):
-            if not client.template.selects(self.labels, self.pool.taints):
-                self.delete_pod(name)
-        if self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
+        self.labels.update({key: "false" if v == "false" else operand["pause_value"] for key, v in saved.items()})
+        leaving = [c.template for c in self.pods.values() if not c.template.selects(self.labels, self.pool.taints)]
+        for template in leaving:
+            self.delete_pod(template.daemonset)
+        slow = [t for t in leaving if t.app in manager.waits_for_apps and t.leaves_within > manager.wait_seconds]
+        if slow:
+            paused = ", ".join(sorted(k for k, v in saved.items() if v != "false"))
+            self.mig_state = f"pending:{wanted}"
+            self.mig_why = (f"{slow[0].daemonset} may take {slow[0].leaves_within} s to leave, the MIG manager waits "
+                            f"{manager.wait_seconds} s: it gave up on MIG config {wanted}, gates {paused} stay "
+                            f"{operand['pause_value']} until a new manager pod runs")
+            self.log.append(f"MIG config {wanted} pending: the manager gave up waiting for {slow[0].daemonset}")
+            return
+        # A client the manager does not find by its app label is not waited for: it may still hold its
+        # GPUs when the config is applied.
+        holding = [t.daemonset for t in leaving if t.app not in manager.waits_for_apps
+                   and any("NVIDIA_VISIBLE_DEVICES" in dict(s.env) for s in t.main)]
+        if holding or self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
             self.mig_state = f"failed:{wanted}"
-            self.log.append(f"MIG config {wanted} failed: GPUs in use")
+            held = f" by {', '.join(holding)} (app label not waited for)" if holding else ""
+            self.mig_why = f"MIG config {wanted} failed: GPUs in use{held}"
+            self.log.append(self.mig_why)
         else:
-            self.mig_layout, self.mig_state = wanted, "success"
+            self.mig_layout, self.mig_state, self.mig_why = wanted, "success", ""
             self.roll([p.template.daemonset for p in list(self.pods.values()) if p.template.operand in operand["restarts"]])
-        self.labels.update(saved)
+        self.labels.update({key: "false" if v == "false" else "true" for key, v in saved.items()})
 
     def settle(self, limit: int = 100) -> "Node":
         for _ in range(limit):
@@ -219,6 +244,9 @@ class Node:
     def stuck(self) -> list[str]:
         """Every pod that is not running, or never ready, once the node has settled, with what it waits for."""
         found = []
+        manager = next((n for n, p in self.pods.items() if p.template.operand == "mig-manager"), "mig-manager")
+        if self.mig_state.startswith("pending:"):
+            found.append(f"{manager}: {self.mig_why}")
         for name, pod in sorted(self.pods.items()):
             unready = [s for s in pod.template.main if s.ready_marker and s.ready_marker not in self.markers]
             if pod.phase != RUNNING:

@@ -37,7 +37,8 @@ def _verdict(name: str, node: Node, want: dict[str, int] | None = None) -> Outco
     problems = list(node.stuck())
     have = node.advertised()
     if have != want:
-        problems.append(f"advertises {have or 'nothing'}, the plan says {want}")
+        why = f" ({node.mig_why})" if node.mig_why and not node.mig_state.startswith("pending:") else ""
+        problems.append(f"advertises {have or 'nothing'}, the plan says {want}{why}")
     return Outcome(name, node.pool.name, tuple(problems), have)
 
 
@@ -91,10 +92,13 @@ def mig_change_busy(stack: StackView, pool: Pool) -> Outcome:
     """A new MIG config on a node whose GPUs are in use: it cannot apply until they are idle; the
     operands must come back on the old layout, and the layout applies once the node is drained."""
     node = _live(stack, pool)
-    old = node.mig_layout
+    old = node.labels.get(contract.MIG_CONFIG_LABEL)
     other = next((name for name in sorted(stack.mig_configs) if name != old), None)
     if old is None or other is None:
         return Outcome("MIG change on a busy node", pool.name, (), node.advertised())
+    first = _verdict("MIG change on a busy node: the node before it", node)
+    if not first.live:
+        return first  # its first MIG config never applied (a manager that gave up, a change that failed)
     node.fill()
     node.labels[contract.MIG_CONFIG_LABEL] = other
     node.settle()

@@ -52,6 +52,15 @@ class PodTemplate:
     main: tuple[Step, ...]
     deletes: tuple[str, ...]  # marker globs its pre-stop hooks remove
     image_version: str  # the tag's version of its first container's image
+    app: str  # the pods' `app` label, which the MIG manager finds GPU clients by
+    grace: int  # its terminationGracePeriodSeconds as rendered, else the Kubernetes default (rules.yaml)
+    pre_stop: bool  # a container has a pre-stop hook
+
+    @property
+    def leaves_within(self) -> int:
+        """The longest a deleted pod of it stays on the node: its grace period, which its pre-stop hooks
+        run inside, and the kubelet's floor before SIGKILL after a hook that used it all."""
+        return self.grace + (lifecycle_rules.load().pre_stop_floor if self.pre_stop else 0)
 
     def tolerates(self, taints: tuple[dict[str, str], ...]) -> bool:
         def covered(taint: dict[str, str]) -> bool:
@@ -141,9 +150,13 @@ def _version(image: str) -> str:
 
 def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     """`name`: the resource's name, for a DaemonSet whose object name Pulumi chooses (a readiness gate)."""
-    markers_dir = lifecycle_rules.load().markers_dir
+    rules = lifecycle_rules.load()
+    markers_dir = rules.markers_dir
     meta, spec = daemonset["metadata"], daemonset["spec"]["template"]["spec"]
+    pod_labels = (daemonset["spec"]["template"].get("metadata") or {}).get("labels") or {}
     containers = spec.get("containers") or []
+    all_containers = [*(spec.get("initContainers") or []), *containers]
+    grace = spec.get("terminationGracePeriodSeconds")
     return PodTemplate(
         daemonset=meta.get("name") or name,
         operand=(meta.get("labels") or {}).get(OPERAND_LABEL) or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
@@ -151,8 +164,11 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
         tolerations=tuple(spec.get("tolerations") or ()),
         init=tuple(_step(c, markers_dir) for c in spec.get("initContainers") or []),
         main=tuple(_step(c, markers_dir) for c in containers),
-        deletes=_deletes([*(spec.get("initContainers") or []), *containers], markers_dir),
+        deletes=_deletes(all_containers, markers_dir),
         image_version=_version(containers[0]["image"]) if containers else "0.0.0",
+        app=str(pod_labels.get("app", "")),
+        grace=int(grace) if grace is not None else rules.termination_grace_default,
+        pre_stop=any(((c.get("lifecycle") or {}).get("preStop")) for c in all_containers),
     )
 
 

@@ -117,3 +117,68 @@ def test_a_reboot_clears_the_mig_instances_and_the_manager_carves_them_again(pro
     assert node.mig_layout == lifecycle_node.NO_INSTANCES
     node.settle()
     assert node.mig_layout == "all-balanced" and node.advertised()["nvidia.com/mig-1g.10gb"] == 16
+
+
+def _mig_node(view, operand, **change):
+    """A node of prod's MIG pool with one operand's pod template changed."""
+    pods = tuple(dataclasses.replace(t, **change) if t.operand == operand else t for t in view.pods)
+    view = dataclasses.replace(view, pods=pods)
+    return lifecycle_node.Node.boot(view, view.pool("h100-mig")).settle()
+
+
+PAUSED_GATES = ("nvidia.com/gpu.deploy.dcgm-exporter", "nvidia.com/gpu.deploy.device-plugin",
+                "nvidia.com/gpu.deploy.gpu-feature-discovery")
+
+
+def test_a_client_slower_to_leave_than_the_managers_wait_leaves_the_gates_paused(prod):
+    # mig-parted v0.13.1 reconfigure.go:165-167, 380: after 5 minutes Run returns, before setState.
+    node = _mig_node(stack.view(prod), "dcgm-exporter", grace=600)
+    assert {k: node.labels[k] for k in PAUSED_GATES} == dict.fromkeys(PAUSED_GATES, "paused-for-mig-change")
+    assert node.mig_state == "pending:all-balanced" and node.mig_layout is None
+    assert node.advertised() == {}  # no device plugin pod on the node
+    assert node.stuck()[0].startswith("nvidia-mig-manager: nvidia-dcgm-exporter may take 600 s to leave")
+
+
+def test_a_new_mig_manager_pod_sets_paused_gates_back_to_true_and_applies(prod):
+    # reconfigure.go:128, 245-258 (the labels read again), 566-571 (maybeSetTrue: not "false" -> "true").
+    node = _mig_node(stack.view(prod), "dcgm-exporter", grace=600)
+    node.delete_pod("nvidia-mig-manager")
+    node.settle()
+    assert {k: node.labels[k] for k in PAUSED_GATES} == dict.fromkeys(PAUSED_GATES, "true")
+    assert node.mig_layout == "all-balanced" and node.stuck() == []
+
+
+def test_a_reboot_also_runs_the_manager_again_and_sets_the_paused_gates_back(prod):
+    node = _mig_node(stack.view(prod), "dcgm-exporter", grace=600)
+    node.reboot()
+    # At boot the paused clients have no pod to wait for; the manager applies and sets the gates back.
+    node.settle()
+    assert node.labels["nvidia.com/gpu.deploy.device-plugin"] == "true" and node.mig_layout == "all-balanced"
+
+
+def test_a_client_the_manager_does_not_find_by_its_app_label_still_holds_the_gpus(prod):
+    # The manager waits for app=nvidia-device-plugin-daemonset pods only (reconfigure.go:383).
+    node = _mig_node(stack.view(prod), "device-plugin", app="my-device-plugin")
+    assert node.mig_state == "failed:all-balanced" and node.mig_layout is None
+    assert "GPUs in use by nvidia-device-plugin" in node.mig_why
+
+
+def test_a_reboot_loses_the_workloads_device_plugin_gpus_and_replacements_take_them_all(dev):
+    # kubernetes#125579, #128043: at a reboot the kubelet rejects the pods holding plugin devices.
+    view = stack.view(dev)
+    node = lifecycle_node.Node.boot(view, view.pools[0]).settle()
+    node.fill()
+    node.reboot()
+    assert node.allocated == 0 and not node.busy
+    node.settle()
+    assert node.allocated == 4 and node.busy  # dev: 1 L4, 4 time-slicing replicas, every one taken again
+
+
+def test_a_reboot_keeps_the_workloads_dra_claims(dra):
+    # The claim's allocation is in the API; the kubelet prepares it again once the DRA driver runs.
+    view = stack.view(dra)
+    node = lifecycle_node.Node.boot(view, view.pool("h100")).settle()
+    node.fill()
+    node.reboot()
+    assert node.allocated == 8 and not node.busy  # dra: p5.48xlarge, 8 GPUs
+    assert node.settle().busy

@@ -28,7 +28,26 @@ def test_only_the_plugin_check_with_a_workload_needs_a_free_gpu():
     assert "free-gpu" not in checks["plugin"].needs
 
 
-def test_markers_are_gone_after_a_boot_and_allocations_are_not():
+def test_markers_are_gone_after_a_boot():
     loaded = rules.load()
     assert loaded.cleared_at_boot and loaded.markers_dir == "/run/nvidia/validations"
-    assert loaded.allocations_survive_boot
+
+
+def test_a_boot_loses_device_plugin_allocations_and_keeps_dra_claims():
+    # kubernetes PR #116376: the kubelet rejects a pod whose devices' plugin has not registered yet
+    # (UnexpectedAdmissionError), as a rebooted node's pods are admitted again (issues #125579, #128043).
+    # A ResourceClaim's allocation is in the API and the kubelet retries its prepare in syncPod.
+    survive = rules.load().allocations_survive_boot
+    assert survive == {"device-plugin": False, "dra": True}
+
+
+def test_the_mig_manager_waits_five_minutes_for_each_client_by_its_app_label():
+    # mig-parted v0.13.1 pkg/mig/reconfigure/reconfigure.go:380 (timeout), 383-398 (the selectors).
+    manager = rules.load().mig_manager
+    assert manager.wait_seconds == 300
+    assert manager.waits_for_apps == (
+        "nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-dcgm")
+
+
+def test_a_pod_without_a_grace_period_gets_the_kubernetes_default_of_30_seconds():
+    assert rules.load().termination_grace_default == 30

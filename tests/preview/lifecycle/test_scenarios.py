@@ -51,13 +51,14 @@ def test_every_rendered_fixture_stack_ends_live_in_every_scenario(fixture):
     assert outcomes and [f"{o.pool} / {o.scenario}: {p}" for o in outcomes for p in o.problems] == []
 
 
-def _planted(recording: Recording, daemonset: str, change) -> Recording:
+def _planted(recording: Recording, daemonset: str, change, part: str = "spec") -> Recording:
+    """`change` gets a copy of the DaemonSet's pod template `part` (its spec, or its metadata)."""
     resources = []
     for r in recording.resources:
         if r.type == "kubernetes:apps/v1:DaemonSet" and r.inputs["metadata"]["name"] == daemonset:
             inputs = {**r.inputs}
             spec = inputs["spec"] = {**inputs["spec"], "template": {**inputs["spec"]["template"]}}
-            spec["template"]["spec"] = change(dict(spec["template"]["spec"]))
+            spec["template"][part] = change(dict(spec["template"][part]))
             r = r.with_inputs(inputs)
         resources.append(r)
     return Recording(recording.stack, recording.config, resources, recording.mode, recording.project)
@@ -109,3 +110,47 @@ def test_every_release_ends_live_in_every_scenario(release, baked):
     toolkit's runtime mode) never leaves a pod waiting forever."""
     outcomes = scenarios.run(stack.view(release_stacks.rendered(release, baked)))
     assert [f"{o.pool} / {o.scenario}: {p}" for o in outcomes for p in o.problems] == []
+
+
+def _grace(seconds: int):
+    def change(pod: dict) -> dict:
+        pod["terminationGracePeriodSeconds"] = seconds
+        return pod
+    return change
+
+
+def test_a_gpu_client_slower_to_leave_than_the_mig_managers_wait_leaves_its_gates_paused_for_good(prod):
+    # Its pods may stay 600 s; mig-parted v0.13.1 waits 300 s per client, then returns with the gates
+    # paused (reconfigure.go:165-167, 380), and nothing sets them back on that node.
+    planted = _planted(prod, "nvidia-dcgm-exporter", _grace(600))
+    view = stack.view(planted)
+    problems = scenarios.mig_change_busy(view, view.pool("h100-mig")).problems
+    assert problems[0] == (
+        "nvidia-mig-manager: nvidia-dcgm-exporter may take 600 s to leave, the MIG manager waits 300 s: it "
+        "gave up on MIG config all-balanced, gates nvidia.com/gpu.deploy.dcgm-exporter, "
+        "nvidia.com/gpu.deploy.device-plugin, nvidia.com/gpu.deploy.gpu-feature-discovery stay "
+        "paused-for-mig-change until a new manager pod runs")
+
+
+def test_a_gpu_client_that_leaves_within_the_mig_managers_wait_is_waited_for(prod):
+    planted = _planted(prod, "nvidia-dcgm-exporter", _grace(300))
+    view = stack.view(planted)
+    assert scenarios.mig_change_busy(view, view.pool("h100-mig")).live
+
+
+def _app(value: str):
+    def change(metadata: dict) -> dict:
+        metadata["labels"] = {**metadata.get("labels", {}), "app": value}
+        return metadata
+    return change
+
+
+def test_a_device_plugin_the_mig_manager_does_not_find_by_its_app_label_keeps_the_layout_from_applying(prod):
+    # The manager finds the plugin's pods by app=nvidia-device-plugin-daemonset (reconfigure.go:383):
+    # any other label is not waited for, and its GPUs are still open when the config is applied.
+    planted = _planted(prod, "nvidia-device-plugin", _app("nvidia-device-plugin"), part="metadata")
+    view = stack.view(planted)
+    problems = scenarios.joins_later(view, view.pool("h100-mig")).problems
+    assert problems == ("advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
+                        "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
+                        "failed: GPUs in use by nvidia-device-plugin (app label not waited for))",)

@@ -63,3 +63,26 @@ def test_a_readiness_probe_on_a_marker_is_what_the_pod_is_ready_on():
     template = stack.pod_template({**DAEMONSET, "spec": {"template": {"spec": {**spec, "containers": [probed]}}}})
     assert template.main[0].ready_marker == "plugin-ready"
     assert stack.pod_template(DAEMONSET).main[0].ready_marker is None
+
+
+def _with_pod(extra: dict, containers=None) -> dict:
+    spec = {**DAEMONSET["spec"]["template"]["spec"], **extra}
+    if containers is not None:
+        spec["containers"] = containers
+    return {**DAEMONSET, "spec": {"template": {"metadata": {"labels": {"app": "nvidia-thing"}}, "spec": spec}}}
+
+
+def test_a_pod_leaves_within_its_grace_period_or_the_default_30_seconds():
+    plain = {"name": "thing", "image": "x:v1"}
+    assert stack.pod_template(_with_pod({}, [plain])).leaves_within == 30  # Kubernetes' default when unset
+    assert stack.pod_template(_with_pod({"terminationGracePeriodSeconds": 600}, [plain])).leaves_within == 600
+
+
+def test_a_pre_stop_hook_that_uses_the_whole_grace_period_gets_two_more_seconds():
+    # kubelet killContainer: after the hook, at least minimumGracePeriodInSeconds (2) before SIGKILL.
+    assert stack.pod_template(_with_pod({"terminationGracePeriodSeconds": 299})).leaves_within == 301
+
+
+def test_the_pod_template_app_label_is_read():
+    assert stack.pod_template(_with_pod({})).app == "nvidia-thing"
+    assert stack.pod_template(DAEMONSET).app == ""
