@@ -41,16 +41,16 @@ EXEMPT = {
     "components/kubernetes/readiness_gate.py": "tested with the blue-green rollout it gates, in tests/components/aws/test_rollout.py",
     "gpu_platform/catalog/addon_privileges.py": "plain data (the add-on's DaemonSets at its pinned version); its rows in the ledger "
                                          "are tested by tests/components/aws/test_node_health.py and tests/gpu_platform/privileges/test_ledger.py",
-    # The config model's sections and its reading of raw config: tested as the stack files it accepts and
-    # refuses, in tests/gpu_platform/test_config.py (one bad stack per refusal: tests/fixtures/bad_stacks).
-    **{f"gpu_platform/config/{module}.py": "a part of the config model, tested through parse() by "
-       "tests/gpu_platform/test_config.py and the bad stacks it runs (tests/fixtures/bad_stacks)"
-       for module in ("allocation", "audit", "cluster", "config_keys", "iam_principals", "kubernetes_names", "messages",
-                      "monitoring", "node_image", "node_pool", "operator", "quoted_version", "reading", "section",
-                      "stack", "workloads")},
+    # The rows of tests/fixtures/bad_stacks.yaml, each refused through parse(), are run by
+    # tests/gpu_platform/config/test_reading.py.
+    "gpu_platform/config/allocation.py": "the DRA rules: the allocation-* and dra-* rows of the bad stacks "
+                                         "(tests/gpu_platform/config/test_reading.py)",
+    "gpu_platform/config/operator.py": "the release and its overrides: the unknown-release and override-* rows of "
+                                       "the bad stacks (tests/gpu_platform/config/test_reading.py)",
     "gpu_platform/config/aws_provider.py": "how aws:* settings reach the ledger, tested by tests/gpu_platform/privileges/test_ledger.py",
     "gpu_platform/catalog/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
-                                  "(tests/gpu_platform/test_config.py, tests/fixtures/bad_stacks.yaml)",
+                                  "(the bad stacks of tests/gpu_platform/config/test_reading.py, "
+                                  "tests/gpu_platform/config/test_cluster.py)",
     "gpu_platform/interface/workloads.py": "the workload readers of the policies and the audit report, tested through "
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "

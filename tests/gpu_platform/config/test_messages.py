@@ -1,0 +1,22 @@
+"""pydantic's errors as the stack file's problems: a value of the wrong kind is named as given, with
+what the key takes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gpu_platform.config import message_for
+
+
+@pytest.mark.parametrize("given, shown", [(2.5, "2.5"), (2.0, "2.0"), ("3", "'3'"), (True, "true")])
+def test_a_count_given_anything_but_a_whole_number_is_refused_naming_what_was_given(given, shown):
+    message = message_for(lambda raw: raw["gpu-platform:nodePools"][0].update(maxSize=given))
+    assert f"\n  gpu-platform:nodePools[0].maxSize: expected a whole number (got {shown})" in message
+
+
+@pytest.mark.parametrize("given, shown", [(5, "5"), ("prod", "'prod'"), ([1], "[1]")])
+def test_a_section_given_a_value_that_is_not_a_mapping_is_refused_naming_it(given, shown):
+    message = message_for(lambda raw: raw.update({"gpu-platform:cluster": given}))
+    # (the keys it takes, in the order the README's config reference gives them)
+    assert (f"\n  gpu-platform:cluster: expected a mapping with keys name, kubernetesVersion, create, subnetIds, "
+            f"endpointPublicAccess, publicAccessCidrs, admins (got {shown})") in message
