@@ -122,7 +122,10 @@ class GpuPlatform(pulumi.ComponentResource):
                                              carried=config.release.carried_operands, dra=config.dra)
             for pool in config.node_pools
         }
-        eks = gpu_cluster.build(name, config, found, stack, pool_gates, parent=self)
+        resources = {pool.name: sharing.node_resources(pool, found.gpus[pool.name].model, found.gpus[pool.name].count,
+                                                       config.dra)
+                     for pool in config.node_pools}
+        eks = gpu_cluster.build(name, config, found, stack, pool_gates, resources, parent=self)
         self.cloud = eks
         self.cluster, self.image, self.pools = eks.cluster, eks.image, eks.pools
         handle = eks.handle

@@ -46,8 +46,9 @@ def check(config: StackConfig, found: Discovered):
 
 
 def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_gates: dict[str, tuple[str, ...]],
-          parent: pulumi.Resource) -> EksGpuCluster:
-    """`pool_gates`: the gating labels each pool's nodes carry (the Kubernetes half decides them)."""
+          pool_resources: dict[str, dict[str, int]], parent: pulumi.Resource) -> EksGpuCluster:
+    """`pool_gates`: the gating labels each pool's nodes carry; `pool_resources`: the extended resources
+    they advertise (the Kubernetes half decides both)."""
     child = pulumi.ResourceOptions(parent=parent)
     hardware = check(config, found)
     release, node_image = config.release, config.node_image
@@ -140,6 +141,7 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 containerd_config="" if node_image.toolkit_baked else user_data.toolkit_runtime(release.cdi),
                 efa_security_group_id=efa.security_group_id if efa is not None and found.efa[pool.name] else None,
                 waits_for=tuple(cluster.cni_ready),
+                resources=pool_resources[pool.name],
             ),
             opts=child,
         )

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -71,6 +71,14 @@ BATCH_MINUTES = 30
 # internal/service/eks/node_group.go lines 51-53): an in-place roll of an 8-node p5 pool is 8 batches.
 PROVIDER_DEFAULT_MINUTES = 60
 MAX_BATCH = 100
+
+# What the cluster autoscaler (run by the cluster's users) reads to build a node of a group with no nodes
+# (cluster-autoscaler-1.33.6 and 1.34.5, cloudprovider/aws/aws_manager.go): the node group's labels and
+# taints from eks:DescribeNodegroup (lines 302-320), but nvidia.com/gpu from its instance type table
+# (line 280) and any other resource only from this ASG tag prefix (lines 285-289, 436-456). EKS copies no
+# node group tag to its ASG (botocore 1.43.11 eks service-2.json, CreateNodegroupRequest.tags;
+# aws/containers-roadmap#608, open), so the pool tags the ASG itself.
+CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 
 
 def roll_batches(pool: NodePoolConfig) -> tuple[int, int]:
@@ -119,6 +127,9 @@ class NodePoolArgs:
     efa_security_group_id: pulumi.Input[str] | None = None
     # What the nodes need in the cluster before they start: the VPC CNI's credentials (EksCluster.cni_ready).
     waits_for: tuple[pulumi.Resource, ...] = ()
+    # The extended resources a node advertises once its operands run (the Kubernetes half decides:
+    # sharing.node_resources); {}: none (DRA). What the cluster autoscaler's template node is told.
+    resources: dict[str, int] = field(default_factory=dict)
 
 
 def _capacity_block(pool: NodePoolConfig) -> dict:
@@ -213,7 +224,9 @@ class GpuNodePool(pulumi.ComponentResource):
             node_repair_config={"enabled": pool.node_repair},
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             # Custom AMI: no amiType, version, releaseVersion, diskSize or remoteAccess. The labels
-            # and taint repeat the kubelet's so the cluster autoscaler can scale from zero.
+            # and taint repeat the kubelet's: the cluster autoscaler's template node of an empty group
+            # takes them from here (CA_RESOURCE_TAG's note), given eks:DescribeNodegroup on its side
+            # (cluster-autoscaler-1.33.6 cloudprovider/aws/README.md lines 55 and 110).
             labels=labels,
             taints=[{"key": t["key"], "value": t["value"], "effect": "NO_SCHEDULE"} for t in taints],
             tags={**tags, **args.declared, contract.ROLLOUT_TAG: pool.rollout},
@@ -232,6 +245,21 @@ class GpuNodePool(pulumi.ComponentResource):
                    if pool.rollout == "blue-green" else {}),
             ),
         )
+        # The template node's resources: what a node advertises, and nvidia.com/gpu 0 where it advertises
+        # none (MIG under the mixed strategy, DRA) instead of the instance table's count. A pod asking for
+        # a MIG profile or for time-sliced replicas then scales an empty pool up; one asking for a whole
+        # GPU no longer scales up a pool whose nodes have none.
+        asg = group.resources.apply(lambda found: found[0].autoscaling_groups[0].name)
+        self.autoscaler_tags = [
+            aws.autoscaling.Tag(
+                f"{name}-ca-{resource.replace('/', '-')}",
+                autoscaling_group_name=asg,
+                # Not on the instances: the launch template tags them (propagation would add these).
+                tag={"key": CA_RESOURCE_TAG + resource, "value": str(count), "propagate_at_launch": False},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for resource, count in sorted({"nvidia.com/gpu": 0, **args.resources}.items())
+        ]
         self.node_group = group
         self.node_group_name = group.node_group_name
         self.node_selector = {contract.POOL_LABEL: pool.name, NODE_GROUP_LABEL: group.node_group_name}

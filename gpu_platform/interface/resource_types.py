@@ -9,6 +9,7 @@ from __future__ import annotations
 # AWS (pulumi-aws)
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+ASG_TAG = "aws:autoscaling/tag:Tag"
 EKS_ADDON = "aws:eks/addon:Addon"
 EKS_ACCESS_ENTRY = "aws:eks/accessEntry:AccessEntry"
 EKS_ACCESS_ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"

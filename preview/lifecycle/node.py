@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from components.aws.node_pool import NODE_GROUP_LABEL
+from components.kubernetes.operands import sharing
 from gpu_platform.interface import contract
 from preview.lifecycle import rules as lifecycle_rules
 from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
@@ -257,9 +258,9 @@ class Node:
 
 
 def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_config: dict) -> dict[str, int]:
-    """What a node of the pool advertises with the device plugin's config and the MIG layout applied:
-    whole GPUs times the time-slicing replicas, or each MIG profile's count under the mixed strategy
-    (k8s-device-plugin v0.18.1: resource names nvidia.com/gpu and nvidia.com/mig-<profile>)."""
+    """What a node of the pool advertises with the rendered device plugin config and the MIG layout
+    applied (the counting itself: components/kubernetes/operands/sharing.py `advertised`, which the
+    pool's cluster autoscaler tags use too)."""
     if stack.config.allocation.mode == "dra":
         # The DRA driver publishes each whole GPU as a device of class gpu.nvidia.com (operands/dra_driver.py).
         return {"gpu.nvidia.com": pool.gpus}
@@ -268,12 +269,8 @@ def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_confi
     if strategy != "none" and mig_layout == NO_INSTANCES:
         return {}  # MIG mode on and nothing carved: no whole GPU and no instance to advertise
     layout = stack.mig_configs.get(mig_layout or "", {}) if strategy != "none" else {}
-    if layout and strategy == "mixed":
-        return {f"nvidia.com/mig-{profile}": count * pool.gpus for profile, count in sorted(layout.items())}
-    if layout and strategy == "single":
-        return {"nvidia.com/gpu": sum(layout.values()) * pool.gpus}
     replicas = 1
     for resource in ((plugin_config.get("sharing") or {}).get("timeSlicing") or {}).get("resources") or ():
         if resource.get("name") == "nvidia.com/gpu":
             replicas = int(resource.get("replicas", 1))
-    return {"nvidia.com/gpu": pool.gpus * replicas}
+    return sharing.advertised(pool.gpus, replicas, strategy, layout)

@@ -59,6 +59,16 @@ def _image(name: str, inputs: dict) -> dict:
     }
 
 
+def _node_group(name: str, inputs: dict) -> dict:
+    # A name from the prefix plus a unique suffix, as the provider makes one (tf-aws v5.42.0
+    # internal/service/eks/node_group.go line 309, create.Name): 26 characters, here from the name.
+    group = inputs.get("nodeGroupName") or inputs.get("nodeGroupNamePrefix", "") + _hex(name, 26)
+    # The ASG EKS makes for it (botocore eks service-2.json, Nodegroup.resources): named eks-<group>-<uuid>
+    # (terraform-aws-modules/terraform-aws-eks#3007; older groups: eks-<uuid>).
+    return {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE", "nodeGroupName": group,
+            "resources": [{"autoscalingGroups": [{"name": f"eks-{group}-{_uuid(name)}"}]}]}
+
+
 _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws:imagebuilder/image:Image": _image,
@@ -73,10 +83,7 @@ _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
         "arn": _arn("eks", "addon", f"{i.get('clusterName', '')}/{i.get('addonName', name)}/{_uuid(name)}")},
     "aws:kms/key:Key": lambda name, i: {"arn": _arn("kms", "key", _hex(name, 32)), "keyId": _hex(name, 32)},
     "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {"arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"), "latestVersion": 1},
-    # A name from the prefix plus a unique suffix, as the provider makes one (tf-aws v5.42.0
-    # internal/service/eks/node_group.go line 309, create.Name): 26 characters, here from the name.
-    "aws:eks/nodeGroup:NodeGroup": lambda name, i: {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE",
-                                                    "nodeGroupName": i.get("nodeGroupName") or i.get("nodeGroupNamePrefix", "") + _hex(name, 26)},
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:cloudwatch/logGroup:LogGroup": lambda name, i: {"arn": _arn("logs", "log-group", i.get("name", name))},
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.aws.node_image import kernel_module_declared
+from components.aws.node_pool import CA_RESOURCE_TAG
 from components.kubernetes.operands import stages
 from gpu_platform.catalog import matrix
 from gpu_platform.interface import admission, contract
@@ -17,6 +18,7 @@ from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
 from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.reports import rollouts
+from gpu_platform.interface.resource_types import ASG_TAG as _ASG_TAG
 from gpu_platform.interface.resource_types import ADMISSION_BINDING as _BINDING, ADMISSION_POLICY as _POLICY, DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
@@ -122,6 +124,17 @@ def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate:
     return ", ".join(facts)
 
 
+def _autoscaler(recording: Recording, group: Registration | None) -> str:
+    """What the cluster autoscaler's template node of the pool's empty group offers, from the ASG tags
+    beside its node group (components/aws/node_pool.py CA_RESOURCE_TAG): a pod that asks for more stays
+    pending at zero nodes."""
+    tags = [(r.inputs.get("tag") or {}) for r in recording.children(group.parent)
+            if r.type == _ASG_TAG] if group else []
+    offered = [f"{t.get('key', '').removeprefix(CA_RESOURCE_TAG)} x{t.get('value')}" for t in tags
+               if str(t.get("key", "")).startswith(CA_RESOURCE_TAG)]
+    return ", ".join(sorted(offered)) or "nothing tagged (only the instance type's GPU count)"
+
+
 def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) -> list[str]:
     groups, gates = _groups(recording), _gates(recording)
     lines = ["GPU pools:"]
@@ -134,6 +147,8 @@ def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) 
                      f"nodes (min/desired/max), {pool.capacity_type}, {sharing}")
         lines.append(f"  {'':<12} {_pool_facts(config, pool, tags, gates.get(pool.name))}")
         lines.append(f"  {'':<12} workloads can request per node: {requests.get(pool.name, 'nothing')}")
+        autoscaler = _autoscaler(recording, groups.get(pool.name))
+        lines.append(f"  {'':<12} cluster autoscaler from zero nodes (ASG tags): {autoscaler}")
     return lines
 
 

@@ -4,7 +4,7 @@ implies. The device plugin and GFD read the same per-pool config by the node lab
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Mapping, Optional
 
 from gpu_platform.catalog import matrix
 from gpu_platform.config.node_pool import NodePool
@@ -37,3 +37,26 @@ def for_pool(pool: NodePool, gpu: matrix.Gpu) -> PoolSharing:
         mig_strategy=mig_strategy(config, gpu),
         mig_config=config,
     )
+
+
+def advertised(gpus: int, replicas: int, strategy: str, layout: Mapping[str, int]) -> dict[str, int]:
+    """The extended resources the device plugin advertises on a node of `gpus` GPUs, `layout` the MIG
+    profile counts carved on each GPU ({}: MIG off): each profile as nvidia.com/mig-<profile> under the
+    mixed strategy, their sum as nvidia.com/gpu under single, else whole GPUs times the time-slicing
+    replicas (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122: a MIG-enabled GPU is
+    no nvidia.com/gpu once a MIG strategy is on)."""
+    if layout and strategy == "mixed":
+        return {f"nvidia.com/mig-{profile}": count * gpus for profile, count in sorted(layout.items())}
+    if layout and strategy == "single":
+        return {"nvidia.com/gpu": sum(layout.values()) * gpus}
+    return {"nvidia.com/gpu": gpus * replicas}
+
+
+def node_resources(pool: NodePool, gpu: matrix.Gpu, gpus: int, dra: bool) -> dict[str, int]:
+    """What a node of the pool advertises once its MIG configuration is applied. Under DRA nothing:
+    the DRA driver publishes devices in ResourceSlices, not extended resources (operands/dra_driver.py)."""
+    if dra:
+        return {}
+    sharing = for_pool(pool, gpu)
+    layout = gpu.mig.configs().get(sharing.mig_config or "", {}) if gpu.mig else {}
+    return advertised(gpus, sharing.replicas or 1, sharing.mig_strategy, layout)

@@ -189,3 +189,52 @@ def test_an_on_demand_pool_has_no_market_options(dev):
     template = dev.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt")
     assert "instanceMarketOptions" not in template.inputs
     assert "capacityReservationSpecification" not in template.inputs
+
+
+# The cluster autoscaler's template node of an empty pool: one ASG tag per resource
+# (cluster-autoscaler-1.33.6 cloudprovider/aws/aws_manager.go lines 285-289 and 436-456).
+ASG_TAG = "aws:autoscaling/tag:Tag"
+CA_PREFIX = "k8s.io/cluster-autoscaler/node-template/resources/"
+
+
+def _autoscaler_tags(rec, pool: str) -> dict[str, str]:
+    parent = node_group(rec, pool).parent
+    tags = [r.inputs["tag"] for r in rec.children(parent) if r.type == ASG_TAG]
+    return {t["key"].removeprefix(CA_PREFIX): t["value"] for t in tags}
+
+
+def test_the_mig_pools_asg_offers_each_profile_and_no_whole_gpu(prod):
+    # p5.48xlarge: 8 H100 80GB (AWS's instance catalogue). all-balanced on an H100 80GB carves
+    # 2 x 1g.10gb, 1 x 2g.20gb and 1 x 3g.40gb (gpu-operator v25.10.1
+    # assets/state-mig-manager/0400_configmap.yaml lines 412-419); under the mixed strategy a MIG GPU is
+    # no nvidia.com/gpu (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122).
+    assert _autoscaler_tags(prod, "h100-mig") == {
+        "nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-2g.20gb": "8",
+        "nvidia.com/mig-3g.40gb": "8"}
+
+
+def test_the_time_sliced_pools_asg_offers_its_gpu_times_the_replicas(dev):
+    # g6.2xlarge: one L4; timeSlicing replicas 4 (stacks/Pulumi.dev.yaml).
+    assert _autoscaler_tags(dev, "l4") == {"nvidia.com/gpu": "4"}
+
+
+def test_a_whole_gpu_pools_asg_offers_its_gpus(prod):
+    # g6e.12xlarge: four L40S, neither shared nor partitioned.
+    assert _autoscaler_tags(prod, "l40s") == {"nvidia.com/gpu": "4"}
+
+
+def test_a_dra_pools_asg_offers_no_whole_gpu(dra):
+    # No device plugin under DRA: the instance table's 8 GPUs would scale the pool up for a pod it cannot run.
+    assert _autoscaler_tags(dra, "h100") == {"nvidia.com/gpu": "0"}
+
+
+def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(shipped):
+    for pool in pool_names(shipped):
+        ng = node_group(shipped, pool)
+        asg = dict(ng.state)["resources"][0]["autoscalingGroups"][0]["name"]
+        tags = [r for r in shipped.children(ng.parent) if r.type == ASG_TAG]
+        assert tags, pool
+        for tag in tags:
+            assert tag.inputs["autoscalingGroupName"] == asg
+            assert tag.inputs["tag"]["propagateAtLaunch"] is False
+            assert ng.urn in tag.dependencies

@@ -15,6 +15,7 @@ from gpu_platform.interface import resource_types
 # The class the program creates for each token, named by hand.
 CLASSES = {
     "EKS_CLUSTER": aws.eks.Cluster, "EKS_NODE_GROUP": aws.eks.NodeGroup, "EKS_ADDON": aws.eks.Addon,
+    "ASG_TAG": aws.autoscaling.Tag,
     "EKS_ACCESS_ENTRY": aws.eks.AccessEntry, "EKS_ACCESS_ASSOCIATION": aws.eks.AccessPolicyAssociation,
     "LAUNCH_TEMPLATE": aws.ec2.LaunchTemplate, "IAM_ROLE": aws.iam.Role, "IAM_POLICY": aws.iam.Policy,
     "IAM_ATTACHMENT": aws.iam.RolePolicyAttachment, "IAM_EXCLUSIVE": aws.iam.RolePolicyAttachmentsExclusive,

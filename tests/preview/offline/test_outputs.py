@@ -20,3 +20,10 @@ def test_an_input_the_provider_fills_in_is_unknown_in_a_first_preview_only_when_
     assert planned["addonVersion"] is rpc.UNKNOWN
     _, planned = outputs.preview("aws:eks/addon:Addon", "a", {"addonName": "eks-node-monitoring-agent", "addonVersion": "v1.7.0-eksbuild.1"})
     assert planned["addonVersion"] == "v1.7.0-eksbuild.1"
+
+
+def test_a_node_group_has_the_asg_eks_makes_for_it():
+    # EKS names it eks-<node group>-<uuid> (terraform-aws-modules/terraform-aws-eks#3007); the program tags it.
+    _, state = outputs.fill("aws:eks/nodeGroup:NodeGroup", "ng", {"nodeGroupNamePrefix": "gpu-l4-"})
+    asg = state["resources"][0]["autoscalingGroups"][0]["name"]
+    assert asg.startswith(f"eks-{state['nodeGroupName']}-") and len(asg) == len(f"eks-{state['nodeGroupName']}-") + 36

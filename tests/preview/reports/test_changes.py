@@ -46,7 +46,7 @@ def test_dev_to_prod_adds_the_mig_manager_and_the_prod_pools_and_removes_the_l4_
     added, removed = names(result.added), names(result.removed)
     assert {"gpu-mig-manager", "gpu-mig-manager-ds", "gpu-pool-h100-mig", "gpu-pool-h100-mig-ng",
             "gpu-pool-l40s", "gpu-pool-l40s-ng", "gpu-gpu-dashboard"} <= added
-    assert removed == {"gpu-pool-l4", "gpu-pool-l4-lt", "gpu-pool-l4-ng"}
+    assert removed == {"gpu-pool-l4", "gpu-pool-l4-lt", "gpu-pool-l4-ng", "gpu-pool-l4-ca-nvidia.com-gpu"}
     changed = {c.resource.name: c.keys for c in result.changed}
     assert "name" in changed["gpu-cluster"]  # gpu-dev -> gpu-prod
     assert "vpcConfig.subnetIds" in changed["gpu-cluster"]  # two subnets -> three

@@ -158,3 +158,10 @@ def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
 
 def test_the_plan_gives_the_lifecycle_verdict(dev):
     assert "  node lifecycle: 8 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should" in _plan(dev)
+
+
+def test_the_plan_shows_what_the_cluster_autoscaler_sees_of_an_empty_pool(prod, dev):
+    # H100 80GB all-balanced: 2, 1 and 1 instances per GPU (NVIDIA's mig-parted default config), 8 GPUs.
+    assert ("               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x0, "
+            "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8") in _plan(prod)
+    assert "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x4" in _plan(dev)

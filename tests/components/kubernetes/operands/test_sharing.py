@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import yaml
 
+from components.kubernetes.operands import sharing
 from components.kubernetes.operands.context import MigPool
 from components.kubernetes.operands.mig_manager import mig_parted_config
 from gpu_platform.catalog import matrix
 from gpu_platform.interface import contract
+from gpu_platform.config.node_pool import NodePool
 from tests.components.kubernetes.conftest import daemonset_of, gpu_node_groups, pod_spec
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -84,3 +86,21 @@ def test_the_config_config_manager_falls_back_to_is_in_the_map(stack):
             default = {e["name"]: e.get("value") for e in c.get("env", [])}.get("DEFAULT_CONFIG")
             if default is not None:
                 assert default in config_map(stack, f"nvidia-{operand}-available-configs"), (operand, c["name"])
+
+
+def _h100_pool(mig_config: str) -> NodePool:
+    return NodePool.model_validate({"name": "h100", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0,
+                                    "maxSize": 2, "mig": {"config": mig_config}})
+
+
+def test_a_single_profile_mig_node_advertises_every_instance_as_a_whole_gpu():
+    # all-1g.10gb fills an H100 80GB with 7 instances (gpu-operator v25.10.1
+    # assets/state-mig-manager/0400_configmap.yaml, the all-1g.10gb entry); one profile is the single
+    # strategy, whose instances are nvidia.com/gpu: 7 x 8 GPUs.
+    h100 = matrix.load().gpus["H100-80GB"]
+    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False) == {"nvidia.com/gpu": 56}
+
+
+def test_a_dra_node_advertises_no_extended_resource():
+    h100 = matrix.load().gpus["H100-80GB"]
+    assert sharing.node_resources(_h100_pool("all-balanced"), h100, 8, dra=True) == {}
