@@ -37,7 +37,7 @@ lock: $(LOCK_VENV)/.installed
 	$(PIP_COMPILE) -o requirements-dev.lock.txt requirements-dev.txt
 	$(PIP_COMPILE) -o requirements-mutation.lock.txt requirements-dev.txt requirements-mutation.txt
 	$(PIP_COMPILE) -o policy/requirements.lock.txt policy/requirements.txt
-	$(PIP_COMPILE) -o security/requirements-checkov.lock.txt security/requirements-checkov.txt
+	$(PIP_COMPILE) -o tools/security/requirements-checkov.lock.txt tools/security/requirements-checkov.txt
 	$(PIP_COMPILE) -o requirements-lock.lock.txt requirements-lock.txt
 
 # The shipped stacks are previewed as the PR gate judges them: policy/gate-config.json raises the
@@ -87,39 +87,39 @@ $(VENV)/.mutation-installed: $(VENV)/.installed requirements-mutation.lock.txt
 	touch $@
 
 mutation: $(VENV)/.mutation-installed
-	$(PY) -m mutation.fresh_copies
+	$(PY) -m tools.mutation.fresh_copies
 	set -f; names='$(MUTANTS)'; \
-	if [ -n '$(SAMPLE)' ]; then names=$$($(PY) -m mutation.sample '$(SAMPLE)') || exit $$?; fi; \
-	$(VENV)/bin/mutmut run $$names; status=$$?; $(PY) -m mutation.report || exit $$?; exit $$status
+	if [ -n '$(SAMPLE)' ]; then names=$$($(PY) -m tools.mutation.sample '$(SAMPLE)') || exit $$?; fi; \
+	$(VENV)/bin/mutmut run $$names; status=$$?; $(PY) -m tools.mutation.report || exit $$?; exit $$status
 
 mutation-report: $(VENV)/.mutation-installed
-	$(PY) -m mutation.report
+	$(PY) -m tools.mutation.report
 
 # Median timings and peak memory of the preview and the test suite -> docs/benchmarks.md.
 bench: venv
-	$(PY) bench/run.py
+	$(PY) tools/bench/run.py
 
 # One run of the suite: its wall time, the load it ran under, the engine runs it made, the slowest tests.
 bench-suite: venv
-	$(PY) bench/suite.py
+	$(PY) tools/bench/suite.py
 
 # checkov in a virtualenv of its own: its pinned dependencies never meet the program's.
 CHECKOV_VENV := .venv-checkov
 
-$(CHECKOV_VENV)/.installed: security/requirements-checkov.lock.txt
+$(CHECKOV_VENV)/.installed: tools/security/requirements-checkov.lock.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r security/requirements-checkov.lock.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r tools/security/requirements-checkov.lock.txt
 	touch $@
 
-# checkov over every stack's manifests; fails on any failure not in security/accepted.yaml, on an
+# checkov over every stack's manifests; fails on any failure not in tools/security/accepted.yaml, on an
 # entry there that no longer fails, and on a reason left TODO.
 scan: venv $(CHECKOV_VENV)/.installed
-	$(PY) -m security.scan --checkov $(CHECKOV_VENV)/bin/checkov
+	$(PY) -m tools.security.scan --checkov $(CHECKOV_VENV)/bin/checkov
 
-# Rewrites security/accepted.yaml from the current failures (new ones with reason TODO, fixed ones
+# Rewrites tools/security/accepted.yaml from the current failures (new ones with reason TODO, fixed ones
 # dropped) and the "Security scan" block of docs/ci-and-supply-chain.md; write the TODOs, then run it again.
 scan-accept: venv $(CHECKOV_VENV)/.installed
-	$(PY) -m security.scan --accept --checkov $(CHECKOV_VENV)/bin/checkov
+	$(PY) -m tools.security.scan --accept --checkov $(CHECKOV_VENV)/bin/checkov
 
 clean:
 	rm -rf out .pytest_cache

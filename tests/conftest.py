@@ -171,7 +171,7 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """One line of what the shared recordings saved (bench/suite.py reads it)."""
+    """One line of what the shared recordings saved (tools/bench/suite.py reads it)."""
     runs = _RUNS or recordings.runs
     if runs.get("asked"):
         terminalreporter.write_line(f"shared recordings: {runs['made']} engine runs for {runs['asked']} asked")

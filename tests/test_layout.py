@@ -53,6 +53,8 @@ EXEMPT = {
                                   "tests/gpu_platform/config/test_cluster.py)",
     "gpu_platform/interface/workloads.py": "the workload readers of the policies and the audit report, tested through "
                                  "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
+    "tools/bench/run.py": "a benchmark (make bench), run by hand on a quiet machine; docs/benchmarks.md keeps its figures",
+    "tools/bench/suite.py": "a benchmark (make bench-suite), run by hand on a quiet machine; docs/benchmarks.md keeps its figures",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "
                           "fixture, tested in tests/policy/test_pack.py",
     "policy/declare.py": "the declarations the pack serves and docs/policy-pack.md lists: tests/policy/test_pack.py, tests/preview/test_docs.py",
@@ -84,7 +86,7 @@ def mirrored(module: str) -> Path:
 
 
 def test_the_source_packages_are_found():
-    assert {"components", "gpu_platform", "mutation", "policy", "preview"} <= set(PACKAGES)
+    assert {"components", "gpu_platform", "policy", "preview", "tools"} <= set(PACKAGES)
     assert "preview/offline/analyze.py" in source_modules()
     assert mirrored("preview/offline/analyze.py") == TESTS / "preview" / "offline" / "test_analyze.py"
 

@@ -17,7 +17,7 @@ LOCKS = {
     "requirements-dev.lock.txt": ("requirements-dev.txt",),
     "requirements-mutation.lock.txt": ("requirements-dev.txt", "requirements-mutation.txt"),
     "policy/requirements.lock.txt": ("policy/requirements.txt",),
-    "security/requirements-checkov.lock.txt": ("security/requirements-checkov.txt",),
+    "tools/security/requirements-checkov.lock.txt": ("tools/security/requirements-checkov.txt",),
     "requirements-lock.lock.txt": ("requirements-lock.txt",),
 }
 # The virtualenvs that live together in .venv (the program, the pack, the checks, mutmut) and the
@@ -154,7 +154,7 @@ PROTECTED = (
     "requirements-dev.lock.txt",
     "requirements-mutation.lock.txt",
     "requirements-lock.lock.txt",
-    "security/requirements-checkov.lock.txt",
+    "tools/security/requirements-checkov.lock.txt",
     "Makefile",
     ".ci/run",
 )

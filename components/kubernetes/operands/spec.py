@@ -47,7 +47,7 @@ class Container:
     read_only_root: bool = True
     requests: tuple[str, str] = ("10m", "32Mi")  # cpu, memory
     memory_limit: str = "256Mi"
-    # None: no CPU limit (a node agent throttled by a CFS quota when it is busiest; security/accepted.yaml
+    # None: no CPU limit (a node agent throttled by a CFS quota when it is busiest; tools/security/accepted.yaml
     # CKV_K8S_11); set where throttling costs nothing (a one-off check, a sleep loop).
     cpu_limit: Optional[str] = None
     ports: tuple[tuple[str, int], ...] = ()

@@ -1,11 +1,11 @@
-"""mutation/fresh_copies.py: before a run, mutants/ loses its stale copies of the tests and the
+"""tools/mutation/fresh_copies.py: before a run, mutants/ loses its stale copies of the tests and the
 also_copy paths, and gets the work tree's data files of the source paths; results stay."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from mutation import fresh_copies
+from tools.mutation import fresh_copies
 
 SETUP = """[mutmut]
 source_paths =

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 # The SDK modules the program uses, loaded for real: pulumi_aws and pulumi_kubernetes import their
 # submodules lazily, so `import pulumi_aws` alone costs nothing and would make a false floor. Each
@@ -139,7 +139,7 @@ def render(results: dict[str, Measure], checks: list[tuple[str, str, bool]], run
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `make bench` (bench/run.py) down to the section \"{NOTES[3:]}\", which is kept as written.",
+        f"Written by `make bench` (tools/bench/run.py) down to the section \"{NOTES[3:]}\", which is kept as written.",
         "",
         f"Machine: {machine()}. Each figure is the median of {runs} fresh processes "
         f"(the test suite: {test_runs}); the 5/15/25-pool stacks are the dev stack with generated pools (25: a managed node group each, under EKS's default quota of 30 per cluster).",

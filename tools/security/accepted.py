@@ -1,4 +1,4 @@
-"""The accepted-failures list (security/accepted.yaml): every check checkov fails on, and why.
+"""The accepted-failures list (tools/security/accepted.yaml): every check checkov fails on, and why.
 
 Shape, one block per check id (what `make scan-accept` writes):
 
@@ -24,7 +24,7 @@ from typing import Iterable, Optional
 
 import yaml
 
-from security.findings import Finding
+from tools.security.findings import Finding
 
 PATH = Path(__file__).with_name("accepted.yaml")
 TODO = "TODO"
@@ -32,7 +32,7 @@ REGENERATE = "make scan-accept"
 
 HEADER = f"""\
 # Every check checkov fails on the rendered manifests, per resource and stack, with the reason it is
-# accepted (security/accepted.py says the shape). `make scan` fails on a failure missing here, on an
+# accepted (tools/security/accepted.py says the shape). `make scan` fails on a failure missing here, on an
 # entry here that no longer fails, and on a reason left TODO. `{REGENERATE}` rewrites this file from
 # the current failures, keeping the reasons of those still failing; write the TODOs, then run it
 # again to regenerate the "Security scan" block of docs/ci-and-supply-chain.md.
@@ -120,7 +120,7 @@ def _grouped(keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], list
     return out
 
 
-def problems(checks: dict[str, Check], findings: Iterable[Finding], list_name: str = "security/accepted.yaml") -> list[str]:
+def problems(checks: dict[str, Check], findings: Iterable[Finding], list_name: str = "tools/security/accepted.yaml") -> list[str]:
     """Every difference between what failed and what the list accepts, one line per check and
     resource (naming the stacks), each saying what to do."""
     accepted = accepted_keys(checks)

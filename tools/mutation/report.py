@@ -2,9 +2,9 @@
 
 The kill rate counts what the behaviour tests catch: setup.cfg runs every mutant with
 `-m "not golden"`, so a defect only a snapshot notices counts as survived. A surviving mutant is
-either killed by a new test or explained in mutation/explained.yaml (why it is equivalent or not
+either killed by a new test or explained in tools/mutation/explained.yaml (why it is equivalent or not
 worth a test); the report lists each with its fate, and an explanation whose mutant no longer
-survives with the same change is reported stale, like a stale entry of security/accepted.yaml.
+survives with the same change is reported stale, like a stale entry of tools/security/accepted.yaml.
 
 Exit codes: 0 target held and every survivor has a fate, 1 otherwise, 2 no results to report."""
 
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from mutation.fresh_copies import RUN_FILE
+from tools.mutation.fresh_copies import RUN_FILE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
 EXPLAINED = ROOT / "mutation" / "explained.yaml"
 REPORT = ROOT / "docs" / "mutation.md"
@@ -95,7 +95,7 @@ def _cell(text: str) -> str:
 
 
 def run_commit(mutants: Path = MUTANTS) -> str | None:
-    """The commit the latest `make mutation` ran at (mutation/fresh_copies.py records it), else the
+    """The commit the latest `make mutation` ran at (tools/mutation/fresh_copies.py records it), else the
     baseline of mutmut's last full coverage pass (mutants/mutmut-stats.json), or None."""
     for name, key in ((RUN_FILE, "commit"), ("mutmut-stats.json", "git_commit")):
         try:
@@ -113,7 +113,7 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
     survivors = [m for m in mutants if m.status in ("survived", "no tests", "suspicious")]
     rate = kill_rate(mutants)
     lines = ["# Mutation testing", "",
-             "Written by `make mutation` (mutation/report.py, mutmut 3.8.1, settings in setup.cfg); "
+             "Written by `make mutation` (tools/mutation/report.py, mutmut 3.8.1, settings in setup.cfg); "
              "do not edit by hand.", "",
              "Each mutant is one small change to the code under `policy/`, `gpu_platform/` and "
              "`components/`, run against the tests that execute the changed function, **golden snapshot "
@@ -167,7 +167,7 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mutation.report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation.report", description=__doc__.split("\n")[0])
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     mutants = read_results()

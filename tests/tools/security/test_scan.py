@@ -1,6 +1,6 @@
 """The scan command's own refusals (the full scan runs in CI as `make scan`)."""
 
-from security import scan
+from tools.security import scan
 
 
 def test_a_missing_checkov_is_exit_2_naming_how_to_install_it(tmp_path, capsys):

@@ -3,8 +3,8 @@
 import pytest
 import yaml
 
-from security import accepted
-from security.findings import Finding
+from tools.security import accepted
+from tools.security.findings import Finding
 
 PLUGIN = "DaemonSet/gpu-operator/nvidia-device-plugin"
 VALIDATOR = "DaemonSet/gpu-operator/nvidia-validator"

@@ -1,12 +1,12 @@
-"""mutation/report.py: what docs/mutation.md says about a mutmut run, from .meta files written here by
+"""tools/mutation/report.py: what docs/mutation.md says about a mutmut run, from .meta files written here by
 hand (mutmut's format: {"exit_code_by_key": {mutant name: exit code}})."""
 
 from __future__ import annotations
 
 import json
 
-from mutation import report
-from mutation.report import Mutant
+from tools.mutation import report
+from tools.mutation.report import Mutant
 
 
 def _meta(root, relative: str, codes: dict) -> None:

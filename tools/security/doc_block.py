@@ -1,5 +1,5 @@
-"""The "Security scan" block of docs/ci-and-supply-chain.md, generated from security/accepted.yaml (so
-it cannot drift: tests/security/test_doc_block.py fails when it is stale, `make scan-accept` rewrites
+"""The "Security scan" block of docs/ci-and-supply-chain.md, generated from tools/security/accepted.yaml (so
+it cannot drift: tests/tools/security/test_doc_block.py fails when it is stale, `make scan-accept` rewrites
 it).
 
 The headline compares like with like: checkov's failures on the prod operand DaemonSets (graph
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from security.accepted import REGENERATE, Check, reason_of
+from tools.security.accepted import REGENERATE, Check, reason_of
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "ci-and-supply-chain.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "ci-and-supply-chain.md"
 BEGIN, END = "<!-- scan:begin -->", "<!-- scan:end -->"
 FIGURE_STACK = "prod"
 
@@ -45,7 +45,7 @@ def block(checks: dict[str, Check]) -> str:
     stacks = sorted({s for c in checks.values() for r in c.resources.values() for s in r.stacks})
     lines = [
         BEGIN,
-        f"<!-- generated from security/accepted.yaml by `{REGENERATE}`; the tests fail when it is stale -->",
+        f"<!-- generated from tools/security/accepted.yaml by `{REGENERATE}`; the tests fail when it is stale -->",
         f"**{figure} checks failed on the {FIGURE_STACK} operand DaemonSets** "
         f"({len(prod_ds)} DaemonSets with a failure: {', '.join(n.rsplit('/', 1)[-1] for n in prod_ds) or 'none'}), "
         f"against **{UPSTREAM_FAILED}** on the six operand DaemonSets of the GPU Operator's own assets at "

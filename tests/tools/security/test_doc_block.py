@@ -1,7 +1,7 @@
-"""The "Security scan" block of docs/ci-and-supply-chain.md is generated from security/accepted.yaml."""
+"""The "Security scan" block of docs/ci-and-supply-chain.md is generated from tools/security/accepted.yaml."""
 
-from security import accepted, doc_block
-from security.accepted import Check, Resource
+from tools.security import accepted, doc_block
+from tools.security.accepted import Check, Resource
 
 
 def test_the_docs_block_is_current_with_the_accepted_list():

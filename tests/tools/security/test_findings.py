@@ -2,7 +2,7 @@
 
 import pytest
 
-from security import findings
+from tools.security import findings
 
 DAEMONSET = """\
 apiVersion: apps/v1

@@ -1,4 +1,4 @@
-"""mutation/sample.py: which mutants `make mutation SAMPLE=N` runs."""
+"""tools/mutation/sample.py: which mutants `make mutation SAMPLE=N` runs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from mutation import sample
-from mutation.report import Mutant
+from tools.mutation import sample
+from tools.mutation.report import Mutant
 
 
 def _pending(package: str, count: int, done: int = 0) -> list[Mutant]:

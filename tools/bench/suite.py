@@ -3,7 +3,7 @@ it (pytest.ini: two workers), its wall time, the machine's load before and after
 the same cores stretch every figure), the engine runs the shared recordings made (tests/recordings.py)
 and the slowest tests. Prints Markdown; exits with pytest's code.
 
-    python bench/suite.py [--slowest N] [pytest arguments ...]
+    python tools/bench/suite.py [--slowest N] [pytest arguments ...]
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load() -> str:

@@ -1,7 +1,7 @@
 """Scan what the stacks would create with checkov, against the accepted-failures list.
 
-    python -m security.scan [--checkov PATH] [--keep DIR]   # make scan: exit 1 on any difference
-    python -m security.scan --accept                         # make scan-accept: rewrite the list and the docs block
+    python -m tools.security.scan [--checkov PATH] [--keep DIR]   # make scan: exit 1 on any difference
+    python -m tools.security.scan --accept                         # make scan-accept: rewrite the list and the docs block
 
 Every stack in stacks/ is rendered by the offline preview (`python -m preview --manifests`) into a
 temporary directory and scanned by checkov's Kubernetes framework, each stack in its own process,
@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 from typing import Optional, Sequence
 
-from security import accepted, doc_block, findings
+from tools.security import accepted, doc_block, findings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
 CHECKOV_ENV = {"SKIP_PACKAGE_UPDATE_CHECK": "true", "BC_SKIP_MAPPING": "TRUE", "LOG_LEVEL": "ERROR"}
 
@@ -85,7 +85,7 @@ def scan(checkov: Path, keep: Optional[Path] = None) -> list[findings.Finding]:
     checkov = checkov.absolute()
     if not os.access(checkov, os.X_OK):
         raise ScanError(f"no checkov at {checkov}: `make scan` installs it into .venv-checkov "
-                        f"(from security/requirements-checkov.lock.txt), or pass --checkov PATH")
+                        f"(from tools/security/requirements-checkov.lock.txt), or pass --checkov PATH")
     if keep:
         return run_checkov(render(stacks(), keep), checkov)
     with tempfile.TemporaryDirectory(prefix="gpu-platform-scan-") as tmp:
@@ -93,9 +93,9 @@ def scan(checkov: Path, keep: Optional[Path] = None) -> list[findings.Finding]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m security.scan", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.security.scan", description=__doc__.split("\n\n")[0])
     parser.add_argument("--accept", action="store_true",
-                        help="rewrite security/accepted.yaml from the current failures (new ones with reason TODO) "
+                        help="rewrite tools/security/accepted.yaml from the current failures (new ones with reason TODO) "
                              "and the docs' scan block, then check as usual")
     parser.add_argument("--checkov", type=Path, default=CHECKOV, help=f"the checkov executable (default {CHECKOV})")
     parser.add_argument("--keep", type=Path, help="render the manifests into DIR/<stack>/ and keep them")

@@ -15,7 +15,7 @@ import argparse
 import random
 import sys
 
-from mutation.report import MUTANTS, Mutant, read_results
+from tools.mutation.report import MUTANTS, Mutant, read_results
 
 SEED = 16  # the issue that asked for mutation testing
 
@@ -44,7 +44,7 @@ def sample(mutants: list[Mutant], size: int, seed: int = SEED) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mutation.sample", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.mutation.sample", description=__doc__.split("\n")[0])
     parser.add_argument("size", type=int, help="how many mutants (at most those not yet run)")
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)

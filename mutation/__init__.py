@@ -1,2 +1,0 @@
-"""Mutation testing: `make mutation` runs mutmut (settings in setup.cfg) and `python -m mutation.report`
-turns its results into docs/mutation.md."""
