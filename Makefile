@@ -71,7 +71,9 @@ golden: venv
 # download a binary at install time, which an offline machine cannot).
 lint: venv
 	$(VENV)/bin/shellcheck components/aws/scripts/*.sh .ci/run
-	$(VENV)/bin/ruff check --quiet --select F,E9 --exclude .venv .
+	$(VENV)/bin/ruff check --quiet .
+	$(VENV)/bin/ruff format --check --quiet .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(PY) -m preview.docs --check
 

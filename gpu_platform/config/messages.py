@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from pydantic import BaseModel
+from pydantic_core import ErrorDetails
 
 from gpu_platform.config.errors import ConfigProblem, NoValue, shown
 from gpu_platform.config.section import GIVE, PATTERN_MEANINGS
@@ -14,7 +15,7 @@ from gpu_platform.config.stack import StackConfig
 _MAPPING_KINDS = ("model_type", "model_attributes_type", "dict_type", "mapping_type")
 
 
-def problems(errors: list[dict]) -> list[ConfigProblem]:
+def problems(errors: list[ErrorDetails]) -> list[ConfigProblem]:
     """One problem per error of a failed StackConfig validation, in pydantic's order."""
     locs = [_alias_loc(e["loc"]) for e in errors]
     # A list whose items failed also reports itself "too short" (no valid item left): noise.
@@ -25,7 +26,7 @@ def problems(errors: list[dict]) -> list[ConfigProblem]:
     return [_problem(error) for error in errors]
 
 
-def _problem(error: dict) -> ConfigProblem:
+def _problem(error: ErrorDetails) -> ConfigProblem:
     loc = _alias_loc(error["loc"])
     fields = _field_names(loc)
     no_value = _no_value(error, loc)
@@ -47,7 +48,7 @@ def _alias_loc(loc: tuple) -> tuple:
     return tuple(part for part in loc if part not in ("function-after", "function-before"))
 
 
-def _message(error: dict) -> str:
+def _message(error: ErrorDetails) -> str:
     kind, msg = error["type"], error["msg"]
     got = f" (got {shown(error['input'])})" if "input" in error else ""
     if kind == "extra_forbidden":
@@ -83,13 +84,13 @@ def _message(error: dict) -> str:
     return f"{msg}{got}"
 
 
-def _empty(error: dict) -> bool:
+def _empty(error: ErrorDetails) -> bool:
     # `key:` with nothing after it is a YAML null, and a top-level null reaches the program as "" (as
     # Pulumi hands it over): one answer for both, wherever the key is.
     return error["type"] != "missing" and "input" in error and (error["input"] is None or error["input"] == "")
 
 
-def _no_value(error: dict, loc: tuple) -> Optional[str]:
+def _no_value(error: ErrorDetails, loc: tuple) -> Optional[str]:
     """The one answer to a key given null or empty, whatever its type: what to give, and whether
     removing the key is a way out (it is when the key has a default)."""
     kind = error["type"]

@@ -69,7 +69,7 @@ def _type(annotation: Any, plural: bool = False) -> str:
 def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
-    value = field.default_factory() if field.default_factory else field.default
+    value = field.get_default(call_default_factory=True)
     if value is None:
         return "unset"
     if isinstance(value, BaseModel):

@@ -62,8 +62,8 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
             # behind them; for a load balancer, the AWS controllers' annotations that decide whether it
             # faces the internet (aws-load-balancer-scheme, -internal, -type, ...: AWS Load Balancer
             # Controller docs, "Service annotations").
-            ports = sorted(f"{number(mapping(x).get('port'))}/{text(mapping(x).get('protocol')) or 'TCP'}" for x in sequence(spec.get("ports")))
-            found.append((who, "(exposure)", f"ports {canonical(ports)}"))
+            opened = sorted(f"{number(mapping(x).get('port'))}/{text(mapping(x).get('protocol')) or 'TCP'}" for x in sequence(spec.get("ports")))
+            found.append((who, "(exposure)", f"ports {canonical(opened)}"))
             found.append((who, "(exposure)", f"selector {canonical(dict(sorted(mapping(spec.get('selector')).items())))}"))
             notes = dig(meta, "annotations")
             found += [(who, "(exposure)", f"annotation {key}={text(notes.get(key))}") for key in sorted(map(str, notes))
