@@ -9,8 +9,8 @@ from pathlib import Path
 # level up, so the rules and the program can never disagree.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulumi_policy import PolicyPack  # noqa: E402
+from pulumi_policy import PolicyPack
 
-from policy import pack  # noqa: E402
+from policy import pack
 
 PolicyPack(name=pack.NAME, enforcement_level=pack.ENFORCEMENT_LEVEL, policies=pack.POLICIES)

@@ -13,19 +13,26 @@ from pulumi_policy import EnforcementLevel
 
 from gpu_platform.interface import admission, contract
 from gpu_platform.interface.props import dig, mapping, sequence, text
+from gpu_platform.interface.resource_types import (
+    ADMISSION_BINDING as BINDING,
+    ADMISSION_POLICY as POLICY,
+    NETWORK_POLICY,
+)
 from policy import facts, workloads
 from policy.declare import stack_policy
-from gpu_platform.interface.resource_types import ADMISSION_BINDING as BINDING, ADMISSION_POLICY as POLICY, NETWORK_POLICY
-
 
 
 def _running(resources) -> set[str]:
-    return {workloads.operand(r.props) for r in resources
-            if workloads.kind(r.resource_type) is not None and workloads.operand(r.props) is not None}
+    return {
+        workloads.operand(r.props)
+        for r in resources
+        if workloads.kind(r.resource_type) is not None and workloads.operand(r.props) is not None
+    }
 
 
 @stack_policy(
-    "gpu-admission-policies-deployed", EnforcementLevel.MANDATORY,
+    "gpu-admission-policies-deployed",
+    EnforcementLevel.MANDATORY,
     "A cluster of Kubernetes 1.30 or later that runs the operands has the platform's admission policies, each with a "
     "binding that denies: the validator's pods, the MIG manager's and NFD's node writes, GPU access outside the operator namespace; "
     "the GPU-privilege policy's binding may warn instead (gpu-platform:workloads.privilegeAdmission).",
@@ -40,37 +47,51 @@ def gpu_admission_policies_deployed(args, report_violation) -> None:
     if not version or not admission.supported(version):
         return  # served from 1.30 only; the program warns (docs/privileges.md "Admission policies")
     policies = {text(dig(r.props, "metadata").get("name")): r for r in args.resources if r.resource_type == POLICY}
+
     def acts(props, name: str) -> bool:
         # The GPU-privilege policy may only warn (gpu-platform:workloads.privilegeAdmission; the ledger binds it).
         actions = [text(a) for a in sequence(dig(props, "spec").get("validationActions"))]
         return "Deny" in actions or (name in admission.MAY_WARN and "Warn" in actions)
-    denying = {name for r in args.resources if r.resource_type == BINDING
-               and acts(r.props, name := text(dig(r.props, "spec").get("policyName")))}
+
+    denying = {
+        name
+        for r in args.resources
+        if r.resource_type == BINDING and acts(r.props, name := text(dig(r.props, "spec").get("policyName")))
+    }
     for name, operand in sorted(admission.REQUIRED_FOR.items()):
         if operand is not None and operand not in running:
             continue
         who = f"the {operand} operand runs" if operand else "GPU nodes run workloads"
         if name not in policies:
-            report_violation(f"{who} but the ValidatingAdmissionPolicy {name!r} is missing: nothing narrows it beyond RBAC")
+            report_violation(
+                f"{who} but the ValidatingAdmissionPolicy {name!r} is missing: nothing narrows it beyond RBAC"
+            )
         elif text(dig(policies[name].props, "spec").get("failurePolicy")) == "Ignore":
-            report_violation(f"ValidatingAdmissionPolicy {name!r} has failurePolicy Ignore: an expression error would admit the request",
-                             policies[name].urn)
+            report_violation(
+                f"ValidatingAdmissionPolicy {name!r} has failurePolicy Ignore: an expression error would admit the request",
+                policies[name].urn,
+            )
         elif name not in denying:
             also = " (or Warn, for this one)" if name in admission.MAY_WARN else ""
-            report_violation(f"ValidatingAdmissionPolicy {name!r} has no binding with validationActions Deny{also}: it would deny nothing",
-                             policies[name].urn)
+            report_violation(
+                f"ValidatingAdmissionPolicy {name!r} has no binding with validationActions Deny{also}: it would deny nothing",
+                policies[name].urn,
+            )
 
 
 def _denies_all_ingress(props, namespace: str) -> bool:
     spec = dig(props, "spec")
-    return (text(dig(props, "metadata").get("namespace")) == namespace
-            and not mapping(spec.get("podSelector"))  # {}: every pod of the namespace
-            and "Ingress" in [text(t) for t in sequence(spec.get("policyTypes"))]
-            and not sequence(spec.get("ingress")))
+    return (
+        text(dig(props, "metadata").get("namespace")) == namespace
+        and not mapping(spec.get("podSelector"))  # {}: every pod of the namespace
+        and "Ingress" in [text(t) for t in sequence(spec.get("policyTypes"))]
+        and not sequence(spec.get("ingress"))
+    )
 
 
 @stack_policy(
-    "operator-namespace-default-deny", EnforcementLevel.MANDATORY,
+    "operator-namespace-default-deny",
+    EnforcementLevel.MANDATORY,
     "The operator namespace has a NetworkPolicy that selects every pod and allows no ingress (others may then open the metrics ports).",
     fix="no stack key: the program builds it (components/kubernetes/namespace.py); report it",
 )
@@ -80,6 +101,8 @@ def operator_namespace_default_deny(args, report_violation) -> None:
         return
     name = text(dig(namespace.props, "metadata").get("name"))
     if not any(r.resource_type == NETWORK_POLICY and _denies_all_ingress(r.props, name) for r in args.resources):
-        report_violation(f"namespace {name!r} ({namespace.urn}) has no default-deny ingress NetworkPolicy (podSelector {{}}, "
-                         "policyTypes [Ingress], no ingress rule): every operand port is open to every pod of the cluster",
-                         namespace.urn)
+        report_violation(
+            f"namespace {name!r} ({namespace.urn}) has no default-deny ingress NetworkPolicy (podSelector {{}}, "
+            "policyTypes [Ingress], no ingress rule): every operand port is open to every pod of the cluster",
+            namespace.urn,
+        )

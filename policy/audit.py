@@ -6,21 +6,22 @@ hash, gpu_platform/privileges/ledger.py)."""
 
 from __future__ import annotations
 
+import re
+
 from pulumi_policy import EnforcementLevel
 from pulumi_policy.proxy import UnknownValueError
 
-import re
-
 from gpu_platform.catalog import addon_privileges, matrix, versions
 from gpu_platform.interface import contract, resource_types
-from gpu_platform.privileges import cluster_admins, ledger
 from gpu_platform.interface.props import mapping, strings, text
+from gpu_platform.privileges import cluster_admins, ledger
 from policy import facts, workloads
 from policy.declare import resource_policy, stack_policy, types
 
 
 @resource_policy(
-    "privileged-workloads-audited", EnforcementLevel.MANDATORY,
+    "privileged-workloads-audited",
+    EnforcementLevel.MANDATORY,
     "Every Kubernetes workload with a privilege carries non-empty audit annotations, and its declared host paths are its real ones.",
     workloads.TARGETS,
     fix="no stack key: the program built the workload (components/kubernetes/operands); report it",
@@ -63,34 +64,48 @@ def _fact_problems(gpu: facts.GpuResource) -> list[str]:
         problems.append(f"{contract.DRIVER_VERSION_TAG} {driver!r} is not an NVIDIA driver version (e.g. 580.105.08)")
     release = tags.get(contract.OPERATOR_RELEASE_KEY, "")
     if release and release not in table.releases:
-        problems.append(f"{contract.OPERATOR_RELEASE_KEY} {release!r} is not a GPU Operator release of the matrix "
-                        f"(newest: {', '.join(list(table.releases)[-3:])})")
+        problems.append(
+            f"{contract.OPERATOR_RELEASE_KEY} {release!r} is not a GPU Operator release of the matrix "
+            f"(newest: {', '.join(list(table.releases)[-3:])})"
+        )
     minor = tags.get(contract.KUBERNETES_VERSION_TAG, "")
     if minor and not re.fullmatch(r"1\.\d{1,2}", minor):
         problems.append(f"{contract.KUBERNETES_VERSION_TAG} {minor!r} is not a Kubernetes minor version (e.g. 1.33)")
     unknown_cuda = [c for c in gpu.cuda_versions if c not in table.cuda.toolkits]
     if unknown_cuda:
-        problems.append(f"{contract.CUDA_VERSIONS_KEY} {', '.join(unknown_cuda)} not a CUDA toolkit version of the matrix")
-    for key, valid in ((contract.IMAGE_SOURCE_TAG, contract.IMAGE_SOURCES), (contract.TOOLKIT_BAKED_TAG, ("true", "false"))):
+        problems.append(
+            f"{contract.CUDA_VERSIONS_KEY} {', '.join(unknown_cuda)} not a CUDA toolkit version of the matrix"
+        )
+    for key, valid in (
+        (contract.IMAGE_SOURCE_TAG, contract.IMAGE_SOURCES),
+        (contract.TOOLKIT_BAKED_TAG, ("true", "false")),
+    ):
         if tags.get(key, "") and tags[key] not in valid:
             problems.append(f"{key} {tags[key]!r} is not one of {', '.join(valid)}")
     declared = gpu.gpu_model
     unknown_models = [m for m in gpu.gpu_models if m not in table.gpus]
     if unknown_models:
         key = contract.GPU_MODELS_TAG if gpu.type == facts.IMAGE else contract.GPU_MODEL_TAG
-        problems.append(f"{key} {', '.join(map(repr, unknown_models))} not a GPU of the matrix (valid: {', '.join(table.gpus)})")
+        problems.append(
+            f"{key} {', '.join(map(repr, unknown_models))} not a GPU of the matrix (valid: {', '.join(table.gpus)})"
+        )
     for instance_type, real in gpu.gpus().items() if gpu.instance_types else ():
         if real is None:
-            problems.append(f"instance type {instance_type} is of no GPU family the matrix covers, so no policy can check its "
-                            f"GPU (families: {', '.join(f for g in table.gpus.values() for f in g.families)})")
+            problems.append(
+                f"instance type {instance_type} is of no GPU family the matrix covers, so no policy can check its "
+                f"GPU (families: {', '.join(f for g in table.gpus.values() for f in g.families)})"
+            )
         elif declared and declared != real.key:
-            problems.append(f"it declares {contract.GPU_MODEL_TAG} {declared!r}, but its instance type {instance_type} "
-                            f"carries {real.key}")
+            problems.append(
+                f"it declares {contract.GPU_MODEL_TAG} {declared!r}, but its instance type {instance_type} "
+                f"carries {real.key}"
+            )
     return problems
 
 
 @resource_policy(
-    "privileged-software-tagged", EnforcementLevel.MANDATORY,
+    "privileged-software-tagged",
+    EnforcementLevel.MANDATORY,
     "GPU node groups, launch templates and node images (which run the NVIDIA driver) carry the audit tags, "
     "and true, well-formed version facts the matrix knows, which the other policies check on them.",
     types(*facts.GPU_NODE_TYPES),
@@ -116,17 +131,22 @@ def privileged_software_tagged(args, report_violation) -> None:
         )
     problems = _fact_problems(facts.of(args))
     if problems:
-        report_violation(f"{what}: {'; '.join(problems)}; the version policies cannot check what it runs until its tags are right")
+        report_violation(
+            f"{what}: {'; '.join(problems)}; the version policies cannot check what it runs until its tags are right"
+        )
 
 
 @resource_policy(
-    "addon-left-to-eks-pins-no-version", EnforcementLevel.MANDATORY,
+    "addon-left-to-eks-pins-no-version",
+    EnforcementLevel.MANDATORY,
     "An EKS add-on tagged as left to EKS's default version pins none: the privilege ledger does not read the "
     "version of such an add-on (a deployed one reads back the version EKS chose), so a pin behind the tag "
     "would change what runs on every node unseen.",
     types(resource_types.EKS_ADDON),
-    fix=(f"no stack key: the program's add-on (components/aws/vpc_cni.py) either keeps the {addon_privileges.VERSION_TAG} "
-         "tag and pins no addonVersion, or pins one without the tag (the ledger then binds it)"),
+    fix=(
+        f"no stack key: the program's add-on (components/aws/vpc_cni.py) either keeps the {addon_privileges.VERSION_TAG} "
+        "tag and pins no addonVersion, or pins one without the tag (the ledger then binds it)"
+    ),
 )
 def addon_left_to_eks_pins_no_version(args, report_violation) -> None:
     # Analyze sees the resource's inputs (what the program sets), never the version EKS filled in.
@@ -137,7 +157,8 @@ def addon_left_to_eks_pins_no_version(args, report_violation) -> None:
         report_violation(
             f"EKS add-on {text(args.props.get('addonName')) or args.name!r} ({args.urn}) is tagged "
             f"{addon_privileges.VERSION_TAG}={addon_privileges.UNPINNED} (left to EKS, its version not in the privilege "
-            f"ledger) but pins addonVersion {version}")
+            f"ledger) but pins addonVersion {version}"
+        )
 
 
 def _stack_name(resources) -> str:
@@ -170,11 +191,14 @@ def _current(resources, report_violation) -> tuple[str, int] | None:
     try:
         rows = ledger.rows(((r.resource_type, r.name, r.props) for r in resources), references)
     except UnknownValueError as unknown:
-        where = next((f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r, references)), "a resource")
+        where = next(
+            (f"{r.resource_type} {r.name!r} ({r.urn})" for r in resources if _unknown_in(r, references)), "a resource"
+        )
         report_violation(
             f"the privilege ledger cannot be computed in this preview: {unknown.message} (in {where}), so no approval can "
             f"be checked against it; write that value in the program (a name it chooses, not one generated at the "
-            f"update), or create the resource in an update of its own and approve the ledger after it")
+            f"update), or create the resource in an update of its own and approve the ledger after it"
+        )
         return None
     return ledger.digest(rows), len(rows)
 
@@ -184,10 +208,17 @@ def _references(resources) -> dict:
     and .property_dependencies, as AnalyzeStack hands them). The CLI sends property dependencies for
     every resource that has any; a caller that sends none at all gets the dependency-list reading."""
     sent = any(r.property_dependencies for r in resources)
-    return {(r.resource_type, r.name): ledger.references(
-                r.resource_type, ((d.resource_type, d.name) for d in r.dependencies),
-                {key: [(d.resource_type, d.name) for d in deps] for key, deps in r.property_dependencies.items()} if sent else None)
-            for r in resources if r.dependencies or r.property_dependencies}
+    return {
+        (r.resource_type, r.name): ledger.references(
+            r.resource_type,
+            ((d.resource_type, d.name) for d in r.dependencies),
+            {key: [(d.resource_type, d.name) for d in deps] for key, deps in r.property_dependencies.items()}
+            if sent
+            else None,
+        )
+        for r in resources
+        if r.dependencies or r.property_dependencies
+    }
 
 
 def _unknown_in(r, references) -> bool:
@@ -202,7 +233,8 @@ def _unknown_in(r, references) -> bool:
 # after the steps, so the gate is `pulumi preview` (the PR's real-preview job), where a violation
 # fails before anything is deployed; under `pulumi up --skip-preview` it fails only afterwards.
 @stack_policy(
-    "privilege-ledger-approved", EnforcementLevel.MANDATORY,
+    "privilege-ledger-approved",
+    EnforcementLevel.MANDATORY,
     "The privilege ledger (every privilege and isolation weakening of every workload with the images and command lines "
     "that hold them, where those workloads run and the ConfigMaps they read, "
     "every EKS add-on's version, configuration and Pod Identity associations and the DaemonSets written down for it, "
@@ -211,7 +243,7 @@ def _unknown_in(r, references) -> bool:
     "admission policy and its binding, admission webhook and IAM OIDC provider) hashes to the value the "
     "approval recorded.",
     fix="gpu-platform:audit.approvedLedger, after the changed privileges are approved (python -m preview --stack "
-        "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",
+    "NAME prints the current hash; --audit NEW --audit-against APPROVED.md shows what changed)",
 )
 def privilege_ledger_approved(args, report_violation) -> None:
     approved = _approved(args.resources)
@@ -223,10 +255,12 @@ def privilege_ledger_approved(args, report_violation) -> None:
     current, count = found
     where = "; ".join(f"{value} on {', '.join(who)}" for value, who in sorted(approved.items()))
     if len(approved) > 1:
-        report_violation(f"the approved privilege ledger hash is stated differently by the namespaces ({where}); one "
-                         f"approval covers one ledger: the program writes gpu-platform:audit.approvedLedger on one namespace")
+        report_violation(
+            f"the approved privilege ledger hash is stated differently by the namespaces ({where}); one "
+            f"approval covers one ledger: the program writes gpu-platform:audit.approvedLedger on one namespace"
+        )
         return
-    (value, _), = approved.items()
+    ((value, _),) = approved.items()
     if value == current:
         return
     stack = _stack_name(args.resources)
@@ -244,7 +278,8 @@ def privilege_ledger_approved(args, report_violation) -> None:
 
 
 @stack_policy(
-    "privilege-ledger-recorded", EnforcementLevel.ADVISORY,
+    "privilege-ledger-recorded",
+    EnforcementLevel.ADVISORY,
     "A stack that grants privileges records the privilege ledger hash its approval covered, so that a later change "
     "of privileges cannot inherit the approval.",
     fix="gpu-platform:audit.approvedLedger: the hash python -m preview --stack NAME prints, once approved",
@@ -269,12 +304,13 @@ def privilege_ledger_recorded(args, report_violation) -> None:
 # ledger's admin rows come from the annotation (it must name the admins whose entry the stack leaves
 # alone), so an association for anyone else would be an admin the approval may not have seen as one.
 @stack_policy(
-    "cluster-access-declared", EnforcementLevel.MANDATORY,
+    "cluster-access-declared",
+    EnforcementLevel.MANDATORY,
     "Every EKS access policy association of the stack is for a principal the operands' namespace names as a cluster "
     "admin (gpu-platform.io/cluster-admins, from gpu-platform:cluster.admins), so the privilege ledger names everyone "
     "the stack gives cluster access.",
     fix="gpu-platform:cluster.admins: list the principal there (the program makes associations only for those); an "
-        "association built another way is a bug to report",
+    "association built another way is a bug to report",
 )
 def cluster_access_declared(args, report_violation) -> None:
     named: dict[str, list[str]] = {}

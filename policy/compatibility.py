@@ -26,7 +26,11 @@ def _release_fits(what: str, name: str, minor: str, report_violation) -> None:
     if release is None or not re.fullmatch(r"1\.\d{1,2}", minor) or release.supports_kubernetes(minor):
         return
     fitting = _fitting(table.releases.values(), lambda r: r.supports_kubernetes(minor))
-    fix = f"use a release that supports {minor} ({', '.join(fitting)})" if fitting else f"no release in the matrix supports {minor}"
+    fix = (
+        f"use a release that supports {minor} ({', '.join(fitting)})"
+        if fitting
+        else f"no release in the matrix supports {minor}"
+    )
     report_violation(
         f"GPU Operator {release.name} (declared by {what}) supports Kubernetes {release.kubernetes_range}, but the "
         f"cluster runs {minor}; {fix}, or run a Kubernetes version in {release.kubernetes_range}"
@@ -34,7 +38,8 @@ def _release_fits(what: str, name: str, minor: str, report_violation) -> None:
 
 
 @resource_policy(
-    "release-supports-kubernetes", EnforcementLevel.MANDATORY,
+    "release-supports-kubernetes",
+    EnforcementLevel.MANDATORY,
     "The GPU Operator release whose versions the operands follow supports the cluster's Kubernetes minor.",
     types(facts.NAMESPACE, facts.IMAGE, facts.LAUNCH_TEMPLATE),
     fix="gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion",
@@ -53,13 +58,19 @@ def release_supports_kubernetes(args, report_violation) -> None:
     if not name:
         return  # not the operands' namespace
     if not minor:
-        report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name} but no "
-                         f"{contract.KUBERNETES_VERSION_TAG} annotation, so the pair cannot be checked")
+        report_violation(
+            f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name} but no "
+            f"{contract.KUBERNETES_VERSION_TAG} annotation, so the pair cannot be checked"
+        )
     elif name not in matrix.load().releases:
-        report_violation(f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name!r}, which is not in the version matrix")
+        report_violation(
+            f"namespace {args.name!r} ({args.urn}) declares GPU Operator release {name!r}, which is not in the version matrix"
+        )
     elif not re.fullmatch(r"1\.\d{1,2}", minor):
-        report_violation(f"namespace {args.name!r} ({args.urn}) declares Kubernetes {minor!r}, which is not a minor "
-                         f"version (e.g. 1.33), so the release cannot be checked against it")
+        report_violation(
+            f"namespace {args.name!r} ({args.urn}) declares Kubernetes {minor!r}, which is not a minor "
+            f"version (e.g. 1.33), so the release cannot be checked against it"
+        )
     else:
         _release_fits(what, name, minor, report_violation)
 
@@ -77,7 +88,8 @@ _NODE_IMAGES = types(facts.IMAGE, facts.LAUNCH_TEMPLATE)
 
 
 @resource_policy(
-    "driver-branch-supported-by-release", EnforcementLevel.MANDATORY,
+    "driver-branch-supported-by-release",
+    EnforcementLevel.MANDATORY,
     "The baked NVIDIA driver's branch (major) is one the GPU Operator release supports.",
     _NODE_IMAGES,
     fix="gpu-platform:nodeImage.driverVersion or gpu-platform:operator.release",
@@ -100,7 +112,8 @@ def driver_branch_supported_by_release(args, report_violation) -> None:
 
 
 @resource_policy(
-    "driver-version-tested-by-release", EnforcementLevel.ADVISORY,
+    "driver-version-tested-by-release",
+    EnforcementLevel.ADVISORY,
     "The baked NVIDIA driver is one of the exact versions the GPU Operator release was tested with.",
     _NODE_IMAGES,
     fix="gpu-platform:nodeImage.driverVersion",
@@ -139,7 +152,8 @@ def _cuda_pairs(args):
 
 
 @resource_policy(
-    "driver-serves-cuda-major", EnforcementLevel.MANDATORY,
+    "driver-serves-cuda-major",
+    EnforcementLevel.MANDATORY,
     "The baked driver reaches the minor-version-compatibility floor of every workload CUDA major.",
     _NODE_IMAGES,
     fix="gpu-platform:nodeImage.driverVersion or gpu-platform:workloads.cudaVersions",
@@ -158,7 +172,8 @@ def driver_serves_cuda_major(args, report_violation) -> None:
 
 
 @resource_policy(
-    "driver-serves-cuda-toolkit", EnforcementLevel.ADVISORY,
+    "driver-serves-cuda-toolkit",
+    EnforcementLevel.ADVISORY,
     "The baked driver reaches the exact minimum of every workload CUDA toolkit (below it, only minor-version compatibility).",
     _NODE_IMAGES,
     fix="gpu-platform:nodeImage.driverVersion or gpu-platform:workloads.cudaVersions",

@@ -8,17 +8,16 @@ components/aws/discovery.py.)"""
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 
 from pulumi_policy import EnforcementLevel
 
 from gpu_platform.interface import contract
-import re
-
-from policy import facts, workloads
-from policy.declare import stack_policy
 from gpu_platform.interface.props import sequence, text
 from gpu_platform.interface.resource_types import IMAGE_COMPONENT as COMPONENT
+from policy import facts, workloads
+from policy.declare import stack_policy
 
 # The build component's install script starts with the driver it installs (components/aws/node_image.py).
 _INSTALLS = re.compile(r"\bDRIVER_VERSION=([0-9][0-9.]*[0-9])")
@@ -41,7 +40,11 @@ def _declarations(resources) -> dict[str, dict[str, list[str]]]:
             if contract.OPERATOR_RELEASE_KEY in notes:
                 declare("operator release", notes[contract.OPERATOR_RELEASE_KEY], who)
                 declare("Kubernetes version", notes.get(contract.KUBERNETES_VERSION_TAG, ""), who)
-                declare("CUDA versions", " ".join(sorted(contract.split_values(notes.get(contract.CUDA_VERSIONS_KEY, "")))), who)
+                declare(
+                    "CUDA versions",
+                    " ".join(sorted(contract.split_values(notes.get(contract.CUDA_VERSIONS_KEY, "")))),
+                    who,
+                )
         elif workloads.kind(r.resource_type) is not None and workloads.operand(r.props) is not None:
             declare("operator release", workloads.own_annotations(r.props).get(contract.OPERATOR_RELEASE_KEY, ""), who)
         elif r.resource_type == COMPONENT:
@@ -63,7 +66,9 @@ def _undeclared_templates(resources):
         if r.resource_type != facts.NODE_GROUP or not facts.is_gpu_resource(r.resource_type, r.props):
             continue
         for template in sequence((r.property_dependencies or {}).get("launchTemplate")):
-            if template.resource_type == facts.LAUNCH_TEMPLATE and not facts.is_gpu_resource(template.resource_type, template.props):
+            if template.resource_type == facts.LAUNCH_TEMPLATE and not facts.is_gpu_resource(
+                template.resource_type, template.props
+            ):
                 yield r, template
 
 
@@ -78,7 +83,8 @@ def _image_models_differ(resources):
 
 
 @stack_policy(
-    "declared-facts-agree", EnforcementLevel.MANDATORY,
+    "declared-facts-agree",
+    EnforcementLevel.MANDATORY,
     "Every resource declares the same operator release, Kubernetes version (the cluster's), driver (the one the "
     "image build installs) and CUDA versions, and every GPU node group's launch template declares itself a GPU one.",
     fix="no stack key: every resource declares the facts of one config (components/platform.py); report it",

@@ -11,12 +11,12 @@ steps are done (pulumi/pulumi v3.259.0, pkg/resource/deploy/step_generator.go:14
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 from pulumi_policy import EnforcementLevel, ResourceValidationPolicy, StackValidationPolicy
 
-Policy = Union[ResourceValidationPolicy, StackValidationPolicy]
+Policy = ResourceValidationPolicy | StackValidationPolicy
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,9 @@ def resource_policy(name: str, level: EnforcementLevel, description: str, target
             if targets.matches(args.resource_type):
                 validate(args, report_violation)
 
-        policy = ResourceValidationPolicy(name=name, description=description, enforcement_level=level, validate=on_targets,
-                                          remediation_steps=fix)
+        policy = ResourceValidationPolicy(
+            name=name, description=description, enforcement_level=level, validate=on_targets, remediation_steps=fix
+        )
         DECLARED.append(Declaration(policy, targets, validate.__module__))
         return policy
 
@@ -80,8 +81,9 @@ def stack_policy(name: str, level: EnforcementLevel, description: str, fix: str)
 
     def declare(validate) -> StackValidationPolicy:
         _known(name)
-        policy = StackValidationPolicy(name=name, description=description, enforcement_level=level, validate=validate,
-                                       remediation_steps=fix)
+        policy = StackValidationPolicy(
+            name=name, description=description, enforcement_level=level, validate=validate, remediation_steps=fix
+        )
         DECLARED.append(Declaration(policy, None, validate.__module__))
         return policy
 

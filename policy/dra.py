@@ -9,7 +9,6 @@ binding): stack policies."""
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from pulumi_policy import EnforcementLevel
 
@@ -31,10 +30,14 @@ def _namespace(resources) -> dict[str, str]:
 
 def _plugins(resources) -> list:
     """The DRA kubelet plugin's workloads: whatever made them, they allocate GPUs through DRA."""
-    return [r for r in resources if workloads.kind(r.resource_type) is not None and workloads.operand(r.props) == dra.OPERAND]
+    return [
+        r
+        for r in resources
+        if workloads.kind(r.resource_type) is not None and workloads.operand(r.props) == dra.OPERAND
+    ]
 
 
-def _driver(release: Optional[matrix.Release], plugins) -> tuple[str, Optional[dra.Driver]]:
+def _driver(release: matrix.Release | None, plugins) -> tuple[str, dra.Driver | None]:
     """The DRA driver image the stack runs (its kubelet plugin's, else its release's) and its row."""
     for r in plugins:
         # Its main containers run the driver's image; init containers (the wait) another one.
@@ -47,11 +50,12 @@ def _driver(release: Optional[matrix.Release], plugins) -> tuple[str, Optional[d
 
 
 @stack_policy(
-    "dra-mode-supported", EnforcementLevel.MANDATORY,
+    "dra-mode-supported",
+    EnforcementLevel.MANDATORY,
     "A stack that allocates GPUs through DRA runs a GPU Operator release that ships the DRA driver, on a Kubernetes, "
     "an NVIDIA driver branch and a CDI-enabled runtime the driver supports, with feature gates its kubelet plugin can start with.",
     fix="gpu-platform:operator.release, gpu-platform:cluster.kubernetesVersion, gpu-platform:nodeImage.driverVersion, "
-        "gpu-platform:allocation.featureGates, or gpu-platform:allocation.mode device-plugin",
+    "gpu-platform:allocation.featureGates, or gpu-platform:allocation.mode device-plugin",
 )
 def dra_mode_supported(args, report_violation) -> None:
     notes, plugins = _namespace(args.resources), _plugins(args.resources)
@@ -61,35 +65,60 @@ def dra_mode_supported(args, report_violation) -> None:
     release = table.releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
     shipping = ", ".join(name for name, r in table.releases.items() if dra.OPERAND in r.images) or "none in the matrix"
     if release is not None and dra.OPERAND not in release.images:
-        report_violation(f"the stack allocates GPUs through DRA, but GPU Operator {release.name} (the operands' namespace "
-                         f"declares it) ships no DRA driver; use a release that does ({shipping}), or allocation mode device-plugin")
+        report_violation(
+            f"the stack allocates GPUs through DRA, but GPU Operator {release.name} (the operands' namespace "
+            f"declares it) ships no DRA driver; use a release that does ({shipping}), or allocation mode device-plugin"
+        )
     image, known = _driver(release, plugins)
     # A driver version the table lacks (an override's patch release) is judged by the newest it has.
     driver = known or list(dra.load().values())[-1]
-    at = f"the DRA driver {driver.version}" + ("" if known else f" (the newest gpu_platform/catalog/dra.yaml lists; the stack runs {image or 'another'})")
+    at = f"the DRA driver {driver.version}" + (
+        "" if known else f" (the newest gpu_platform/catalog/dra.yaml lists; the stack runs {image or 'another'})"
+    )
     minor = notes.get(contract.KUBERNETES_VERSION_TAG, "")
     if _MINOR.fullmatch(minor) and not versions.at_least(minor, driver.kubernetes):
-        report_violation(f"the cluster runs Kubernetes {minor} (the operands' namespace declares it), but {at} needs "
-                         f"{driver.kubernetes} or later (resource.k8s.io/v1; NVIDIA asks for {driver.kubernetes}.2+); "
-                         f"upgrade the cluster to {driver.kubernetes} or later, or use allocation mode device-plugin")
+        report_violation(
+            f"the cluster runs Kubernetes {minor} (the operands' namespace declares it), but {at} needs "
+            f"{driver.kubernetes} or later (resource.k8s.io/v1; NVIDIA asks for {driver.kubernetes}.2+); "
+            f"upgrade the cluster to {driver.kubernetes} or later, or use allocation mode device-plugin"
+        )
     for found in (facts.of(r) for r in args.resources if facts.is_gpu_resource(r.resource_type, r.props)):
-        if found.brings_node_image and versions.is_version(found.driver) and versions.major(found.driver) < driver.driver_branch:
-            report_violation(f"{found.describe()} runs NVIDIA driver {found.driver} (branch {versions.major(found.driver)}), "
-                             f"but {at} needs branch {driver.driver_branch} or later; bake a driver of branch "
-                             f"{driver.driver_branch} or later, or use allocation mode device-plugin")
+        if (
+            found.brings_node_image
+            and versions.is_version(found.driver)
+            and versions.major(found.driver) < driver.driver_branch
+        ):
+            report_violation(
+                f"{found.describe()} runs NVIDIA driver {found.driver} (branch {versions.major(found.driver)}), "
+                f"but {at} needs branch {driver.driver_branch} or later; bake a driver of branch "
+                f"{driver.driver_branch} or later, or use allocation mode device-plugin"
+            )
         kubelet = found.kubernetes
-        if found.type != facts.NODE_GROUP or not _MINOR.fullmatch(kubelet) or versions.at_least(kubelet, driver.kubernetes):
+        if (
+            found.type != facts.NODE_GROUP
+            or not _MINOR.fullmatch(kubelet)
+            or versions.at_least(kubelet, driver.kubernetes)
+        ):
             continue
-        cdi = (f"; and below {driver.cdi_kubelet} nodeadm leaves containerd's CDI off, through which the driver hands "
-               f"devices to containers" if not versions.at_least(kubelet, driver.cdi_kubelet) else "")
-        report_violation(f"{found.describe()} runs kubelet {kubelet}, but {at} needs {driver.kubernetes} or later on its "
-                         f"nodes{cdi}; run the pool's nodes on {driver.kubernetes} or later, or use allocation mode device-plugin")
+        cdi = (
+            f"; and below {driver.cdi_kubelet} nodeadm leaves containerd's CDI off, through which the driver hands "
+            f"devices to containers"
+            if not versions.at_least(kubelet, driver.cdi_kubelet)
+            else ""
+        )
+        report_violation(
+            f"{found.describe()} runs kubelet {kubelet}, but {at} needs {driver.kubernetes} or later on its "
+            f"nodes{cdi}; run the pool's nodes on {driver.kubernetes} or later, or use allocation mode device-plugin"
+        )
     # Gates the kubelet plugin cannot start with, or that need what the stack does not render.
     for r in plugins:
         for container in workloads.containers(workloads.pod_spec(r.resource_type, r.props)):
             for name, wrong, valid in driver.problems(_gates(container)):
-                report_violation(f"{facts.kind(r.resource_type)} {r.name!r}, container {text(container.get('name'))!r}, "
-                                 f"{wrong}; set {valid} (gpu-platform:allocation.featureGates.{name})", r.urn)
+                report_violation(
+                    f"{facts.kind(r.resource_type)} {r.name!r}, container {text(container.get('name'))!r}, "
+                    f"{wrong}; set {valid} (gpu-platform:allocation.featureGates.{name})",
+                    r.urn,
+                )
 
 
 def _gates(container) -> dict[str, bool]:
@@ -109,7 +138,8 @@ def _gates(container) -> dict[str, bool]:
 
 
 @stack_policy(
-    "dra-alpha-features-acknowledged", EnforcementLevel.ADVISORY,
+    "dra-alpha-features-acknowledged",
+    EnforcementLevel.ADVISORY,
     "Every alpha feature gate turned on in the DRA driver is one the stack acknowledges (gpu-platform:allocation.acknowledgeAlpha).",
     fix="gpu-platform:allocation.acknowledgeAlpha, or turn the gate off in gpu-platform:allocation.featureGates",
 )
@@ -145,22 +175,31 @@ def _user(r) -> str:
 def _on_slices(spec) -> bool:
     """The policy sees every create, update and delete of resource.k8s.io ResourceSlices."""
     for rule in sequence(dig(spec, "matchConstraints").get("resourceRules")):
-        groups, resources = [text(v) for v in sequence(rule.get("apiGroups"))], [text(v) for v in sequence(rule.get("resources"))]
+        groups, resources = (
+            [text(v) for v in sequence(rule.get("apiGroups"))],
+            [text(v) for v in sequence(rule.get("resources"))],
+        )
         operations = {text(v) for v in sequence(rule.get("operations"))}
-        if ({"resource.k8s.io", "*"} & set(groups) and {"resourceslices", "*"} & set(resources)
-                and ("*" in operations or {"CREATE", "UPDATE", "DELETE"} <= operations)):
+        if (
+            {"resource.k8s.io", "*"} & set(groups)
+            and {"resourceslices", "*"} & set(resources)
+            and ("*" in operations or {"CREATE", "UPDATE", "DELETE"} <= operations)
+        ):
             return True
     return False
 
 
 def _names(spec, user: str) -> bool:
     """A match condition names the user, quoted as a CEL string."""
-    return any(f"'{user}'" in text(c.get("expression")) or f'"{user}"' in text(c.get("expression"))
-               for c in sequence(spec.get("matchConditions")))
+    return any(
+        f"'{user}'" in text(c.get("expression")) or f'"{user}"' in text(c.get("expression"))
+        for c in sequence(spec.get("matchConditions"))
+    )
 
 
 @stack_policy(
-    "dra-kubelet-plugin-slices-own-node", EnforcementLevel.MANDATORY,
+    "dra-kubelet-plugin-slices-own-node",
+    EnforcementLevel.MANDATORY,
     "The DRA kubelet plugin, whose ClusterRole may write every node's ResourceSlices, is held to its own node's by a "
     "ValidatingAdmissionPolicy on resourceslices that names its service account, reads the token's node, fails closed "
     "and is bound with Deny.",
@@ -171,27 +210,44 @@ def dra_kubelet_plugin_slices_own_node(args, report_violation) -> None:
     if not plugins:
         return
     on_slices = [r for r in args.resources if r.resource_type == POLICY and _on_slices(dig(r.props, "spec"))]
-    denying = {text(dig(r.props, "spec").get("policyName")) for r in args.resources if r.resource_type == BINDING
-               and "Deny" in [text(a) for a in sequence(dig(r.props, "spec").get("validationActions"))]}
+    denying = {
+        text(dig(r.props, "spec").get("policyName"))
+        for r in args.resources
+        if r.resource_type == BINDING
+        and "Deny" in [text(a) for a in sequence(dig(r.props, "spec").get("validationActions"))]
+    }
     for plugin in plugins:
         user, who = _user(plugin), f"the DRA kubelet plugin ({facts.kind(plugin.resource_type)} {plugin.name!r})"
         guarding = [r for r in on_slices if _names(dig(r.props, "spec"), user)]
         if not guarding:
             others = "; ".join(f"{text(dig(r.props, 'metadata').get('name'))!r} matches other users" for r in on_slices)
-            report_violation(f"{who} runs as {user}, which may write every node's ResourceSlices, but no ValidatingAdmissionPolicy "
-                             f"on resource.k8s.io resourceslices (CREATE, UPDATE, DELETE) names it in a match condition"
-                             f"{f' ({others})' if others else ''}: a compromised plugin could publish or delete any node's devices",
-                             plugin.urn)
+            report_violation(
+                f"{who} runs as {user}, which may write every node's ResourceSlices, but no ValidatingAdmissionPolicy "
+                f"on resource.k8s.io resourceslices (CREATE, UPDATE, DELETE) names it in a match condition"
+                f"{f' ({others})' if others else ''}: a compromised plugin could publish or delete any node's devices",
+                plugin.urn,
+            )
             continue
         policy = guarding[0]
         name, spec = text(dig(policy.props, "metadata").get("name")), dig(policy.props, "spec")
-        expressions = [text(e.get("expression")) for key in ("variables", "validations") for e in sequence(spec.get(key))]
+        expressions = [
+            text(e.get("expression")) for key in ("variables", "validations") for e in sequence(spec.get(key))
+        ]
         if text(spec.get("failurePolicy")) == "Ignore":
-            report_violation(f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has failurePolicy "
-                             "Ignore: an expression error would admit the write", policy.urn)
+            report_violation(
+                f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has failurePolicy "
+                "Ignore: an expression error would admit the write",
+                policy.urn,
+            )
         elif not any(admission.NODE_NAME_EXTRA in e for e in expressions):
-            report_violation(f"ValidatingAdmissionPolicy {name!r}, on {who}'s ResourceSlice writes, never reads the token's node "
-                             f"({admission.NODE_NAME_EXTRA}): it cannot keep the plugin to its own node", policy.urn)
+            report_violation(
+                f"ValidatingAdmissionPolicy {name!r}, on {who}'s ResourceSlice writes, never reads the token's node "
+                f"({admission.NODE_NAME_EXTRA}): it cannot keep the plugin to its own node",
+                policy.urn,
+            )
         elif name not in denying:
-            report_violation(f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has no binding "
-                             "with validationActions Deny: it would deny nothing", policy.urn)
+            report_violation(
+                f"ValidatingAdmissionPolicy {name!r}, which holds {who} to its node's ResourceSlices, has no binding "
+                "with validationActions Deny: it would deny nothing",
+                policy.urn,
+            )

@@ -3,14 +3,22 @@ their properties alone, never from the program's own objects."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from gpu_platform.catalog import matrix
 from gpu_platform.interface import contract
 from gpu_platform.interface.props import dig, mapping, sequence, strings, text
+
 # The types the pack's modules name as facts.X (EKS_CLUSTER, NAMESPACE among them: re-exported).
-from gpu_platform.interface.resource_types import EKS_CLUSTER, EKS_NODE_GROUP as NODE_GROUP, IMAGE, LAUNCH_TEMPLATE, NAMESPACE  # noqa: F401
+from gpu_platform.interface.resource_types import (  # noqa: F401
+    EKS_CLUSTER,
+    EKS_NODE_GROUP as NODE_GROUP,
+    IMAGE,
+    LAUNCH_TEMPLATE,
+    NAMESPACE,
+)
 
 GPU_NODE_TYPES = (IMAGE, LAUNCH_TEMPLATE, NODE_GROUP)
 BAKED = "bake"
@@ -18,12 +26,33 @@ BAKED = "bake"
 # The facts each GPU resource declares, so that the policies checked on it can decide (a missing
 # fact would make them skip it): policy/audit.py requires them with the audit tags.
 DECLARED_TAGS = {
-    IMAGE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
-            contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.TOOLKIT_BAKED_TAG, contract.GPU_MODELS_TAG),
-    LAUNCH_TEMPLATE: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
-                      contract.CUDA_VERSIONS_KEY, contract.IMAGE_SOURCE_TAG, contract.GPU_MODEL_TAG, contract.POOL_LABEL),
-    NODE_GROUP: (contract.DRIVER_VERSION_TAG, contract.KUBERNETES_VERSION_TAG, contract.OPERATOR_RELEASE_KEY,
-                 contract.CUDA_VERSIONS_KEY, contract.GPU_MODEL_TAG, contract.POOL_LABEL, contract.TOOLKIT_BAKED_TAG),
+    IMAGE: (
+        contract.DRIVER_VERSION_TAG,
+        contract.KUBERNETES_VERSION_TAG,
+        contract.OPERATOR_RELEASE_KEY,
+        contract.CUDA_VERSIONS_KEY,
+        contract.IMAGE_SOURCE_TAG,
+        contract.TOOLKIT_BAKED_TAG,
+        contract.GPU_MODELS_TAG,
+    ),
+    LAUNCH_TEMPLATE: (
+        contract.DRIVER_VERSION_TAG,
+        contract.KUBERNETES_VERSION_TAG,
+        contract.OPERATOR_RELEASE_KEY,
+        contract.CUDA_VERSIONS_KEY,
+        contract.IMAGE_SOURCE_TAG,
+        contract.GPU_MODEL_TAG,
+        contract.POOL_LABEL,
+    ),
+    NODE_GROUP: (
+        contract.DRIVER_VERSION_TAG,
+        contract.KUBERNETES_VERSION_TAG,
+        contract.OPERATOR_RELEASE_KEY,
+        contract.CUDA_VERSIONS_KEY,
+        contract.GPU_MODEL_TAG,
+        contract.POOL_LABEL,
+        contract.TOOLKIT_BAKED_TAG,
+    ),
 }
 
 # EKS spells taint effects in its API's enum; Kubernetes (and tolerations) in CamelCase.
@@ -123,7 +152,7 @@ class GpuResource:
         """The GPU model the resource declares (tag, else label)."""
         return self.tags.get(contract.GPU_MODEL_TAG) or self.labels.get(contract.GPU_MODEL_LABEL, "")
 
-    def gpus(self) -> dict[str, "matrix.Gpu | None"]:
+    def gpus(self) -> dict[str, matrix.Gpu | None]:
         """The GPU each instance type it launches really carries (None: a family the matrix lacks);
         with no instance type, the declared model alone."""
         table = matrix.load()
@@ -147,7 +176,7 @@ class GpuResource:
         return truthy(self.tags.get(contract.TOOLKIT_BAKED_TAG))
 
     @property
-    def mig_config(self) -> Optional[str]:
+    def mig_config(self) -> str | None:
         return self.labels.get(contract.MIG_CONFIG_LABEL)
 
     @property
@@ -166,12 +195,22 @@ class GpuResource:
 
 def gpu_resource(resource_type: str, name: str, urn: str, props: Mapping[str, Any]) -> GpuResource:
     taints = tuple(
-        {"key": text(t.get("key")), "value": text(t.get("value")),
-         "effect": _EKS_EFFECTS.get(text(t.get("effect")), text(t.get("effect")))}
+        {
+            "key": text(t.get("key")),
+            "value": text(t.get("value")),
+            "effect": _EKS_EFFECTS.get(text(t.get("effect")), text(t.get("effect"))),
+        }
         for t in map(mapping, sequence(props.get("taints")))
     )
-    return GpuResource(resource_type, name, urn, tags(props), strings(props.get("labels")), taints,
-                       tuple(instance_types(resource_type, props)))
+    return GpuResource(
+        resource_type,
+        name,
+        urn,
+        tags(props),
+        strings(props.get("labels")),
+        taints,
+        tuple(instance_types(resource_type, props)),
+    )
 
 
 def of(args) -> GpuResource:

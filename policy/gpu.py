@@ -45,7 +45,8 @@ def _image_too_old(args, report_violation) -> None:
 
 
 @resource_policy(
-    "driver-supports-gpu", EnforcementLevel.MANDATORY,
+    "driver-supports-gpu",
+    EnforcementLevel.MANDATORY,
     "Every GPU pool's driver is at least its GPU model's minimum driver.",
     types(facts.NODE_GROUP, facts.IMAGE, facts.LAUNCH_TEMPLATE),
     fix="gpu-platform:nodeImage.driverVersion, or the pool's gpu-platform:nodePools[].instanceType",
@@ -68,7 +69,8 @@ def driver_supports_gpu(args, report_violation) -> None:
 
 
 @resource_policy(
-    "mig-config-fits-gpu", EnforcementLevel.MANDATORY,
+    "mig-config-fits-gpu",
+    EnforcementLevel.MANDATORY,
     "MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU.",
     types(facts.NODE_GROUP),
     fix="the pool's gpu-platform:nodePools[].mig.config (or its instanceType)",
@@ -100,7 +102,8 @@ def mig_config_fits_gpu(args, report_violation) -> None:
 
 
 @resource_policy(
-    "multi-node-pools-use-efa", EnforcementLevel.ADVISORY,
+    "multi-node-pools-use-efa",
+    EnforcementLevel.ADVISORY,
     "A pool of a multi-node training family that can grow past one node has EFA: without it NCCL across nodes "
     "falls back to TCP sockets at a fraction of the bandwidth, with no error.",
     types(facts.NODE_GROUP),
@@ -125,5 +128,6 @@ def multi_node_pools_use_efa(args, report_violation) -> None:
                 f"node group {args.name!r} ({args.urn}) runs {instance_type} on up to {int(most)} nodes without EFA "
                 f"(its launch template declares {contract.EFA_INTERFACES_TAG}=0): NCCL between its nodes falls back to TCP "
                 f"sockets; remove `efa: false` from the gpu-platform:nodePools entry named {facts.of(args).pool!r} (EFA is "
-                f"on by default for this family), or keep each job on one node")
+                f"on by default for this family), or keep each job on one node"
+            )
             return

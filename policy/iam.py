@@ -17,15 +17,24 @@ opens a path to credentials or data beyond the job. Documents are read as the pr
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 from pulumi_policy import EnforcementLevel
 
-from policy.declare import resource_policy, stack_policy, types
-from gpu_platform.privileges.iam_document import statements, values
 from gpu_platform.interface.props import mapping, sequence, text
-from gpu_platform.interface.resource_types import IAM_ATTACHMENT as ATTACHMENT, IAM_EXCLUSIVE as EXCLUSIVE, IAM_INLINE as INLINE, IAM_INSTANCE_PROFILE as INSTANCE_PROFILE, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, KMS_KEY as KEY
-
+from gpu_platform.interface.resource_types import (
+    IAM_ATTACHMENT as ATTACHMENT,
+    IAM_EXCLUSIVE as EXCLUSIVE,
+    IAM_INLINE as INLINE,
+    IAM_INSTANCE_PROFILE as INSTANCE_PROFILE,
+    IAM_POLICY as POLICY,
+    IAM_ROLE as ROLE,
+    IMAGE_INFRASTRUCTURE as INFRASTRUCTURE,
+    KMS_KEY as KEY,
+)
+from gpu_platform.privileges.iam_document import statements, values
+from policy.declare import resource_policy, stack_policy, types
 
 EC2 = "ec2.amazonaws.com"
 EKS = "eks.amazonaws.com"
@@ -36,16 +45,25 @@ SSM_CORE = "AmazonSSMManagedInstanceCore"
 # What AmazonEKS_CNI_Policy grants on every resource that a node role must not (AWS Managed Policy
 # Reference, AmazonEKS_CNI_Policy: network interfaces created, attached, deleted, modified, addresses
 # assigned): one of these on "*" is the CNI's power, whatever the policy is called.
-CNI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:AttachNetworkInterface", "ec2:DeleteNetworkInterface",
-               "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute", "ec2:AssignPrivateIpAddresses",
-               "ec2:UnassignPrivateIpAddresses", "ec2:AssignIpv6Addresses")
+CNI_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:AttachNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DetachNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+    "ec2:AssignIpv6Addresses",
+)
 # Reading the account's SSM parameters (what AmazonSSMManagedInstanceCore v2 grants on "*").
 PARAMETER_READS = ("ssm:GetParameter", "ssm:GetParameters", "ssm:GetParametersByPath")
 _ROOT = re.compile(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:root")
 
 
 def _managed(arn: Any, name: str) -> bool:
-    return re.fullmatch(rf"arn:aws(-cn|-us-gov)?:iam::aws:policy/(service-role/)?{re.escape(name)}", text(arn)) is not None
+    return (
+        re.fullmatch(rf"arn:aws(-cn|-us-gov)?:iam::aws:policy/(service-role/)?{re.escape(name)}", text(arn)) is not None
+    )
 
 
 def _grants(document: Any, actions: Iterable[str]) -> list[str]:
@@ -81,7 +99,9 @@ class _Grants:
     def __init__(self, resources):
         self.resources = list(resources)
         self.arns: dict[str, dict[str, list[str]]] = {}  # role URN -> policy ARN -> through what
-        self.documents: dict[str, dict[str, tuple[Any, list[str]]]] = {}  # role URN -> policy -> (document, through what)
+        self.documents: dict[
+            str, dict[str, tuple[Any, list[str]]]
+        ] = {}  # role URN -> policy -> (document, through what)
         policies = {r.urn: r for r in self.resources if r.resource_type == POLICY}
         # A customer-managed policy attached by an ARN the program wrote (not an Output): found by name.
         by_name = {text(p.props.get("name")): p for p in policies.values() if p.props.get("name")}
@@ -91,19 +111,29 @@ class _Grants:
                 for arn in sequence(r.props.get("managedPolicyArns")):
                     self._arn(r.urn, text(arn), "its managedPolicyArns", by_name)
                 for inline in map(mapping, sequence(r.props.get("inlinePolicies"))):
-                    self._document(r.urn, f"inline {text(inline.get('name'))}", inline.get("policy"),
-                                   f"its inline policy {text(inline.get('name'))!r}")
+                    self._document(
+                        r.urn,
+                        f"inline {text(inline.get('name'))}",
+                        inline.get("policy"),
+                        f"its inline policy {text(inline.get('name'))!r}",
+                    )
             elif r.resource_type in (ATTACHMENT, EXCLUSIVE, INLINE):
                 for role in _deps(r, "roleName" if r.resource_type == EXCLUSIVE else "role"):
                     if r.resource_type == INLINE:
                         self._document(role.urn, r.urn, r.props.get("policy"), what)
                         continue
-                    arns = sequence(r.props.get("policyArns")) if r.resource_type == EXCLUSIVE else [r.props.get("policyArn")]
+                    arns = (
+                        sequence(r.props.get("policyArns"))
+                        if r.resource_type == EXCLUSIVE
+                        else [r.props.get("policyArn")]
+                    )
                     for arn in arns:
                         self._arn(role.urn, text(arn), what, by_name)
                     for source in _deps(r, "policyArn"):
                         if source.urn in policies:
-                            self._document(role.urn, source.urn, source.props.get("policy"), f"{what}, policy {source.name!r}")
+                            self._document(
+                                role.urn, source.urn, source.props.get("policy"), f"{what}, policy {source.name!r}"
+                            )
 
     def _arn(self, role: str, arn: str, what: str, by_name) -> None:
         self.arns.setdefault(role, {}).setdefault(arn, []).append(what)
@@ -130,7 +160,8 @@ def _roles(resources) -> list:
 
 
 @stack_policy(
-    "cni-permissions-not-on-node-roles", EnforcementLevel.MANDATORY,
+    "cni-permissions-not-on-node-roles",
+    EnforcementLevel.MANDATORY,
     "No role EC2 instances assume carries AmazonEKS_CNI_Policy or the VPC CNI's network-interface actions on every "
     "resource: anything on the instance could use them; the CNI has its own role (EKS Pod Identity).",
     fix="no stack key: the program gives the VPC CNI its own role (components/aws/vpc_cni.py) and the nodes theirs (components/aws/node_role.py); report it",
@@ -141,8 +172,11 @@ def cni_permissions_not_on_node_roles(args, report_violation) -> None:
         if EC2 not in trusted(role.props):
             continue
         for problem in grants.problems(role.urn, CNI_POLICY, CNI_ACTIONS):
-            report_violation(f"role {role.name!r} ({role.urn}) is assumed by EC2 instances and carries {problem}; give "
-                             f"the VPC CNI its own role (Pod Identity for kube-system/aws-node) instead", role.urn)
+            report_violation(
+                f"role {role.name!r} ({role.urn}) is assumed by EC2 instances and carries {problem}; give "
+                f"the VPC CNI its own role (Pod Identity for kube-system/aws-node) instead",
+                role.urn,
+            )
 
 
 def _build_roles(resources) -> list:
@@ -159,7 +193,8 @@ def _build_roles(resources) -> list:
 
 
 @stack_policy(
-    "image-build-role-reads-no-parameters", EnforcementLevel.MANDATORY,
+    "image-build-role-reads-no-parameters",
+    EnforcementLevel.MANDATORY,
     "The Image Builder instance role carries no AmazonSSMManagedInstanceCore and reads no SSM parameter on every "
     "resource: the bake runs downloaded installers as root on that instance.",
     fix="no stack key: the program writes the build role's policies (components/aws/image_build_role.py); report it",
@@ -170,7 +205,9 @@ def image_build_role_reads_no_parameters(args, report_violation) -> None:
         for problem in grants.problems(role.urn, SSM_CORE, PARAMETER_READS):
             report_violation(
                 f"role {role.name!r} ({role.urn}) runs the image builds of {infra.name!r} and carries {problem}; the build "
-                f"needs only the SSM agent's own actions (a parameter it must read is granted by its ARN)", role.urn)
+                f"needs only the SSM agent's own actions (a parameter it must read is granted by its ARN)",
+                role.urn,
+            )
 
 
 def _condition_keys(statement: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -193,7 +230,8 @@ _GUARDS = {
 
 
 @resource_policy(
-    "eks-role-trust-bound-to-cluster", EnforcementLevel.MANDATORY,
+    "eks-role-trust-bound-to-cluster",
+    EnforcementLevel.MANDATORY,
     "A role EKS assumes (the cluster role, a Pod Identity role) is bound to this account and cluster by its trust "
     "policy's conditions, against the confused deputy.",
     types(ROLE),
@@ -211,12 +249,15 @@ def eks_role_trust_bound_to_cluster(args, report_violation) -> None:
             needed, said = guard
             missing = [k for k in needed if not any(v and v != "*" for v in keys.get(k, []))]
             if missing:
-                report_violation(f"role {args.name!r} ({args.urn}) lets {service} assume it without the condition "
-                                 f"{', '.join(missing)}: condition its trust on {said}")
+                report_violation(
+                    f"role {args.name!r} ({args.urn}) lets {service} assume it without the condition "
+                    f"{', '.join(missing)}: condition its trust on {said}"
+                )
 
 
 @resource_policy(
-    "kms-keys-have-explicit-policy", EnforcementLevel.MANDATORY,
+    "kms-keys-have-explicit-policy",
+    EnforcementLevel.MANDATORY,
     "Every KMS key has an explicit key policy that lets the account administer it (so it never becomes "
     "unmanageable) and grants nothing to everyone.",
     types(KEY),
@@ -225,21 +266,28 @@ def eks_role_trust_bound_to_cluster(args, report_violation) -> None:
 def kms_keys_have_explicit_policy(args, report_violation) -> None:
     where = f"KMS key {args.name!r} ({args.urn})"
     if not text(args.props.get("policy")).strip():
-        report_violation(f"{where} has no key policy: KMS gives it a default one the stack does not show; write it "
-                         f"out (the account administers the key, the cluster role uses it)")
+        report_violation(
+            f"{where} has no key policy: KMS gives it a default one the stack does not show; write it "
+            f"out (the account administers the key, the cluster role uses it)"
+        )
         return
     written = statements(args.props.get("policy"))
     administered = any(
-        s.get("Effect") == "Allow" and "kms:*" in values(s.get("Action"))
+        s.get("Effect") == "Allow"
+        and "kms:*" in values(s.get("Action"))
         and any(_ROOT.fullmatch(p) for p in values(mapping(s.get("Principal")).get("AWS")))
         for s in written
     )
     if not administered:
-        report_violation(f"{where}: no statement lets the account (arn:<partition>:iam::<account>:root) administer the "
-                         f"key with kms:*; without it the key can become unmanageable")
+        report_violation(
+            f"{where}: no statement lets the account (arn:<partition>:iam::<account>:root) administer the "
+            f"key with kms:*; without it the key can become unmanageable"
+        )
     for s in written:
         principal = s.get("Principal")
         everyone = text(principal) == "*" or "*" in values(mapping(principal).get("AWS"))
         if s.get("Effect") == "Allow" and everyone and not mapping(s.get("Condition")):
-            report_violation(f"{where}: statement {text(s.get('Sid')) or '(no Sid)'} allows everyone (Principal *) "
-                             f"without a condition")
+            report_violation(
+                f"{where}: statement {text(s.get('Sid')) or '(no Sid)'} allows everyone (Principal *) "
+                f"without a condition"
+            )

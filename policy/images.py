@@ -33,8 +33,9 @@ def matches(image: str, want: str) -> bool:
     """Whether a container's image is the wanted one: same repository and tag, and the wanted digest
     if it pins one."""
     have, wanted = image_refs.parse(image), image_refs.parse(want)
-    return ((have.repository, have.tag) == (wanted.repository, wanted.tag)
-            and (not wanted.digest or have.digest == wanted.digest))
+    return (have.repository, have.tag) == (wanted.repository, wanted.tag) and (
+        not wanted.digest or have.digest == wanted.digest
+    )
 
 
 def _tag_versions(tag: str) -> list[tuple[int, ...]]:
@@ -49,15 +50,18 @@ def is_patch_bump(release_tag: str, tag: str) -> bool:
     old, new = _tag_versions(release_tag), _tag_versions(tag)
     if not old or len(old) != len(new):
         return False
-    return all(o[:2] == n[:2] for o, n in zip(old, new)) and new >= old
+    return all(o[:2] == n[:2] for o, n in zip(old, new, strict=True)) and new >= old
 
 
 def _releases_shipping(operand: str, tag: str) -> list[str]:
     new = _tag_versions(tag)
     return [
-        r.name for r in matrix.load().releases.values()
+        r.name
+        for r in matrix.load().releases.values()
         # Operands some releases do not carry (the DRA driver and validator from v26.7.0) are in only those.
-        if new and operand in r.images and [v[:2] for v in _tag_versions(split(r.image(operand))[1])] == [v[:2] for v in new]
+        if new
+        and operand in r.images
+        and [v[:2] for v in _tag_versions(split(r.image(operand))[1])] == [v[:2] for v in new]
     ]
 
 
@@ -95,12 +99,15 @@ def _check_workload(args, release, overrides: dict[str, str], report_violation) 
             pinned = image_refs.parse(want).digest
             owner = next(op for op, ref in expected.items() if ref == want)
             source = f"operator.overrides.{owner}" if owner in overrides else f"the version matrix ({release.name})"
-            detail = (f"the digest {image_refs.parse(image).digest or '(none)'} is not {pinned}, which {source} "
-                      f"pins for that tag")
+            detail = (
+                f"the digest {image_refs.parse(image).digest or '(none)'} is not {pinned}, which {source} "
+                f"pins for that tag"
+            )
         elif repo == split(want)[0]:
             how = (
                 f"set operator.overrides.{key}: {tag} if it is a patch bump of {split(want)[1]}"
-                if key not in overrides else f"the override says {overrides[key]}"
+                if key not in overrides
+                else f"the override says {overrides[key]}"
             )
             detail = f"tag {tag} is not the release's {split(want)[1]} ({how})"
         else:
@@ -116,7 +123,8 @@ def _reads(type_: str) -> bool:
 
 
 @resource_policy(
-    "operand-images-match-release", EnforcementLevel.MANDATORY,
+    "operand-images-match-release",
+    EnforcementLevel.MANDATORY,
     "Every operand image is its GPU Operator release's, or a same-repository patch bump declared in operator.overrides.",
     Targets("`Namespace`, " + workloads.TARGETS.label, _reads),
     fix="gpu-platform:operator.overrides or gpu-platform:operator.release",
@@ -137,8 +145,10 @@ def operand_images_match_release(args, report_violation) -> None:
         return
     release = matrix.load().releases.get(declared)
     if release is None:
-        report_violation(f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) declares GPU Operator "
-                         f"release {declared!r}, which is not in the version matrix")
+        report_violation(
+            f"{facts.kind(args.resource_type)} {args.name!r} ({args.urn}) declares GPU Operator "
+            f"release {declared!r}, which is not in the version matrix"
+        )
         return
     overrides = contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))
     if is_namespace:
@@ -159,7 +169,8 @@ def _operand_of(image: str, expected: dict[str, str], own: str | None) -> str | 
 
 
 @stack_policy(
-    "privileged-images-pinned-by-digest", EnforcementLevel.ADVISORY,
+    "privileged-images-pinned-by-digest",
+    EnforcementLevel.ADVISORY,
     "Every image that runs with a privilege (privileged, an added capability, a host path or a host namespace) "
     "is pinned by digest (tag@sha256:...), so a tag pushed again cannot change what runs with it.",
     fix="gpu-platform:operator.overrides (<operand>: <tag>@sha256:<digest>), or the release's row in gpu_platform/catalog/matrix.yaml",
@@ -174,7 +185,9 @@ def privileged_images_pinned_by_digest(args, report_violation) -> None:
             continue
         notes = facts.annotations(r.props)
         release = matrix.load().releases.get(notes.get(contract.OPERATOR_RELEASE_KEY, ""))
-        expected = release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
+        expected = (
+            release.images_with(contract.parse_overrides(notes.get(contract.OVERRIDES_KEY, ""))) if release else {}
+        )
         for _, image, _ in workloads.container_privileges(workloads.pod_spec(r.resource_type, r.props)):
             if image_refs.parse(image).pinned:
                 continue
@@ -188,9 +201,12 @@ def privileged_images_pinned_by_digest(args, report_violation) -> None:
 
     def entry(image: str) -> str:
         tag = split(image)[1] or "<tag>"
-        how = (f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>" if keys[image]
-               else "not an operator operand: where the program sets its image, e.g. the EFA device plugin's "
-                    "efa_device_plugin.tag in gpu_platform/catalog/aws_limits.yaml")
+        how = (
+            f"operator.overrides.{' and .'.join(sorted(keys[image]))}: {tag}@sha256:<digest>"
+            if keys[image]
+            else "not an operator operand: where the program sets its image, e.g. the EFA device plugin's "
+            "efa_device_plugin.tag in gpu_platform/catalog/aws_limits.yaml"
+        )
         who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
         return f"{image} ({who}; pin: {how})"
 

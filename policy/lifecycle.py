@@ -31,8 +31,11 @@ def _when(day: dt.date, source: str) -> str:
 
 def _supported(day: dt.date) -> str:
     minors = lifecycle.in_standard_support(day)
-    return f"a minor in standard support ({', '.join(minors)})" if minors else \
-        "a newer minor (none in the calendar is in standard support on that day: add the newer ones to gpu_platform/catalog/eks_versions.yaml)"
+    return (
+        f"a minor in standard support ({', '.join(minors)})"
+        if minors
+        else "a newer minor (none in the calendar is in standard support on that day: add the newer ones to gpu_platform/catalog/eks_versions.yaml)"
+    )
 
 
 def _upgrade(minor: str, day: dt.date) -> str:
@@ -42,7 +45,8 @@ def _upgrade(minor: str, day: dt.date) -> str:
 
 
 @resource_policy(
-    "eks-version-in-support", EnforcementLevel.MANDATORY,
+    "eks-version-in-support",
+    EnforcementLevel.MANDATORY,
     "A cluster is created only on a Kubernetes minor EKS still supports (standard or extended support).",
     types(facts.EKS_CLUSTER),
     fix="gpu-platform:cluster.kubernetesVersion",
@@ -61,7 +65,8 @@ def eks_version_in_support(args, report_violation) -> None:
             f"cluster {text(args.props.get('name')) or args.name!r} is declared on Kubernetes {minor}, whose EKS extended "
             f"support ended on {standing.calendar.end_of_extended.isoformat()} ({_when(day, source)}): EKS creates no "
             f"cluster on it and upgrades existing ones itself; create it on {_supported(day)}, or, if it exists, "
-            f"{_upgrade(minor, day)}")
+            f"{_upgrade(minor, day)}"
+        )
 
 
 def _cluster_minor(resources) -> tuple[str, str, bool] | None:
@@ -79,7 +84,8 @@ def _cluster_minor(resources) -> tuple[str, str, bool] | None:
 
 
 @stack_policy(
-    "eks-version-support-window", EnforcementLevel.ADVISORY,
+    "eks-version-support-window",
+    EnforcementLevel.ADVISORY,
     "The cluster's Kubernetes minor, created or adopted, is in EKS standard support; extended support (six times the "
     "control-plane price) and its end date are announced with the days left.",
     fix="gpu-platform:cluster.kubernetesVersion",
@@ -100,10 +106,12 @@ def eks_version_support_window(args, report_violation) -> None:
             f"{cluster} runs Kubernetes {minor}, in EKS extended support since {row.end_of_standard.isoformat()} (six times "
             f"the standard control-plane price per cluster hour); it ends on {row.end_of_extended.isoformat()}, "
             f"{standing.days_left(day)} days left ({_when(day, source)}), and then EKS upgrades the control plane itself; "
-            f"{_upgrade(minor, day)}")
+            f"{_upgrade(minor, day)}"
+        )
     elif standing.phase == lifecycle.ENDED and not created:  # a created one is refused by eks-version-in-support
         report_violation(
             f"{cluster} runs Kubernetes {minor}, whose EKS extended support ended on {row.end_of_extended.isoformat()} "
             f"({_when(day, source)}): EKS upgrades its control plane to the oldest supported minor at any time, without "
             f"notice, and leaves the node groups behind (it may have done so already: the stack declares {minor}); "
-            f"{_upgrade(minor, day)}")
+            f"{_upgrade(minor, day)}"
+        )

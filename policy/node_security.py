@@ -7,13 +7,14 @@ named blocks may be intended, and is reported for review."""
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pulumi_policy import EnforcementLevel
 
+from gpu_platform.interface.props import dig, mapping, sequence, text
 from policy import facts
 from policy.declare import resource_policy, types
-from gpu_platform.interface.props import dig, mapping, sequence, text
 
 # One hop keeps IMDS answers on the host: a pod behind the container network would need two, so
 # pods cannot take the node role's credentials (EKS best practices, "Restrict access to IMDS").
@@ -24,31 +25,44 @@ def _problems(props: Mapping[str, Any]) -> list[str]:
     found = []
     metadata = dig(props, "metadataOptions")
     if metadata.get("httpTokens") != "required":
-        found.append(f"metadataOptions.httpTokens is {metadata.get('httpTokens')!r}, not 'required' (IMDSv2); set httpTokens: required")
+        found.append(
+            f"metadataOptions.httpTokens is {metadata.get('httpTokens')!r}, not 'required' (IMDSv2); set httpTokens: required"
+        )
     # With instance tags in metadata on, a tag key holding '/' fails the launch (EC2 User Guide, "View
     # tags for your EC2 instances using instance metadata"), and an account-level IMDS default can
     # turn it on: only an explicit "disabled" is safe for our gpu-platform.io/... tags.
     if metadata.get("instanceMetadataTags") != "disabled":
-        found.append(f"metadataOptions.instanceMetadataTags is {metadata.get('instanceMetadataTags')!r}, not 'disabled'; "
-                     "set instanceMetadataTags: disabled (instance tag keys contain '/', which tags in metadata reject)")
+        found.append(
+            f"metadataOptions.instanceMetadataTags is {metadata.get('instanceMetadataTags')!r}, not 'disabled'; "
+            "set instanceMetadataTags: disabled (instance tag keys contain '/', which tags in metadata reject)"
+        )
     hops = metadata.get("httpPutResponseHopLimit")
     if isinstance(hops, bool) or not isinstance(hops, (int, float)) or hops > MAX_HOP_LIMIT:
-        found.append(f"metadataOptions.httpPutResponseHopLimit is {hops!r}, not <= {MAX_HOP_LIMIT}; set it to {MAX_HOP_LIMIT} so pods cannot reach the node role")
+        found.append(
+            f"metadataOptions.httpPutResponseHopLimit is {hops!r}, not <= {MAX_HOP_LIMIT}; set it to {MAX_HOP_LIMIT} so pods cannot reach the node role"
+        )
     disks = [m for m in map(mapping, sequence(props.get("blockDeviceMappings"))) if m.get("ebs") is not None]
     if not disks:
-        found.append("no blockDeviceMappings: the root volume takes the AMI's default encryption; declare the root volume with ebs.encrypted: true")
+        found.append(
+            "no blockDeviceMappings: the root volume takes the AMI's default encryption; declare the root volume with ebs.encrypted: true"
+        )
     for m in disks:
         encrypted = dig(m, "ebs").get("encrypted")
         if not facts.truthy(encrypted):
-            found.append(f"volume {text(m.get('deviceName')) or '?'} has ebs.encrypted {encrypted!r}; set ebs.encrypted: true")
+            found.append(
+                f"volume {text(m.get('deviceName')) or '?'} has ebs.encrypted {encrypted!r}; set ebs.encrypted: true"
+            )
     for i, nic in enumerate(map(mapping, sequence(props.get("networkInterfaces")))):
         if facts.truthy(nic.get("associatePublicIpAddress")):
-            found.append(f"networkInterfaces[{i}].associatePublicIpAddress is true; GPU nodes live in private subnets: set it to false")
+            found.append(
+                f"networkInterfaces[{i}].associatePublicIpAddress is true; GPU nodes live in private subnets: set it to false"
+            )
     return found
 
 
 @resource_policy(
-    "gpu-launch-templates-hardened", EnforcementLevel.MANDATORY,
+    "gpu-launch-templates-hardened",
+    EnforcementLevel.MANDATORY,
     "GPU launch templates require IMDSv2 with a hop limit of 1 and keep instance tags out of the metadata, encrypt every volume and assign no public IP.",
     types(facts.LAUNCH_TEMPLATE),
     fix="no stack key: the program builds launch templates hardened (components/aws/launch_settings.py); report it",
@@ -109,13 +123,16 @@ def _open_to(cidrs: list[str]) -> str:
             return f"{', '.join(listed)}{together}, the whole internet"
     covered = sum(n.num_addresses for n in union[4])
     if covered > WIDEST_NAMED_IPV4:
-        return (f"{', '.join(c for c in cidrs if _version(c) == 4)}, together {covered} IPv4 addresses: more than a /8 "
-                f"({WIDEST_NAMED_IPV4}), the largest block IANA ever gave one holder, so a large part of the internet")
+        return (
+            f"{', '.join(c for c in cidrs if _version(c) == 4)}, together {covered} IPv4 addresses: more than a /8 "
+            f"({WIDEST_NAMED_IPV4}), the largest block IANA ever gave one holder, so a large part of the internet"
+        )
     return ""
 
 
 @resource_policy(
-    "cluster-endpoint-not-open", EnforcementLevel.MANDATORY,
+    "cluster-endpoint-not-open",
+    EnforcementLevel.MANDATORY,
     "A public EKS API endpoint is limited to named CIDR blocks: none (EKS's default 0.0.0.0/0), blocks that together "
     "cover every IPv4 or IPv6 address (0.0.0.0/0, ::/0, or halves such as 0.0.0.0/1 and 128.0.0.0/1), or IPv4 blocks "
     "covering more than a /8 open the API server to the internet. Mandatory for wide blocks too: IANA never gave "
@@ -128,16 +145,21 @@ def cluster_endpoint_not_open(args, report_violation) -> None:
     if not public:
         return
     if not cidrs:
-        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint with no publicAccessCidrs, so "
-                         f"EKS opens it to 0.0.0.0/0; list the networks that need it in cluster.publicAccessCidrs, or "
-                         f"set cluster.endpointPublicAccess: false")
+        report_violation(
+            f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint with no publicAccessCidrs, so "
+            f"EKS opens it to 0.0.0.0/0; list the networks that need it in cluster.publicAccessCidrs, or "
+            f"set cluster.endpointPublicAccess: false"
+        )
     elif why := _open_to(cidrs):
-        report_violation(f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint open to {why}; list only the "
-                         f"networks that need it in cluster.publicAccessCidrs")
+        report_violation(
+            f"EKS cluster {args.name!r} ({args.urn}) has a public API endpoint open to {why}; list only the "
+            f"networks that need it in cluster.publicAccessCidrs"
+        )
 
 
 @resource_policy(
-    "cluster-endpoint-private", EnforcementLevel.ADVISORY,
+    "cluster-endpoint-private",
+    EnforcementLevel.ADVISORY,
     "The EKS API endpoint is private (a public one limited to named CIDR blocks is reported for review; an open one "
     "is cluster-endpoint-not-open's).",
     types(facts.EKS_CLUSTER),

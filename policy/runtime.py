@@ -14,7 +14,8 @@ TOOLKIT_OPERAND = "container-toolkit"
 
 
 @stack_policy(
-    "one-runtime-owner", EnforcementLevel.MANDATORY,
+    "one-runtime-owner",
+    EnforcementLevel.MANDATORY,
     "The container-toolkit DaemonSet and a node image that already configures the NVIDIA runtime never meet on a pool.",
     fix="gpu-platform:nodeImage.toolkitBaked",
 )

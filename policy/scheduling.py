@@ -30,7 +30,8 @@ def _describe(r) -> str:
 
 
 @stack_policy(
-    "operands-tolerate-gpu-taints", EnforcementLevel.MANDATORY,
+    "operands-tolerate-gpu-taints",
+    EnforcementLevel.MANDATORY,
     "Every operand that runs on nodes tolerates every GPU pool's taint.",
     fix="no stack key: operands tolerate the GPU taint by construction (components/kubernetes/operands/manifests.py); report it",
 )
@@ -50,7 +51,8 @@ def operands_tolerate_gpu_taints(args, report_violation) -> None:
 
 
 @stack_policy(
-    "operand-gates-set-by-pools", EnforcementLevel.MANDATORY,
+    "operand-gates-set-by-pools",
+    EnforcementLevel.MANDATORY,
     "Every gating label an operand selects on is set by at least one GPU pool.",
     fix="no stack key: the pools' gates come from the stage order (components/kubernetes/operands/stages.py); report it",
 )

@@ -22,4 +22,6 @@ from gpu_platform.interface.workloads import (  # noqa: F401 (re-exported for th
 from policy.declare import Targets
 
 # What a workload policy reads: every kind that runs pods, at any API version.
-TARGETS = Targets("Kubernetes workloads (" + ", ".join(f"`{k}`" for k in _POD_SPEC_PATH) + ")", lambda t: kind(t) is not None)
+TARGETS = Targets(
+    "Kubernetes workloads (" + ", ".join(f"`{k}`" for k in _POD_SPEC_PATH) + ")", lambda t: kind(t) is not None
+)

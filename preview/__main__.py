@@ -49,10 +49,10 @@ def _exit_now(signum: int, _frame) -> None:
         discard = getattr(sys.modules.get("preview.writing"), "discard_unfinished", None)
         if discard is not None:
             discard()
-    except BaseException:  # noqa: BLE001 the exit below is the answer, whatever cleanup could not do
+    except BaseException:
         pass
     if signum == signal.SIGINT:
-        try:
+        try:  # noqa: SIM105 (contextlib is imported after the signal handlers)
             os.write(2, b"interrupted\n")
         except OSError:
             pass
@@ -73,8 +73,8 @@ import contextlib  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import traceback  # noqa: E402
+from collections.abc import Callable, Iterator, Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Callable, Iterator, Optional, Sequence  # noqa: E402
 
 ANALYZERS = ("in-process", "grpc")
 
@@ -88,7 +88,9 @@ def _path(text: str) -> Path:
     if not text:
         raise argparse.ArgumentTypeError("the path is empty")
     if text == "-":  # the usual spelling of stdout or stdin, which no flag here reads or writes
-        raise argparse.ArgumentTypeError("'-' (stdin or stdout) is not supported; give a file path (the summary goes to stdout)")
+        raise argparse.ArgumentTypeError(
+            "'-' (stdin or stdout) is not supported; give a file path (the summary goes to stdout)"
+        )
     return Path(text)
 
 
@@ -97,9 +99,15 @@ def _stack_flags(parser: argparse.ArgumentParser, fleet: bool = False) -> None:
     source.add_argument("--stack", default=None, help="stack name: reads stacks/Pulumi.<NAME>.yaml (default: dev)")
     source.add_argument("--config", type=_path, help="any stack file (Pulumi.<stack>.yaml format)")
     if fleet:
-        source.add_argument("--all", nargs="*", type=_path, metavar="PATH", action="extend",
-                            help="preview many stacks in one process, one verdict line each: the stack files and "
-                                 "directories given (default: stacks/); see --out and --jobs")
+        source.add_argument(
+            "--all",
+            nargs="*",
+            type=_path,
+            metavar="PATH",
+            action="extend",
+            help="preview many stacks in one process, one verdict line each: the stack files and "
+            "directories given (default: stacks/); see --out and --jobs",
+        )
     parser.add_argument("--debug", action="store_true", help="print the traceback of an internal error (exit 3)")
 
 
@@ -110,17 +118,40 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--manifests", type=_path, help="write every Kubernetes object as YAML into this directory")
     parser.add_argument("--policy-config", type=_path, help="policy-pack config JSON: enforcement level per policy")
     parser.add_argument("--tree", action="store_true", help="also print every resource, as a tree under its component")
-    parser.add_argument("--analyzer", choices=ANALYZERS, default="in-process",
-                        help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC")
+    parser.add_argument(
+        "--analyzer",
+        choices=ANALYZERS,
+        default="in-process",
+        help="run the policy pack in this process (default) or as the CLI starts it: a subprocess over gRPC",
+    )
     parser.add_argument("--audit", type=_path, help="write the Markdown audit report of every privilege here")
-    parser.add_argument("--audit-against", type=_path, metavar="OLD", help="with --audit: add the diff of privileges against an older audit report")
-    parser.add_argument("--graph", type=_path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension")
-    parser.add_argument("--against", type=_path, metavar="OLD.json", help="list what changes against an older --json report")
-    parser.add_argument("--as-of", type=_day, metavar="YYYY-MM-DD",
-                        help="judge EKS support dates as of this day (default: SOURCE_DATE_EPOCH when set, else today in UTC)")
-    parser.add_argument("--out", type=_path, metavar="DIR",
-                        help="with --all: write each stack's report.json, manifests/, audit.md and rollout.md under DIR/<stack>/")
-    parser.add_argument("--jobs", type=_jobs, metavar="N", help="with --all: preview N stacks at a time (default: one per core)")
+    parser.add_argument(
+        "--audit-against",
+        type=_path,
+        metavar="OLD",
+        help="with --audit: add the diff of privileges against an older audit report",
+    )
+    parser.add_argument(
+        "--graph", type=_path, help="write the rollout picture: Mermaid (.md/.mmd) or DOT (.dot/.gv), by extension"
+    )
+    parser.add_argument(
+        "--against", type=_path, metavar="OLD.json", help="list what changes against an older --json report"
+    )
+    parser.add_argument(
+        "--as-of",
+        type=_day,
+        metavar="YYYY-MM-DD",
+        help="judge EKS support dates as of this day (default: SOURCE_DATE_EPOCH when set, else today in UTC)",
+    )
+    parser.add_argument(
+        "--out",
+        type=_path,
+        metavar="DIR",
+        help="with --all: write each stack's report.json, manifests/, audit.md and rollout.md under DIR/<stack>/",
+    )
+    parser.add_argument(
+        "--jobs", type=_jobs, metavar="N", help="with --all: preview N stacks at a time (default: one per core)"
+    )
     return parser
 
 
@@ -167,8 +198,9 @@ _SINGLE_STACK_FLAGS = ("json", "manifests", "audit", "audit_against", "graph", "
 def _verify_parser() -> argparse.ArgumentParser:
     from preview import verify_ami
 
-    parser = argparse.ArgumentParser(prog="python -m preview verify-ami", description=verify_ami.__doc__.split("\n\n")[0],
-                                     allow_abbrev=False)
+    parser = argparse.ArgumentParser(
+        prog="python -m preview verify-ami", description=verify_ami.__doc__.split("\n\n")[0], allow_abbrev=False
+    )
     _stack_flags(parser)
     return parser
 
@@ -212,14 +244,18 @@ def read_text(flag: str, path: Path) -> str:
         if not path.exists():
             raise ValueError(f"{flag} {path}: no such file")
         if not path.is_file():
-            raise ValueError(f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file")
+            raise ValueError(
+                f"{flag} {path}: is {'a directory' if path.is_dir() else 'not a regular file'}; give a file"
+            )
         limit = MAX_INPUT_BYTES.get(flag)
         with path.open("rb") as stream:
             data = stream.read(limit + 1 if limit else -1)
         if limit and len(data) > limit:
-            raise ValueError(f"{flag} {path}: larger than {limit // 1024 // 1024} MB; "
-                             f"{'a --json report' if flag == '--against' else 'an audit report' if flag == '--audit-against' else 'a policy config'} "
-                             "is far smaller (is it the right file?)")
+            raise ValueError(
+                f"{flag} {path}: larger than {limit // 1024 // 1024} MB; "
+                f"{'a --json report' if flag == '--against' else 'an audit report' if flag == '--audit-against' else 'a policy config'} "
+                "is far smaller (is it the right file?)"
+            )
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{flag} {path}: is not a UTF-8 text file") from None
@@ -227,7 +263,7 @@ def read_text(flag: str, path: Path) -> str:
         raise ValueError(f"{flag} {path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def _check_outputs(args: argparse.Namespace, inputs: Sequence[tuple[str, Optional[Path]]]) -> None:
+def _check_outputs(args: argparse.Namespace, inputs: Sequence[tuple[str, Path | None]]) -> None:
     """Refuse unusable output paths before the run, so a typo never costs a half-written set of
     reports (and never reads as exit 1, which means policy violations)."""
     from preview import writing
@@ -243,7 +279,7 @@ def _check_outputs(args: argparse.Namespace, inputs: Sequence[tuple[str, Optiona
         raise ValueError(f"--graph {args.graph}: unknown format (valid endings: {', '.join(GRAPH_SUFFIXES)})")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["verify-ami"]:
         # A subcommand beside the flags, so `python -m preview --stack dev` keeps its meaning.
@@ -260,7 +296,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _guarded(args.debug, lambda: _run_preview(args, _preview))
     for name in _SINGLE_STACK_FLAGS:
         if getattr(args, name):
-            parser.error(f"--{name.replace('_', '-')} previews one stack; with --all, --out DIR writes every stack's reports")
+            parser.error(
+                f"--{name.replace('_', '-')} previews one stack; with --all, --out DIR writes every stack's reports"
+            )
     if args.analyzer == "grpc" and (args.jobs or 1) > 1:
         parser.error("--analyzer grpc runs one pack subprocess: give --jobs 1")
     return _guarded(args.debug, lambda: _run_preview(args, _fleet))
@@ -301,12 +339,15 @@ def _guarded(debug: bool, command: Callable[[], int]) -> int:
         return EXIT_INTERRUPTED
     except SystemExit as exc:  # SIGTERM, in _raising
         return exc.code
-    except Exception as exc:  # noqa: BLE001 a bug: never exit 1, which means policy violations (or an AMI mismatch)
+    except Exception as exc:
         if debug:
             traceback.print_exc()
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        print(f"internal error: {type(exc).__name__}: {first} (a bug in gpu-platform, please report it; "
-              f"--debug prints the traceback)", file=sys.stderr)
+        print(
+            f"internal error: {type(exc).__name__}: {first} (a bug in gpu-platform, please report it; "
+            f"--debug prints the traceback)",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL
 
 
@@ -314,7 +355,7 @@ def _run_preview(args: argparse.Namespace, body: Callable[[argparse.Namespace, o
     from preview.offline import analyze
 
     _as_of(args)  # before the pack starts: a subprocess pack reads it from its environment
-    close: Optional[Callable[[], None]] = None  # the pack's, when it is a subprocess
+    close: Callable[[], None] | None = None  # the pack's, when it is a subprocess
     try:
         with _raising():
             # Started first: as a subprocess it comes up while the program runs.
@@ -342,8 +383,10 @@ def _ledger(path: Path):
 
     rows = ledger.checked(read_text("--audit-against", path), f"--audit-against {path}")
     if rows is None:
-        raise ValueError(f"--audit-against {path}: has no privilege ledger (the lines between {ledger.BEGIN} and "
-                         f"{ledger.END}); give a report written by --audit")
+        raise ValueError(
+            f"--audit-against {path}: has no privilege ledger (the lines between {ledger.BEGIN} and "
+            f"{ledger.END}); give a report written by --audit"
+        )
     return rows
 
 
@@ -372,8 +415,10 @@ def _fleet(args: argparse.Namespace, pack) -> int:
             root = args.out.resolve()
             for flag, path in inputs:
                 if path is not None and path.resolve().is_relative_to(root):
-                    raise ValueError(f"--out {args.out}: holds {path}, an input of this run ({flag}); "
-                                     "write the reports to a directory that holds no input")
+                    raise ValueError(
+                        f"--out {args.out}: holds {path}, an input of this run ({flag}); "
+                        "write the reports to a directory that holds no input"
+                    )
     jobs = args.jobs or (1 if args.analyzer == "grpc" else fleet.default_jobs())
     return fleet.run(found, pack, levels, args.out, jobs, on_start=_ON_STOP.add, print_line=_print_line)
 
@@ -395,12 +440,25 @@ def _preview(args: argparse.Namespace, pack) -> int:
             from preview.reports import changes
 
             old_report = changes.parse(read_text("--against", args.against), f"--against {args.against}")
-        _check_outputs(args, [(flag, path), ("--policy-config", args.policy_config), ("--against", args.against),
-                              ("--audit-against", args.audit_against)])
+        _check_outputs(
+            args,
+            [
+                (flag, path),
+                ("--policy-config", args.policy_config),
+                ("--against", args.against),
+                ("--audit-against", args.audit_against),
+            ],
+        )
         recordings = outcome.record(path, shown)
     judged = outcome.judge(recordings, pack, levels)
-    summary = report.summary(judged.recording, judged.violations, shown, first_preview=judged.first, tree=args.tree,
-                             disabled=tuple(name for name, entry in levels.items() if entry.level == "disabled"))
+    summary = report.summary(
+        judged.recording,
+        judged.violations,
+        shown,
+        first_preview=judged.first,
+        tree=args.tree,
+        disabled=tuple(name for name, entry in levels.items() if entry.level == "disabled"),
+    )
     if old_report is not None:
         from preview.reports import changes, rollouts
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from preview.stack_file import ROOT
 
@@ -30,10 +30,14 @@ OPERAND_PAGE = ROOT / "docs" / "what-gets-created.md"
 REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
 OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
-_PLACES = {"every-node": "every node", "gpu-nodes": "GPU nodes", "mig-pools": "MIG pools only",
-           "toolkit-daemonset": "only with `toolkitBaked: false`",
-           "device-plugin-nodes": "GPU nodes, `allocation.mode: device-plugin` (the default)",
-           "dra-nodes": "GPU nodes, `allocation.mode: dra`"}
+_PLACES = {
+    "every-node": "every node",
+    "gpu-nodes": "GPU nodes",
+    "mig-pools": "MIG pools only",
+    "toolkit-daemonset": "only with `toolkitBaked: false`",
+    "device-plugin-nodes": "GPU nodes, `allocation.mode: device-plugin` (the default)",
+    "dra-nodes": "GPU nodes, `allocation.mode: dra`",
+}
 
 
 def policy_table() -> str:
@@ -46,8 +50,11 @@ def policy_table() -> str:
         "| --- | --- | --- | --- | --- |",
     ]
     for d in DECLARATIONS:
-        runs = (f"before each of {d.targets.label} is created or updated" if d.targets
-                else "once every resource's step is done (after the deployment, under `--skip-preview`)")
+        runs = (
+            f"before each of {d.targets.label} is created or updated"
+            if d.targets
+            else "once every resource's step is done (after the deployment, under `--skip-preview`)"
+        )
         level = d.policy.enforcement_level.value
         lines.append(f"| `{d.policy.name}` | {d.kind} | {level} | {runs} | {d.policy.description} |")
     lines.append(POLICIES_END)
@@ -85,8 +92,15 @@ def operand_table(recordings=None) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for number, row in enumerate(operands.rows(), 1):
-        found = next((ds for rec in recordings for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
-                      if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand), None)
+        found = next(
+            (
+                ds
+                for rec in recordings
+                for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
+                if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand
+            ),
+            None,
+        )
         pod = found.inputs["spec"]["template"]["spec"] if found else {}
         kept = ", ".join(workloads.privileges(pod)) or "none"
         paths = workloads.host_path_modes(pod)
@@ -107,7 +121,7 @@ def replace_block(text: str, begin: str, end: str, block: str) -> str:
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:
         raise ValueError(f"no {begin} ... {end} block")
-    return text[:start] + block + text[stop + len(end):]
+    return text[:start] + block + text[stop + len(end) :]
 
 
 def _stale_block(page: Path, what: str, begin: str, end: str, block: str) -> list[str]:
@@ -144,10 +158,12 @@ def write(policy_page: Path = POLICY_PAGE, operand_page: Path = OPERAND_PAGE) ->
     graph.write_docs(engine.run(engine.stack_file(graph.DOCS_STACK)), operand_page)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m preview.docs", description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite the generated blocks of docs/ and docs/rollout-prod.md")
+    mode.add_argument(
+        "--write", action="store_true", help="rewrite the generated blocks of docs/ and docs/rollout-prod.md"
+    )
     mode.add_argument("--check", action="store_true", help="exit 1 when any of them is stale")
     args = parser.parse_args(argv)
     if args.write:

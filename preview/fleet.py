@@ -13,16 +13,16 @@ is invalid, else 1 if any stack has a mandatory violation, else 0.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import re
 import select
 import signal
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
-
-import re
 
 from preview.stack_file import ROOT, STACKS, stack_name
 
@@ -34,9 +34,9 @@ OUT_FILES = {"--json": "report.json", "--manifests": "manifests", "--audit": "au
 
 @dataclass(frozen=True)
 class Stack:
-    name: str    # how the lines and --out name it: the stack name of Pulumi.<name>.yaml, else the file's stem
+    name: str  # how the lines and --out name it: the stack name of Pulumi.<name>.yaml, else the file's stem
     path: Path
-    shown: str   # the path as reports show it, relative to the clone where it is inside it
+    shown: str  # the path as reports show it, relative to the clone where it is inside it
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ PROJECT_FILE = "Pulumi.yaml"  # the project, not a stack
 def _files(given: Path) -> list[Path]:
     try:
         if given.is_dir():
-            files = sorted(given.glob("Pulumi.*.yaml")) or sorted(p for p in given.glob("*.yaml") if p.name != PROJECT_FILE)
+            files = sorted(given.glob("Pulumi.*.yaml")) or sorted(
+                p for p in given.glob("*.yaml") if p.name != PROJECT_FILE
+            )
             if not files:
                 raise ValueError(f"--all {given}: has no stack files (Pulumi.<stack>.yaml or *.yaml)")
             return files
@@ -87,8 +89,10 @@ def stacks(paths: Sequence[Path]) -> list[Stack]:
         for f in _files(given):
             name = stack_name(f)
             if not _NAME.fullmatch(name) or name in (".", ".."):
-                raise ValueError(f"--all {_shown(f)}: its stack name {name!r} cannot name a report directory "
-                                 "(letters, digits, '_', '.' and '-', not starting with '.' or '-')")
+                raise ValueError(
+                    f"--all {_shown(f)}: its stack name {name!r} cannot name a report directory "
+                    "(letters, digits, '_', '.' and '-', not starting with '.' or '-')"
+                )
             found.append(Stack(name, f, _shown(f)))
     seen: dict[str, Stack] = {}
     for stack in found:
@@ -96,8 +100,10 @@ def stacks(paths: Sequence[Path]) -> list[Stack]:
         if other is not stack:
             if other.path.resolve() == stack.path.resolve():
                 raise ValueError(f"--all: {stack.shown} is named twice")
-            raise ValueError(f"--all: {other.shown} and {stack.shown} would both be reported as {stack.name!r}; "
-                             "preview them in separate runs")
+            raise ValueError(
+                f"--all: {other.shown} and {stack.shown} would both be reported as {stack.name!r}; "
+                "preview them in separate runs"
+            )
     return list(seen.values())
 
 
@@ -110,7 +116,7 @@ def _counts(violations) -> str:
     return f"{text}, {advisory} advisory"
 
 
-def preview_one(stack: Stack, pack, levels: dict, out: Optional[Path]) -> Verdict:
+def preview_one(stack: Stack, pack, levels: dict, out: Path | None) -> Verdict:
     """One stack as `python -m preview --config FILE` sees it; never raises for the stack's own faults."""
     from gpu_platform.config import ConfigError
     from preview import outcome, writing
@@ -130,22 +136,28 @@ def preview_one(stack: Stack, pack, levels: dict, out: Optional[Path]) -> Verdic
                 writing.write_all(list(outcome.outputs(judged, paths)))
             except writing.OutputError as exc:
                 return Verdict(stack.name, EXIT_CONFIG, f"{exc}; no report of this stack was written")
-        extra = {(v.policy, v.message) for v in judged.first if v.enforcement_level == "mandatory"} - \
-                {(v.policy, v.message) for v in judged.violations if v.enforcement_level == "mandatory"}
+        extra = {(v.policy, v.message) for v in judged.first if v.enforcement_level == "mandatory"} - {
+            (v.policy, v.message) for v in judged.violations if v.enforcement_level == "mandatory"
+        }
         detail = f"{len(judged.recording.resources)} resources, {_counts(judged.violations)}"
         if extra:
             detail += f"; {len(extra)} more mandatory in the first preview of a new stack"
         return Verdict(stack.name, EXIT_VIOLATIONS if judged.fails() else EXIT_OK, detail)
     except analyze.PackError:
         raise  # the pack, not the stack: the whole run stops (exit 3)
-    except Exception as exc:  # noqa: BLE001 a bug shows as this stack's ERROR; the others still run
+    except Exception as exc:
         first_line = (str(exc).strip().splitlines() or [""])[0][:200]
-        return Verdict(stack.name, EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {first_line} (a bug in "
-                                                  f"gpu-platform; python -m preview --config {stack.shown} --debug shows it)")
+        return Verdict(
+            stack.name,
+            EXIT_INTERNAL,
+            f"internal error: {type(exc).__name__}: {first_line} (a bug in "
+            f"gpu-platform; python -m preview --config {stack.shown} --debug shows it)",
+        )
 
 
-def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
-                on_start: Callable[[Callable[[], None]], None]) -> Iterator[Verdict]:
+def _in_workers(
+    work: Callable[[int], Verdict], names: Sequence[str], jobs: int, on_start: Callable[[Callable[[], None]], None]
+) -> Iterator[Verdict]:
     """work(0..count-1) in `jobs` forked workers (worker k takes k, k+jobs, ...), yielded in index
     order. Forked after the imports, so each starts warm and inherits the in-process pack. A worker
     that dies (the OOM killer, a signal) costs its unfinished stacks an ERROR line, never a hang.
@@ -163,10 +175,8 @@ def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
         if os.getpid() != parent:
             return  # a worker that inherited this hook has nothing to stop
         for pid, _ in workers.values():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
     on_start(stop)
     for k in range(jobs):
@@ -182,13 +192,13 @@ def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
                         blob = pickle.dumps((index, work(index)))
                         out.write(len(blob).to_bytes(8, "big") + blob)
                         out.flush()
-            except BaseException:  # noqa: BLE001 the parent reports this worker's missing stacks
+            except BaseException:
                 code = 3
             os._exit(code)
         os.close(write)
         workers[read] = (pid, list(range(k, count, jobs)))
     done: dict[int, Verdict] = {}
-    buffers = {fd: b"" for fd in workers}
+    buffers = dict.fromkeys(workers, b"")
     following = 0
     try:
         while workers:
@@ -199,8 +209,8 @@ def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
                     buffers[fd] += chunk
                     while len(buffers[fd]) >= 8 and len(buffers[fd]) >= 8 + int.from_bytes(buffers[fd][:8], "big"):
                         size = int.from_bytes(buffers[fd][:8], "big")
-                        index, verdict = pickle.loads(buffers[fd][8:8 + size])
-                        buffers[fd] = buffers[fd][8 + size:]
+                        index, verdict = pickle.loads(buffers[fd][8 : 8 + size])
+                        buffers[fd] = buffers[fd][8 + size :]
                         done[index] = verdict
                         workers[fd][1].remove(index)
                     continue
@@ -220,16 +230,21 @@ def _in_workers(work: Callable[[int], Verdict], names: Sequence[str], jobs: int,
 
 
 def _lost(stack: str, status: int) -> Verdict:
-    how = (f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-           else f"exited with {os.WEXITSTATUS(status)}")
-    return Verdict(stack, EXIT_INTERNAL,
-                   f"internal error: the worker previewing it ended ({how}) before it was done, e.g. out of memory; "
-                   f"preview it alone with --config")
+    how = (
+        f"killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exited with {os.WEXITSTATUS(status)}"
+    )
+    return Verdict(
+        stack,
+        EXIT_INTERNAL,
+        f"internal error: the worker previewing it ended ({how}) before it was done, e.g. out of memory; "
+        f"preview it alone with --config",
+    )
 
 
 def _quiet_stops() -> None:
     """In a worker: a stop ends it at once, its unfinished reports discarded, without a word (the
     parent says "interrupted" once)."""
+
     def end(signum: int, _frame) -> None:
         discard = getattr(sys.modules.get("preview.writing"), "discard_unfinished", None)
         try:
@@ -243,14 +258,24 @@ def _quiet_stops() -> None:
             signal.signal(signum, end)
 
 
-def run(found: Sequence[Stack], pack, levels: dict, out: Optional[Path], jobs: int,
-        on_start: Callable[[Callable[[], None]], None] = lambda stop: None, print_line: Callable[[str], None] = print) -> int:
+def run(
+    found: Sequence[Stack],
+    pack,
+    levels: dict,
+    out: Path | None,
+    jobs: int,
+    on_start: Callable[[Callable[[], None]], None] = lambda stop: None,
+    print_line: Callable[[str], None] = print,
+) -> int:
     """Preview every stack, print its line as soon as it and every stack before it are done, then the
     total; the worst verdict's exit code."""
     jobs = max(1, min(jobs, len(found)))
     work = lambda i: preview_one(found[i], pack, levels, out)  # noqa: E731
-    results: Iterable[Verdict] = (work(i) for i in range(len(found))) if jobs == 1 else \
-        _in_workers(work, [stack.name for stack in found], jobs, on_start)
+    results: Iterable[Verdict] = (
+        (work(i) for i in range(len(found)))
+        if jobs == 1
+        else _in_workers(work, [stack.name for stack in found], jobs, on_start)
+    )
     width = max(len(s.name) for s in found)
     codes = []
     for verdict in results:

@@ -4,9 +4,9 @@ gets the same verdict and the same report files whichever way it is previewed.""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping, Optional
 
 # The report each output flag writes; the fleet names them so under --out DIR/<stack>/ (the names
 # `make preview-all` used before it).
@@ -16,9 +16,9 @@ GRAPH_SUFFIXES = (".md", ".mmd", ".dot", ".gv")  # Mermaid (GitHub renders it) o
 
 @dataclass(frozen=True)
 class Outcome:
-    recording: object   # the recording of `pulumi up` (preview.recording.Recording)
-    violations: list    # the pack's verdicts on it
-    first: list         # its verdicts on the first preview of a new stack (ids and outputs unknown)
+    recording: object  # the recording of `pulumi up` (preview.recording.Recording)
+    violations: list  # the pack's verdicts on it
+    first: list  # its verdicts on the first preview of a new stack (ids and outputs unknown)
 
     def fails(self) -> bool:
         from preview.reports import report
@@ -41,7 +41,7 @@ def judge(recordings: dict, pack, levels: dict) -> Outcome:
     return Outcome(recordings[engine.UP], verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW])
 
 
-def outputs(outcome: Outcome, paths: Mapping[str, Optional[Path]], audit_against: Optional[str] = None) -> Iterator:
+def outputs(outcome: Outcome, paths: Mapping[str, Path | None], audit_against: str | None = None) -> Iterator:
     """The reports asked for (output flag -> path; a flag absent or None is not written), each rendered
     only when it is written; report modules are imported only when asked for."""
     from preview.writing import Output

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from google.protobuf import json_format, struct_pb2
 
@@ -40,7 +41,7 @@ class Registration:
     property_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
     version: str = ""  # the SDK package's version: names the engine's default provider
     protect: bool = False
-    delete_before_replace: Optional[bool] = None
+    delete_before_replace: bool | None = None
     replace_on_changes: tuple[str, ...] = ()  # the resource's replaceOnChanges option
     additional_secret_outputs: tuple[str, ...] = ()
     custom_timeouts: tuple[str, str, str] = ("", "", "")  # create, update, delete, as the SDK sent them
@@ -49,7 +50,7 @@ class Registration:
     def is_provider(self) -> bool:
         return self.type.startswith("pulumi:providers:")
 
-    def with_inputs(self, inputs: dict[str, Any]) -> "Registration":
+    def with_inputs(self, inputs: dict[str, Any]) -> Registration:
         """The same registration with other inputs (and state), as if the program had sent them:
         for tests of what no valid stack file produces."""
         sent = struct_pb2.Struct()
@@ -99,7 +100,7 @@ class Recording:
             frontier = [k.urn for k in kids]
         return found
 
-    def replaced(self, type_: str, name: str, change) -> "Recording":
+    def replaced(self, type_: str, name: str, change) -> Recording:
         """A copy in which `change(inputs)` edited one resource's inputs (a deep copy of them). A
         type and name that match nothing is a KeyError: a variant that changed nothing tests nothing."""
         if not any(r.type == type_ and r.name == name for r in self.resources):
@@ -110,7 +111,7 @@ class Recording:
         ]
         return dataclasses.replace(self, resources=resources)
 
-    def owner(self, urn: str, among: Iterable[str]) -> Optional[Registration]:
+    def owner(self, urn: str, among: Iterable[str]) -> Registration | None:
         """The resource itself, or its nearest ancestor, whose URN is one of `among` (the operand
         component that owns a DaemonSet, say); None when none is."""
         wanted, index = set(among), self.by_urn()
@@ -124,7 +125,7 @@ class Recording:
         each ancestor (a child of a component with `depends_on` carries none of its own)."""
         index = self.by_urn()
         waits: set[str] = set()
-        current: Optional[Registration] = index.get(urn)
+        current: Registration | None = index.get(urn)
         while current is not None:
             waits.update(current.dependencies)
             current = index.get(current.parent)

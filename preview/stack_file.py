@@ -21,7 +21,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, ClassVar
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -53,7 +53,7 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """libyaml's parser; plain scalars resolved by go-yaml v3's rules (`_go_scalar`), merge keys
     (`<<`) merged as go-yaml merges them, duplicate keys refused."""
 
-    yaml_implicit_resolvers: dict = {}
+    yaml_implicit_resolvers: ClassVar[dict] = {}
 
     def resolve(self, kind, value, implicit):
         if kind is yaml.ScalarNode and implicit[0]:
@@ -62,8 +62,9 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, MappingNode):  # `!!map [a]`: PyYAML would fail inside flatten_mapping
-            raise yaml.constructor.ConstructorError(None, None, f"{node.tag.rsplit(':', 1)[-1]} tag on a value that is not a mapping",
-                                                    node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.tag.rsplit(':', 1)[-1]} tag on a value that is not a mapping", node.start_mark
+            )
         # go-yaml v3 refuses a key whose node kind and text repeat an earlier key's (decode.go
         # mapping(), "mapping key %#v already defined at line %d"), comparing the text as written and
         # merge keys too: two `<<` in one mapping are refused; a collection key's text is empty.
@@ -72,8 +73,11 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             identity = (type(key_node).__name__, key_node.value if isinstance(key_node, ScalarNode) else "")
             if identity in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"found duplicate key {identity[1]!r} (first at line {seen[identity].start_mark.line + 1})", key_node.start_mark)
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"found duplicate key {identity[1]!r} (first at line {seen[identity].start_mark.line + 1})",
+                    key_node.start_mark,
+                )
             seen[identity] = key_node
         return super().construct_mapping(node, deep=deep)
 
@@ -87,29 +91,37 @@ class Timestamp(str):
 # underscores removed (int64, then uint64), a YAML-style float, then 0b/0o forms (191-265); a dot
 # tries a float (176-181); anything else is text.
 _FIXED = {
-    **dict.fromkeys(("true", "True", "TRUE"), True), **dict.fromkeys(("false", "False", "FALSE"), False),
+    **dict.fromkeys(("true", "True", "TRUE"), True),
+    **dict.fromkeys(("false", "False", "FALSE"), False),
     **dict.fromkeys(("", "~", "null", "Null", "NULL"), None),
     **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
     **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
 _YAML_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
-_GO_INT = re.compile(r"(?P<sign>[-+]?)(?:0[xX](?P<hex>[0-9a-fA-F]+)|0[bB](?P<bin>[01]+)|0[oO](?P<oct>[0-7]+)"
-                     r"|0(?P<old>[0-7]+)|(?P<dec>0|[1-9][0-9]*))")
+_GO_INT = re.compile(
+    r"(?P<sign>[-+]?)(?:0[xX](?P<hex>[0-9a-fA-F]+)|0[bB](?P<bin>[01]+)|0[oO](?P<oct>[0-7]+)"
+    r"|0(?P<old>[0-7]+)|(?P<dec>0|[1-9][0-9]*))"
+)
 # Go's time.Parse with the layouts go-yaml tries (resolve.go:300-326): fields of one or two digits.
 _DATE = r"(?P<y>[0-9]{4})-(?P<m>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
 _TIME = r"(?P<H>[0-9]{1,2}):(?P<M>[0-9]{1,2}):(?P<S>[0-9]{1,2})(?:\.[0-9]+)?"
-_TIMESTAMPS = [re.compile(_DATE + "[Tt]" + _TIME + r"(?:Z|[+-][0-9]{2}:[0-9]{2})"), re.compile(_DATE + " " + _TIME),
-               re.compile(_DATE)]
+_TIMESTAMPS = [
+    re.compile(_DATE + "[Tt]" + _TIME + r"(?:Z|[+-][0-9]{2}:[0-9]{2})"),
+    re.compile(_DATE + " " + _TIME),
+    re.compile(_DATE),
+]
 _INT64, _UINT64 = 2**63, 2**64
 
 
-def _go_int(text: str) -> Optional[int]:
+def _go_int(text: str) -> int | None:
     """strconv.ParseInt(text, 0, 64), then ParseUint: None where both fail."""
     found = _GO_INT.fullmatch(text)
     if not found:
         return None
-    base, digits = next((b, found[g]) for g, b in (("hex", 16), ("bin", 2), ("oct", 8), ("old", 8), ("dec", 10)) if found[g])
+    base, digits = next(
+        (b, found[g]) for g, b in (("hex", 16), ("bin", 2), ("oct", 8), ("old", 8), ("dec", 10)) if found[g]
+    )
     digits = digits.replace("_", "").lstrip("0") or "0"
     if len(digits) > 64:  # more digits than 64 bits hold in any base: Go's range error (and Python's digit limit)
         return None
@@ -119,7 +131,7 @@ def _go_int(text: str) -> Optional[int]:
     return None
 
 
-def _go_float(text: str) -> Optional[float]:
+def _go_float(text: str) -> float | None:
     """strconv.ParseFloat of a YAML-style float: None on overflow (Go's range error)."""
     value = float(text)
     return None if math.isinf(value) else value
@@ -131,8 +143,14 @@ def _timestamp(text: str) -> bool:
         if found:
             fields = found.groupdict()
             try:
-                datetime.datetime(int(fields["y"]), int(fields["m"]), int(fields["d"]),
-                                  int(fields.get("H") or 0), int(fields.get("M") or 0), int(fields.get("S") or 0))
+                datetime.datetime(
+                    int(fields["y"]),
+                    int(fields["m"]),
+                    int(fields["d"]),
+                    int(fields.get("H") or 0),
+                    int(fields.get("M") or 0),
+                    int(fields.get("S") or 0),
+                )
             except ValueError:
                 continue
             return True
@@ -188,7 +206,9 @@ def _explicit(wanted: str):
         if wanted == "float" and kind == "int":
             return float(value)
         shown = text if len(text) <= 40 else text[:37] + "..."
-        raise yaml.constructor.ConstructorError(None, None, f"cannot decode !!{kind} `{shown}` as a !!{wanted}", node.start_mark)
+        raise yaml.constructor.ConstructorError(
+            None, None, f"cannot decode !!{kind} `{shown}` as a !!{wanted}", node.start_mark
+        )
 
     return construct
 
@@ -211,8 +231,10 @@ def _bounded_nesting(text: str, shown: str) -> None:
             depth += 1
             if depth > MAX_DEPTH:
                 mark = event.start_mark
-                raise StackFileError(f"{shown}: line {mark.line + 1}, column {mark.column + 1}: nested deeper than "
-                                     f"{MAX_DEPTH} levels; no key of a stack file nests that deep")
+                raise StackFileError(
+                    f"{shown}: line {mark.line + 1}, column {mark.column + 1}: nested deeper than "
+                    f"{MAX_DEPTH} levels; no key of a stack file nests that deep"
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -221,7 +243,9 @@ def _count(node: Node, shown: str, budget: list[int], depth: int = 0) -> None:
     """Walk the composed document as its aliases expand, until the budget or the depth runs out."""
     budget[0] -= 1
     if budget[0] < 0:
-        raise StackFileError(f"{shown}: expands to more than {MAX_VALUES} values (nested aliases?); a stack file has a few hundred")
+        raise StackFileError(
+            f"{shown}: expands to more than {MAX_VALUES} values (nested aliases?); a stack file has a few hundred"
+        )
     if depth > MAX_DEPTH:
         raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep")
     if isinstance(node, MappingNode):
@@ -282,34 +306,47 @@ def _plain(value: Any, shown: str, path: str, from_yaml: bool = True) -> Any:
     (sdk/go/common/resource/config/object.go MarshalJSON): a float with no fraction below 1e21 is
     written as an integer, so the program reads `maxSize: 4.0` as 4."""
     if isinstance(value, Timestamp):
-        raise StackFileError(f"{shown}: {path}: {str(value)!r} is a date or time in YAML, which Pulumi would hand over "
-                             f"in Go's own text form; quote it to give text")
+        raise StackFileError(
+            f"{shown}: {path}: {str(value)!r} is a date or time in YAML, which Pulumi would hand over "
+            f"in Go's own text form; quote it to give text"
+        )
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise StackFileError(f"{shown}: {path}: {value} is not a number Pulumi can hand to a program (JSON has none)")
+            raise StackFileError(
+                f"{shown}: {path}: {value} is not a number Pulumi can hand to a program (JSON has none)"
+            )
         return int(value) if from_yaml and value.is_integer() and abs(value) < 1e21 else value
     if isinstance(value, dict):
         if set(value) == {"secure"}:
-            raise StackFileError(f"{shown}: {path}: an encrypted secret (secure:); the offline preview cannot decrypt it: "
-                                 f"preview a copy of the stack file with a placeholder value there")
+            raise StackFileError(
+                f"{shown}: {path}: an encrypted secret (secure:); the offline preview cannot decrypt it: "
+                f"preview a copy of the stack file with a placeholder value there"
+            )
         plain = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise StackFileError(f"{shown}: {path or 'the top level'}: the key {spelling(key)} is not text; quote it")
+                raise StackFileError(
+                    f"{shown}: {path or 'the top level'}: the key {spelling(key)} is not text; quote it"
+                )
             plain[key] = _plain(item, shown, _key_path(path, key), from_yaml)
         return plain
     if isinstance(value, list) and not (value and all(isinstance(item, tuple) for item in value)):
         return [_plain(item, shown, f"{path}[{i}]", from_yaml) for i, item in enumerate(value)]
     if isinstance(value, list):
         value = tuple(value)  # !!omap and !!pairs build lists of pairs
-    kind = {"bytes": "binary data (!!binary)", "set": "a set (!!set)", "tuple": "an ordered map (!!omap or !!pairs)"}.get(
-        type(value).__name__, f"a {type(value).__name__}")
-    raise StackFileError(f"{shown}: {path}: {kind} is not a value this program's config takes (text, number, boolean, "
-                         f"list, object); quote it to give text")
+    kind = {
+        "bytes": "binary data (!!binary)",
+        "set": "a set (!!set)",
+        "tuple": "an ordered map (!!omap or !!pairs)",
+    }.get(type(value).__name__, f"a {type(value).__name__}")
+    raise StackFileError(
+        f"{shown}: {path}: {kind} is not a value this program's config takes (text, number, boolean, "
+        f"list, object); quote it to give text"
+    )
 
 
 def _decoded(value: Any, shown: str, key: str) -> Any:
@@ -319,11 +356,15 @@ def _decoded(value: Any, shown: str, key: str) -> Any:
     try:
         decoded = json.loads(value, parse_constant=lambda name: math.nan)
     except RecursionError:
-        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep") from None
+        raise StackFileError(
+            f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep"
+        ) from None
     except ValueError:  # not JSON (the program then keeps the text), or an integer of more than 4300 digits
         return value
     if _depth(decoded) > MAX_DEPTH:
-        raise StackFileError(f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep")
+        raise StackFileError(
+            f"{shown}: {key}: JSON text nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep"
+        )
     return _plain(decoded, shown, key, from_yaml=False)
 
 
@@ -339,15 +380,19 @@ def _document(text: str, shown: str) -> Any:
         line = text.count("\n", 0, exc.position) + 1
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
         code = exc.character if isinstance(exc.character, int) else ord(exc.character)
-        raise StackFileError(f"{shown}: line {line}, column {column}: the character U+{code:04X} is not allowed in YAML "
-                             f"(a control character)") from None
+        raise StackFileError(
+            f"{shown}: line {line}, column {column}: the character U+{code:04X} is not allowed in YAML "
+            f"(a control character)"
+        ) from None
     except yaml.MarkedYAMLError as exc:
         problem = (exc.problem or str(exc)).strip()
         raise StackFileError(f"{shown}: {_where(exc)}{problem}") from None
     except yaml.YAMLError as exc:
         raise StackFileError(f"{shown}: not YAML ({str(exc).strip()[:200]})") from None
     except RecursionError:
-        raise StackFileError(f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep") from None
+        raise StackFileError(
+            f"{shown}: nested deeper than {MAX_DEPTH} levels; no key of a stack file nests that deep"
+        ) from None
 
 
 def parse(text: str, shown: str) -> dict[str, Any]:
@@ -361,10 +406,14 @@ def parse(text: str, shown: str) -> dict[str, Any]:
     unknown = sorted((printable(k) for k in document if k not in STACK_FILE_KEYS), key=str)
     if unknown:
         hint = "; this looks like a --json report: did you mean --against?" if "resources" in document else ""
-        raise StackFileError(f"{shown}: {unknown[0]}: not a key of a Pulumi stack file (valid: {', '.join(STACK_FILE_KEYS)}){hint}")
+        raise StackFileError(
+            f"{shown}: {unknown[0]}: not a key of a Pulumi stack file (valid: {', '.join(STACK_FILE_KEYS)}){hint}"
+        )
     if document.get("environment"):
-        raise StackFileError(f"{shown}: environment: Pulumi ESC environments add config values that the offline preview "
-                             f"cannot read; preview a copy of the stack file with those values written under config:")
+        raise StackFileError(
+            f"{shown}: environment: Pulumi ESC environments add config values that the offline preview "
+            f"cannot read; preview a copy of the stack file with those values written under config:"
+        )
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise StackFileError(f"{shown}: config: a mapping of namespace:key to value (got {spelling(config)})")
@@ -377,21 +426,25 @@ def parse(text: str, shown: str) -> dict[str, Any]:
         # stackConfigNamespacedWithProject), and hands a top-level null over as "" (checkForEmptyConfig).
         full = key if ":" in key else f"{PROJECT}:{key}"
         if full in namespaced:
-            raise StackFileError(f"{shown}: {printable(key)}: the same key as {printable(written[full])} (Pulumi puts a key "
-                                 f"without a namespace in the project's, {PROJECT}:); keep one")
+            raise StackFileError(
+                f"{shown}: {printable(key)}: the same key as {printable(written[full])} (Pulumi puts a key "
+                f"without a namespace in the project's, {PROJECT}:); keep one"
+            )
         written[full] = key
         path = printable(full)
         namespaced[full] = "" if value is None else _decoded(_plain(value, shown, path), shown, path)
     return namespaced
 
 
-def read_stack_file(path: Path, shown: Optional[str] = None) -> dict[str, Any]:
+def read_stack_file(path: Path, shown: str | None = None) -> dict[str, Any]:
     """The `config:` map of a stack file, as Pulumi reads it."""
     shown = shown or str(path)
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
-            raise StackFileError(f"{shown}: {size} bytes; a stack file is a few KB (at most {MAX_BYTES // 1024} KB here)")
+            raise StackFileError(
+                f"{shown}: {size} bytes; a stack file is a few KB (at most {MAX_BYTES // 1024} KB here)"
+            )
         raw = path.read_bytes()
     except OSError as exc:
         raise StackFileError(f"{shown}: cannot be read ({exc.strerror or exc})") from None
@@ -402,14 +455,16 @@ def read_stack_file(path: Path, shown: Optional[str] = None) -> dict[str, Any]:
     return parse(text, shown)
 
 
-def resolve_stack(stack: Optional[str], config: Optional[Path]) -> tuple[Path, str]:
+def resolve_stack(stack: str | None, config: Path | None) -> tuple[Path, str]:
     """The stack file a command reads (`--config FILE`, else `--stack NAME`, default dev), and how
     to name it in output: relative, so reports do not depend on where the clone lives."""
     if config is not None:
         if not config.exists():
             raise FileNotFoundError(f"--config {config}: no such stack file")
         if not config.is_file():
-            raise FileNotFoundError(f"--config {config}: is {'a directory' if config.is_dir() else 'not a regular file'}; give a stack file")
+            raise FileNotFoundError(
+                f"--config {config}: is {'a directory' if config.is_dir() else 'not a regular file'}; give a stack file"
+            )
         return config, str(config)
     known = sorted(p.name.split(".")[1] for p in STACKS.glob("Pulumi.*.yaml"))
     name = "dev" if stack is None else stack

@@ -21,9 +21,15 @@ of the stack and the exit codes other than 1 are the preview's own (`preview/__m
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional
+from typing import Any
 
-from components.aws.node_image import ARCHITECTURE_TAG, BASE_RELEASE_TAG, TOOLKIT_VERSION_TAG, image_tags, kernel_module_declared
+from components.aws.node_image import (
+    ARCHITECTURE_TAG,
+    BASE_RELEASE_TAG,
+    TOOLKIT_VERSION_TAG,
+    image_tags,
+    kernel_module_declared,
+)
 from gpu_platform.catalog import aws_limits, matrix
 from gpu_platform.interface import contract
 from gpu_platform.interface.resource_types import EKS_NODE_GROUP as _NODE_GROUP
@@ -60,8 +66,11 @@ def pool_gpus(config: Any, recording: Any) -> list[PoolGpu]:
 
 def efa_pools(config: Any, recording: Any) -> list[int]:
     """The indexes of the pools whose node groups have EFA interfaces (the efa-interfaces tag)."""
-    with_efa = {(r.inputs.get("tags") or {}).get(contract.POOL_LABEL) for r in recording.of_type(_NODE_GROUP)
-                if (r.inputs.get("tags") or {}).get(contract.EFA_INTERFACES_TAG, "0") != "0"}
+    with_efa = {
+        (r.inputs.get("tags") or {}).get(contract.POOL_LABEL)
+        for r in recording.of_type(_NODE_GROUP)
+        if (r.inputs.get("tags") or {}).get(contract.EFA_INTERFACES_TAG, "0") != "0"
+    }
     return [i for i, p in enumerate(config.node_pools) if p.name in with_efa]
 
 
@@ -76,13 +85,21 @@ def _efa_problems(tags: dict[str, str], ami_id: str, efa: list[int]) -> list[str
     pools = ", ".join(f"gpu-platform:nodePools[{i}]" for i in efa)
     base = tags.get(BASE_RELEASE_TAG)
     if base is None:
-        return [f"{key}: {ami_id} declares no base image release (tag {BASE_RELEASE_TAG}, as the bake writes it), so "
+        return [
+            (
+                f"{key}: {ami_id} declares no base image release (tag {BASE_RELEASE_TAG}, as the bake writes it), so "
                 f"nothing shows it has the EFA kernel driver {pools} needs (EKS AL2023 images carry it from {need}); "
-                f"tag the AMI with the release it was built from, or set efa: false on the pool"]
+                f"tag the AMI with the release it was built from, or set efa: false on the pool"
+            )
+        ]
     if base < need:  # releases are vYYYYMMDD: text order is date order
-        return [f"{key}: {ami_id} was built from EKS AMI release {base} (tag {BASE_RELEASE_TAG}), before {need}, the "
+        return [
+            (
+                f"{key}: {ami_id} was built from EKS AMI release {base} (tag {BASE_RELEASE_TAG}), before {need}, the "
                 f"first whose AL2023 image carries the EFA kernel driver {pools} needs; rebuild it from {need} or "
-                f"later, or set efa: false on the pool"]
+                f"later, or set efa: false on the pool"
+            )
+        ]
     return []
 
 
@@ -98,17 +115,29 @@ def _flavour_problems(tags: dict[str, str], ami_id: str, pools: list[PoolGpu]) -
     common = [f for f in ("open", "proprietary") if all(f in gpu.kernel_modules for _, _, gpu in accepted)]
     flavour = kernel_module_declared(tags.get(contract.AUDIT_TAG_SOFTWARE))
     if flavour is None:
-        return [f"{key}: {ami_id} declares no kernel module flavour (tag {contract.AUDIT_TAG_SOFTWARE}, as the bake writes "
+        return [
+            (
+                f"{key}: {ami_id} declares no kernel module flavour (tag {contract.AUDIT_TAG_SOFTWARE}, as the bake writes "
                 f"it: 'nvidia-driver <version> (<flavour> kernel modules)'); the stack's pools need "
-                f"{' or '.join(common) or 'one flavour per pool'}"]
-    return [f"{key}: {ami_id} carries the {flavour} NVIDIA kernel modules (tag {contract.AUDIT_TAG_SOFTWARE}); "
-            f"gpu-platform:nodePools[{i}].instanceType {instance_type!r} ({gpu.key}) loads only the "
-            f"{' or '.join(gpu.kernel_modules)} ones"
-            for i, instance_type, gpu in accepted if flavour not in gpu.kernel_modules]
+                f"{' or '.join(common) or 'one flavour per pool'}"
+            )
+        ]
+    return [
+        f"{key}: {ami_id} carries the {flavour} NVIDIA kernel modules (tag {contract.AUDIT_TAG_SOFTWARE}); "
+        f"gpu-platform:nodePools[{i}].instanceType {instance_type!r} ({gpu.key}) loads only the "
+        f"{' or '.join(gpu.kernel_modules)} ones"
+        for i, instance_type, gpu in accepted
+        if flavour not in gpu.kernel_modules
+    ]
 
 
-def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, str],
-             pools: Optional[list[PoolGpu]] = None, efa: Optional[list[int]] = None) -> list[str]:
+def problems(
+    image: dict[str, Any] | None,
+    ami_id: str,
+    expected: dict[str, str],
+    pools: list[PoolGpu] | None = None,
+    efa: list[int] | None = None,
+) -> list[str]:
     """Every way the AMI (as DescribeImages returns it, or None) falls short of the stack."""
     key = "gpu-platform:nodeImage.amiId"
     if image is None:
@@ -116,8 +145,7 @@ def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, s
     found: list[str] = []
     if image.get("Architecture") and image["Architecture"] != expected.get(ARCHITECTURE_TAG):
         found.append(
-            f"{key}: {ami_id} is an {image['Architecture']} image; the stack expects "
-            f"{expected.get(ARCHITECTURE_TAG)!r}"
+            f"{key}: {ami_id} is an {image['Architecture']} image; the stack expects {expected.get(ARCHITECTURE_TAG)!r}"
         )
     tags = {t["Key"]: t["Value"] for t in image.get("Tags") or []}
     for tag, want in expected.items():
@@ -129,7 +157,7 @@ def problems(image: Optional[dict[str, Any]], ami_id: str, expected: dict[str, s
     return found + _flavour_problems(tags, ami_id, pools or []) + _efa_problems(tags, ami_id, efa or [])
 
 
-def describe(ec2: Any, ami_id: str) -> Optional[dict[str, Any]]:
+def describe(ec2: Any, ami_id: str) -> dict[str, Any] | None:
     from botocore.exceptions import ClientError
 
     try:
@@ -148,7 +176,7 @@ _NOTHING_PINNED = {
 }
 
 
-def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None, efa: Optional[list[int]] = None) -> int:
+def verify(config: Any, shown: str, pools: list[PoolGpu] | None = None, efa: list[int] | None = None) -> int:
     """Ask EC2 about the stack's pinned AMI (the stack already checked as the preview checks it);
     `pools`: each pool's GPU (pool_gpus), for the kernel module flavour; `efa`: the pools with EFA
     (efa_pools), for the EFA kernel driver."""
@@ -158,8 +186,11 @@ def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None, efa: 
     image = config.node_image
     if image.source != "ami":
         why = _NOTHING_PINNED[image.source].format(release=image.release)
-        print(f"error: {shown}: gpu-platform:nodeImage.source is {image.source!r}: nothing to verify: {why} "
-              "(verify-ami is for source: ami)", file=sys.stderr)
+        print(
+            f"error: {shown}: gpu-platform:nodeImage.source is {image.source!r}: nothing to verify: {why} "
+            "(verify-ami is for source: ami)",
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
     expected = expected_tags(config)
     try:
@@ -167,8 +198,10 @@ def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None, efa: 
     except (BotoCoreError, ClientError, ValueError, OSError) as exc:
         # ValueError: boto3 refusing its own settings (AWS_ENDPOINT_URL=not-a-url, AWS_MAX_ATTEMPTS=abc).
         reason = " ".join(str(exc).split())
-        print(f"error: {shown}: could not ask AWS: {reason}; nothing is verified ({image.ami_id} in {config.region})",
-              file=sys.stderr)
+        print(
+            f"error: {shown}: could not ask AWS: {reason}; nothing is verified ({image.ami_id} in {config.region})",
+            file=sys.stderr,
+        )
         return EXIT_UNASKED
     wrong = problems(found, image.ami_id, expected, pools, efa)
     if wrong:
@@ -177,7 +210,9 @@ def verify(config: Any, shown: str, pools: Optional[list[PoolGpu]] = None, efa: 
             print(f"  {line}", file=sys.stderr)
         return EXIT_MISMATCH
     declared = ", ".join(f"{k}={v}" for k, v in sorted(expected.items()))
-    flavour = kernel_module_declared({t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(contract.AUDIT_TAG_SOFTWARE))
+    flavour = kernel_module_declared(
+        {t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(contract.AUDIT_TAG_SOFTWARE)
+    )
     modules = f", and the {flavour} kernel modules every pool's GPU loads" if flavour and pools else ""
     base = {t["Key"]: t["Value"] for t in found.get("Tags") or []}.get(BASE_RELEASE_TAG)
     fabric = f", and base release {base}, whose image has the EFA kernel driver the EFA pools need" if efa else ""

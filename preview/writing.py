@@ -15,9 +15,9 @@ import stat
 import sys
 import threading
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
 
 MANIFEST_GLOB = "[0-9][0-9]-*.yaml"
 # The manifests a run wrote into a --manifests directory: the next run deletes those it no longer
@@ -47,7 +47,7 @@ def _existing_ancestor(path: Path) -> Path:
     return Path("/")
 
 
-def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple[str, Optional[Path]]] = ()) -> None:
+def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple[str, Path | None]] = ()) -> None:
     """Refuse, before anything runs, an output that cannot be one: a directory for a file (or a file
     for a directory), a device or other special file, a path under a file, a place this user cannot
     write, a path that is also one of the run's inputs, a --manifests directory that holds one (a
@@ -58,12 +58,14 @@ def check(flag: str, path: Path, directory: bool = False, inputs: Sequence[tuple
         raise OutputError(f"{flag} {path}: {exc.strerror or exc}") from None
 
 
-def _check(flag: str, path: Path, directory: bool, inputs: Sequence[tuple[str, Optional[Path]]]) -> None:
+def _check(flag: str, path: Path, directory: bool, inputs: Sequence[tuple[str, Path | None]]) -> None:
     for other_flag, other in inputs:
         if other is not None and other.resolve() == path.resolve():
             raise OutputError(f"{flag} {path}: is also the input of {other_flag}; write the report elsewhere")
         if directory and other is not None and other.resolve().parent == path.resolve():
-            raise OutputError(f"{flag} {path}: holds {other_flag} {other}, an input of this run; write the manifests elsewhere")
+            raise OutputError(
+                f"{flag} {path}: holds {other_flag} {other}, an input of this run; write the manifests elsewhere"
+            )
     if directory:
         if path.exists() and not path.is_dir():
             raise OutputError(f"{flag} {path}: is a file; give a directory")
@@ -80,7 +82,7 @@ def _check(flag: str, path: Path, directory: bool, inputs: Sequence[tuple[str, O
         raise OutputError(f"{flag} {path}: {ancestor} is not writable")
 
 
-def check_distinct(outputs: Sequence[tuple[str, Optional[Path]]]) -> None:
+def check_distinct(outputs: Sequence[tuple[str, Path | None]]) -> None:
     """Refuse two outputs on one path: the second would silently replace the first."""
     seen: dict[Path, str] = {}
     for flag, path in outputs:
@@ -104,7 +106,9 @@ def stops_deferred() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        s: signal.signal(s, lambda signum, _frame: caught.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         yield
     finally:
@@ -118,7 +122,7 @@ def _temporary(directory: Path, text: str) -> Path:
     """A new file beside the target, 0666 less the umask as open() would make it (mkstemp's 0600
     would lock the group out of every report)."""
     path = directory / f".preview-{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    stream = open(path, "x", encoding="utf-8")
+    stream = open(path, "x", encoding="utf-8")  # noqa: SIM115 (closed below, the file removed on failure)
     try:
         with stream:
             stream.write(text)
@@ -128,7 +132,7 @@ def _temporary(directory: Path, text: str) -> Path:
     return path
 
 
-_unfinished: set["_Staging"] = set()  # stagings neither moved into place nor taken back yet
+_unfinished: set[_Staging] = set()  # stagings neither moved into place nor taken back yet
 
 
 class _Staging:
@@ -219,7 +223,7 @@ def _drop(stream) -> None:
         os.close(null)
 
 
-def write_all(outputs: Sequence[Output], summary: Optional[str] = None) -> None:
+def write_all(outputs: Sequence[Output], summary: str | None = None) -> None:
     """Render every output, write each to a temporary file beside its target, write the summary
     (when given) to stdout, then move them all into place (an earlier run's manifests that this one
     does not write go only then). Raises OutputError naming the flag, or stdout; nothing of this run
@@ -232,7 +236,9 @@ def write_all(outputs: Sequence[Output], summary: Optional[str] = None) -> None:
                 try:
                     staging.add(output, content)
                 except OSError as exc:
-                    raise OutputError(f"{output.flag} {output.path}: cannot be written ({exc.strerror or exc})") from None
+                    raise OutputError(
+                        f"{output.flag} {output.path}: cannot be written ({exc.strerror or exc})"
+                    ) from None
         # Not held: Ctrl-C must still end a run whose stdout (a pipe nobody reads) blocks.
         if summary is not None:
             _print(summary)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -127,8 +128,10 @@ def pytest_configure(config):
     if attribution.ACTIVE:
         config.pluginmanager.register(attribution.Attribution(), "mutmut-attribution")
     config.addinivalue_line("markers", "golden: compares generated text with a snapshot under tests/golden")
-    config.addinivalue_line("markers", "subprocess: runs our Python code in a child process (marked by hand, "
-                            "or by using the real_pack fixture)")
+    config.addinivalue_line(
+        "markers",
+        "subprocess: runs our Python code in a child process (marked by hand, or by using the real_pack fixture)",
+    )
     from tests.golden import refusal, updating
 
     try:
@@ -150,7 +153,9 @@ def pytest_collection_modifyitems(items):
         function = getattr(item, "function", None)
         if function is not None and "assert_golden" in function.__code__.co_names:
             item.add_marker(pytest.mark.golden)
-        if "real_pack" in getattr(item, "fixturenames", ()) or (function is not None and "PackProcess" in function.__code__.co_names):
+        if "real_pack" in getattr(item, "fixturenames", ()) or (
+            function is not None and "PackProcess" in function.__code__.co_names
+        ):
             item.add_marker(pytest.mark.subprocess)
 
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import yaml
 
@@ -64,8 +64,17 @@ def rows(kind: str) -> tuple[Row, ...]:
         missing = ({"name", "why", "from"} | _EXPECT[kind]) - set(entry)
         assert not unknown and not missing, f"{where}: unknown keys {sorted(unknown)}, missing {sorted(missing)}"
         assert entry["from"] in BASES, f"{where}: from {entry['from']!r} (valid: {', '.join(BASES)})"
-        found.append(Row(kind, entry["name"], entry["why"], entry["from"], entry.get("set") or {},
-                         tuple(entry.get("delete") or ()), {k: entry[k] for k in _EXPECT[kind]}))
+        found.append(
+            Row(
+                kind,
+                entry["name"],
+                entry["why"],
+                entry["from"],
+                entry.get("set") or {},
+                tuple(entry.get("delete") or ()),
+                {k: entry[k] for k in _EXPECT[kind]},
+            )
+        )
     names = [r.name for r in found]
     assert len(set(names)) == len(names), f"{table.name}: a name used twice"
     return tuple(found)
@@ -76,16 +85,18 @@ def row(kind: str, name: str) -> Row:
     return found
 
 
-def _steps(path: str) -> list[Union[str, int]]:
+def _steps(path: str) -> list[str | int]:
     """`gpu-platform:nodePools[0].maxSize` -> ["gpu-platform:nodePools", 0, "maxSize"]."""
     found = re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)
-    steps: list[Union[str, int]] = [int(index) if index else key for key, index in found]
+    steps: list[str | int] = [int(index) if index else key for key, index in found]
     spelled = "".join(f"[{s}]" if isinstance(s, int) else (f".{s}" if i else s) for i, s in enumerate(steps))
-    assert spelled == path and isinstance(steps[0], str), f"{path!r}: not a key path (e.g. gpu-platform:nodePools[0].maxSize)"
+    assert spelled == path and isinstance(steps[0], str), (
+        f"{path!r}: not a key path (e.g. gpu-platform:nodePools[0].maxSize)"
+    )
     return steps
 
 
-def _parent(config: dict, path: str) -> tuple[Any, Union[str, int]]:
+def _parent(config: dict, path: str) -> tuple[Any, str | int]:
     *walk, last = _steps(path)
     node: Any = config
     for step in walk:
@@ -103,7 +114,7 @@ def config(r: Row) -> dict[str, Any]:
         node, last = _parent(result, path)
         if isinstance(node, list):
             assert isinstance(last, int) and last <= len(node), f"{r.name}: {path}: no such item"
-            node[last:last + 1] = [copy.deepcopy(value)]
+            node[last : last + 1] = [copy.deepcopy(value)]
         else:
             node[last] = copy.deepcopy(value)
     for path in r.delete:

@@ -24,8 +24,10 @@ def updating() -> bool:
 
 
 def refusal() -> str:
-    return ("UPDATE_GOLDEN=1 is refused when CI is set: golden files are rewritten on a developer's "
-            "machine with `make golden` and the diff is reviewed in the PR")
+    return (
+        "UPDATE_GOLDEN=1 is refused when CI is set: golden files are rewritten on a developer's "
+        "machine with `make golden` and the diff is reviewed in the PR"
+    )
 
 
 def assert_golden(relative: str, text: str) -> None:
@@ -35,4 +37,6 @@ def assert_golden(relative: str, text: str) -> None:
         path.write_text(text)
         return
     assert path.exists(), f"no golden file {path}; run `make golden` and review it"
-    assert text == path.read_text(), f"{relative} differs from its golden file; if intended, run `make golden` and review the diff"
+    assert text == path.read_text(), (
+        f"{relative} differs from its golden file; if intended, run `make golden` and review the diff"
+    )

@@ -23,15 +23,16 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
 from preview.offline import engine
 from tests import attribution
 
-_READ_ONLY = ("a shared recording is read-only (tests/recordings.py): copy.deepcopy what you edit, "
-              "or use Recording.replaced")
+_READ_ONLY = (
+    "a shared recording is read-only (tests/recordings.py): copy.deepcopy what you edit, or use Recording.replaced"
+)
 
 
 def _refuse(self, *_args, **_kwargs):
@@ -93,7 +94,7 @@ def _frozen(recording: engine.Recording) -> engine.Recording:
 # How many `monkeypatch` fixtures are active (tests/conftest.py counts them): while one is, nothing is shared.
 patching = 0
 # key -> what to run for it; the cached function below takes the key only (it must be hashable).
-_sources: dict[tuple, tuple[Optional[Path], dict[str, Any]]] = {}
+_sources: dict[tuple, tuple[Path | None, dict[str, Any]]] = {}
 # The engine runs this module made, and the recordings asked of it (tests/conftest.py sums them per run).
 runs = {"made": 0, "asked": 0}
 
@@ -102,7 +103,7 @@ def _key(stack: str, config: dict[str, Any], mode: str) -> tuple:
     return stack, mode, json.dumps(config, default=repr), os.environ.get("SOURCE_DATE_EPOCH")
 
 
-def _run(path: Optional[Path], config: dict[str, Any], stack: str, mode: str) -> engine.Recording:
+def _run(path: Path | None, config: dict[str, Any], stack: str, mode: str) -> engine.Recording:
     runs["made"] += 1
     if path is not None:
         return engine.run(path, mode=mode)
@@ -119,7 +120,7 @@ def _shared(key: tuple) -> engine.Recording:
     return _frozen(_run(path, config, key[0], key[1]))
 
 
-def _recorded(path: Optional[Path], config: dict[str, Any], stack: str, mode: str) -> engine.Recording:
+def _recorded(path: Path | None, config: dict[str, Any], stack: str, mode: str) -> engine.Recording:
     runs["asked"] += 1
     if patching:
         return _run(path, config, stack, mode)

@@ -16,7 +16,7 @@ release's tests on one worker.
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterable, Optional
+from collections.abc import Callable, Iterable
 from unittest import mock
 
 import kubernetes_validate
@@ -74,7 +74,7 @@ def of_kind(rec: engine.Recording, operand: str, kind: str) -> list[Registration
     return [r for r in objects(rec, operand) if r.inputs["kind"] == kind]
 
 
-def workload(rec: engine.Recording, operand: str, kind: str = "DaemonSet", name: Optional[str] = None) -> Registration:
+def workload(rec: engine.Recording, operand: str, kind: str = "DaemonSet", name: str | None = None) -> Registration:
     """The operand's one DaemonSet, or its Deployment (or any kind) named `name`."""
     found = [r for r in of_kind(rec, operand, kind) if name is None or r.inputs["metadata"]["name"] == name]
     if len(found) != 1:
@@ -105,11 +105,14 @@ def env(c: dict) -> dict:
 def host_mounts(obj: Registration, c: dict) -> dict[str, tuple[str, str]]:
     """The hostPath volumes the container mounts: volume name -> (host path, mount path)."""
     volumes = {v["name"]: v for v in pod(obj).get("volumes", [])}
-    return {m["name"]: (volumes[m["name"]]["hostPath"]["path"], m["mountPath"])
-            for m in c.get("volumeMounts", []) if "hostPath" in volumes.get(m["name"], {})}
+    return {
+        m["name"]: (volumes[m["name"]]["hostPath"]["path"], m["mountPath"])
+        for m in c.get("volumeMounts", [])
+        if "hostPath" in volumes.get(m["name"], {})
+    }
 
 
-def mounted_config(rec: engine.Recording, obj: Registration, c: dict, directory: str) -> Optional[dict]:
+def mounted_config(rec: engine.Recording, obj: Registration, c: dict, directory: str) -> dict | None:
     """The data of the recorded ConfigMap the container mounts at `directory` (None: no ConfigMap there)."""
     volumes = {v["name"]: v for v in pod(obj).get("volumes", [])}
     namespace = obj.inputs["metadata"].get("namespace")
@@ -119,7 +122,10 @@ def mounted_config(rec: engine.Recording, obj: Registration, c: dict, directory:
             continue
         for cm in rec.resources:
             meta = cm.inputs.get("metadata") or {}
-            if cm.inputs.get("kind") == "ConfigMap" and (meta.get("name"), meta.get("namespace")) == (source["name"], namespace):
+            if cm.inputs.get("kind") == "ConfigMap" and (meta.get("name"), meta.get("namespace")) == (
+                source["name"],
+                namespace,
+            ):
                 return cm.inputs.get("data") or {}
     return None
 
@@ -136,8 +142,10 @@ def bound_rules(rec: engine.Recording, obj: Registration, kind: str) -> list[dic
     for binding in by_kind.get("RoleBinding" if kind == "Role" else "ClusterRoleBinding", []):
         if kind == "Role" and binding["metadata"].get("namespace") != namespace:
             continue
-        if not any(s.get("kind") == "ServiceAccount" and s.get("name") == account and s.get("namespace") == namespace
-                   for s in binding.get("subjects") or []):
+        if not any(
+            s.get("kind") == "ServiceAccount" and s.get("name") == account and s.get("namespace") == namespace
+            for s in binding.get("subjects") or []
+        ):
             continue
         ref = binding["roleRef"]
         for role in by_kind.get(kind, []) if ref["kind"] == kind else []:
@@ -152,14 +160,23 @@ def dangling(rec: engine.Recording, obj: Registration) -> list[str]:
     not declare (the API server refuses the object), a ConfigMap or a service account that is not
     recorded in its namespace (its pods never start)."""
     namespace = obj.inputs["metadata"].get("namespace")
-    recorded = {(r.inputs.get("kind"), *((r.inputs.get("metadata") or {}).get(k) for k in ("name", "namespace")))
-                for r in rec.resources if r.type.startswith("kubernetes:")}
+    recorded = {
+        (r.inputs.get("kind"), *((r.inputs.get("metadata") or {}).get(k) for k in ("name", "namespace")))
+        for r in rec.resources
+        if r.type.startswith("kubernetes:")
+    }
     volumes = {v["name"]: v for v in pod(obj).get("volumes", [])}
-    found = [f"container {c['name']} mounts {m['name']}, which the pod does not declare"
-             for c in containers(obj) for m in c.get("volumeMounts", []) if m["name"] not in volumes]
-    found += [f"volume {v['name']} names ConfigMap {v['configMap']['name']}, not in namespace {namespace}"
-              for v in volumes.values()
-              if "configMap" in v and ("ConfigMap", v["configMap"]["name"], namespace) not in recorded]
+    found = [
+        f"container {c['name']} mounts {m['name']}, which the pod does not declare"
+        for c in containers(obj)
+        for m in c.get("volumeMounts", [])
+        if m["name"] not in volumes
+    ]
+    found += [
+        f"volume {v['name']} names ConfigMap {v['configMap']['name']}, not in namespace {namespace}"
+        for v in volumes.values()
+        if "configMap" in v and ("ConfigMap", v["configMap"]["name"], namespace) not in recorded
+    ]
     account = pod(obj).get("serviceAccountName", "default")
     if ("ServiceAccount", account, namespace) not in recorded:
         found.append(f"service account {account} is not in namespace {namespace}")
@@ -180,7 +197,7 @@ def kubernetes_versions(row) -> list[str]:
 _read_schema = validate_utils.schema_contents
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema(filename: str, version: str):
     return _read_schema(filename, version)
 
@@ -202,7 +219,7 @@ def problems(rec: engine.Recording, obj: Registration, row) -> list[str]:
     return [f"{kind} {meta['name']}: {problem}" for problem in found]
 
 
-def strict_error(obj: dict, kubernetes: str) -> Optional[str]:
+def strict_error(obj: dict, kubernetes: str) -> str | None:
     """kubernetes_validate's strict check of `obj` for Kubernetes `kubernetes` (major.minor): None,
     or what is wrong. The same check, but each schema file is parsed once per process (the library
     parses the version's 1.4 MB definitions at every call, most of its time)."""

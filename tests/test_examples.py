@@ -17,7 +17,11 @@ from tests.release_stacks import strict_error
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dra-gpu-pod.yaml"
 GUIDE = EXAMPLE.parents[1] / "docs" / "dra.md"
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}  # the pools' taint (docs/stack-file.md)
+GPU_TAINT = {
+    "key": "nvidia.com/gpu",
+    "value": "present",
+    "effect": "NoSchedule",
+}  # the pools' taint (docs/stack-file.md)
 
 
 def _documents() -> tuple[dict, dict]:
@@ -26,12 +30,20 @@ def _documents() -> tuple[dict, dict]:
 
 
 def _request(pod: dict) -> dict:
-    return {"operation": "CREATE", "resource": "pods", "namespace": pod["metadata"]["namespace"], "object": pod,
-            "oldObject": None, "userInfo": {"username": "system:serviceaccount:ml:default"}}
+    return {
+        "operation": "CREATE",
+        "resource": "pods",
+        "namespace": pod["metadata"]["namespace"],
+        "object": pod,
+        "oldObject": None,
+        "userInfo": {"username": "system:serviceaccount:ml:default"},
+    }
 
 
 def _gpu_access(dra) -> dict:
-    (policy,) = [p.inputs["spec"] for p in dra.of_type(POLICY) if p.inputs["metadata"]["name"] == "gpu-platform-gpu-access"]
+    (policy,) = [
+        p.inputs["spec"] for p in dra.of_type(POLICY) if p.inputs["metadata"]["name"] == "gpu-platform-gpu-access"
+    ]
     return policy
 
 

@@ -32,15 +32,21 @@ def test_the_index_after_the_last_item_appends_one():
 def test_delete_leaves_the_key_out_and_null_is_a_value():
     config = _config(set={"gpu-platform:nodePools[0].timeSlicing": None}, delete=("aws:region",))
     assert "aws:region" not in config
-    assert "timeSlicing" in config["gpu-platform:nodePools"][0] and config["gpu-platform:nodePools"][0]["timeSlicing"] is None
+    assert (
+        "timeSlicing" in config["gpu-platform:nodePools"][0]
+        and config["gpu-platform:nodePools"][0]["timeSlicing"] is None
+    )
 
 
-@pytest.mark.parametrize("changes", [
-    {"set": {"gpu-platform:nodeImages.source": "ami"}},  # a section dev does not have
-    {"set": {"gpu-platform:nodePools[2]": {"name": "third"}}},  # past the end of a one-pool list
-    {"delete": ("gpu-platform:monitoring",)},  # dev has no monitoring section to delete
-    {"set": {"gpu-platform:nodePools.0.maxSize": 9}},  # not spelled as the errors spell a path
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"set": {"gpu-platform:nodeImages.source": "ami"}},  # a section dev does not have
+        {"set": {"gpu-platform:nodePools[2]": {"name": "third"}}},  # past the end of a one-pool list
+        {"delete": ("gpu-platform:monitoring",)},  # dev has no monitoring section to delete
+        {"set": {"gpu-platform:nodePools.0.maxSize": 9}},  # not spelled as the errors spell a path
+    ],
+)
 def test_a_path_the_stack_does_not_have_is_refused(changes):
     with pytest.raises(AssertionError):
         _config(**changes)

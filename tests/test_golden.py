@@ -16,8 +16,14 @@ pytestmark = pytest.mark.subprocess  # runs Python in a child process (see tests
 
 def _pytest(*args: str, **env: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if k not in ("CI", "UPDATE_GOLDEN")} | env
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", *args],
-                          cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_rewriting_golden_files_under_ci_is_refused_before_any_test_runs():
@@ -32,8 +38,11 @@ def test_rewriting_golden_files_under_ci_is_refused_before_any_test_runs():
 
 def test_the_golden_marker_selects_the_snapshot_comparisons_and_nothing_else():
     done = _pytest("--override-ini=addopts=", "--collect-only", "-q", "-m", "golden")
-    collected = sorted(line.split("::")[0] + "::" + line.split("::")[1].split("[")[0]
-                       for line in done.stdout.splitlines() if "::" in line)
+    collected = sorted(
+        line.split("::")[0] + "::" + line.split("::")[1].split("[")[0]
+        for line in done.stdout.splitlines()
+        if "::" in line
+    )
     # Written out: the four snapshot tests of the suite (user data per pool, manifests and audit
     # reports per shipped stack). A new snapshot test joins by calling assert_golden.
     assert sorted(set(collected)) == [

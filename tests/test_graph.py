@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from gpu_platform.interface import contract
-
 from preview.recording import Recording
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -55,7 +54,9 @@ def test_kubernetes_objects_use_the_clusters_provider(stack):
 
 def test_node_image_does_not_wait_for_the_cluster(stack):
     cluster = stack.one("aws:eks/cluster:Cluster", "gpu-cluster")
-    cluster_side = {cluster.urn} | {r.urn for r in stack.descendants(stack.one("gpu-platform:aws:EksCluster", "gpu-cluster").urn)}
+    cluster_side = {cluster.urn} | {
+        r.urn for r in stack.descendants(stack.one("gpu-platform:aws:EksCluster", "gpu-cluster").urn)
+    }
     for r in stack.descendants(stack.one("gpu-platform:aws:NodeImage", "gpu-node-image").urn):
         assert not (stack.waits_for(r.urn) & cluster_side), r.name
 

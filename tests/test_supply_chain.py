@@ -90,12 +90,15 @@ def test_packages_shared_by_the_locks_of_one_virtualenv_have_one_version():
     assert {n: v for n, v in versions.items() if len(set(v.values())) > 1} == {}
 
 
-@pytest.mark.parametrize("text", [
-    "pulumi==3.272.0\n",  # no hash
-    "pulumi>=3.272.0 --hash=sha256:" + "a" * 64 + "\n",  # not exact
-    "pulumi==3.272.0 --hash=md5:" + "a" * 32 + "\n",
-    "-r requirements.txt\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pulumi==3.272.0\n",  # no hash
+        "pulumi>=3.272.0 --hash=sha256:" + "a" * 64 + "\n",  # not exact
+        "pulumi==3.272.0 --hash=md5:" + "a" * 32 + "\n",
+        "-r requirements.txt\n",
+    ],
+)
 def test_the_lock_reader_refuses_what_require_hashes_would_refuse(text):
     with pytest.raises(ValueError):
         read_lock(text)
@@ -106,7 +109,9 @@ def _install_lines(text: str) -> list[str]:
 
 
 def test_every_install_in_the_makefile_and_the_workflow_requires_hashes_from_a_lock():
-    lines = _install_lines((ROOT / "Makefile").read_text()) + _install_lines((ROOT / ".github/workflows/pr.yml").read_text())
+    lines = _install_lines((ROOT / "Makefile").read_text()) + _install_lines(
+        (ROOT / ".github/workflows/pr.yml").read_text()
+    )
     assert len(lines) >= 5  # .venv, mutmut, checkov, pip-tools, the gate's pack
     for line in lines:
         assert "--require-hashes" in line, line
@@ -159,8 +164,16 @@ PROTECTED = (
     ".ci/run",
 )
 # Whole directories the gate trusts: every file in them is covered, including one added tomorrow.
-PROTECTED_DIRS = ("policy", "gpu_platform/catalog", "gpu_platform/privileges", "gpu_platform/interface",
-                  "components/aws/scripts", "tests/golden/audit", ".github/workflows", "stacks")
+PROTECTED_DIRS = (
+    "policy",
+    "gpu_platform/catalog",
+    "gpu_platform/privileges",
+    "gpu_platform/interface",
+    "components/aws/scripts",
+    "tests/golden/audit",
+    ".github/workflows",
+    "stacks",
+)
 
 
 def rules(text: str) -> list[tuple[re.Pattern, list[str]]]:
@@ -198,7 +211,11 @@ def test_every_protected_path_exists_and_has_an_owner(path, table):
 
 @pytest.mark.parametrize("directory", PROTECTED_DIRS)
 def test_every_file_of_a_protected_directory_has_an_owner(directory, table):
-    files = [p.relative_to(ROOT).as_posix() for p in (ROOT / directory).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    files = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / directory).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]
     assert files
     assert [f for f in files if not owners(f, table)] == []
 
@@ -207,8 +224,11 @@ def test_every_codeowners_line_names_something_that_exists(table):
     # A line left behind by a rename protects nothing, silently.
     for pattern, _ in table:
         regex = pattern.pattern
-        assert any(pattern.fullmatch(p.relative_to(ROOT).as_posix()) for p in ROOT.rglob("*")
-                   if p.is_file() and ".venv" not in p.parts[len(ROOT.parts):][:1] and ".git" not in p.parts), regex
+        assert any(
+            pattern.fullmatch(p.relative_to(ROOT).as_posix())
+            for p in ROOT.rglob("*")
+            if p.is_file() and ".venv" not in p.parts[len(ROOT.parts) :][:1] and ".git" not in p.parts
+        ), regex
 
 
 def test_paths_outside_the_gate_need_no_security_review(table):
@@ -219,4 +239,7 @@ def test_paths_outside_the_gate_need_no_security_review(table):
     assert owners("components/aws/cluster.py", table) == ["@gpu-platform/security"]
     # The config model's wording and reading are the team's own too: what it makes the program grant
     # reaches the ledger through components/.
-    assert owners("gpu_platform/config/messages.py", table) == [] and owners("gpu_platform/config/node_pool.py", table) == []
+    assert (
+        owners("gpu_platform/config/messages.py", table) == []
+        and owners("gpu_platform/config/node_pool.py", table) == []
+    )

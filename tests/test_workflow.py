@@ -58,7 +58,7 @@ def run_step(script: str, tmp_path: Path, stacks: list[str], failing: str = "") 
     fake.write_text(
         "#!/usr/bin/env bash\n"
         'printf "%s\\n" "$*" >> "$CALLS"\n'
-        'while [ $# -gt 0 ]; do\n'
+        "while [ $# -gt 0 ]; do\n"
         '  case "$1" in --stack) stack=$2;; --json|--audit|--graph) mkdir -p "$(dirname "$2")"; echo report > "$2";; esac\n'
         "  shift\n"
         "done\n"
@@ -74,7 +74,11 @@ def run_step(script: str, tmp_path: Path, stacks: list[str], failing: str = "") 
     }
     # GitHub runs `run:` steps with `bash -e {0}` (shell defaulted on Linux runners).
     done = subprocess.run([BASH, "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    calls = [line.split() for line in (tmp_path / "calls").read_text().splitlines()] if (tmp_path / "calls").exists() else []
+    calls = (
+        [line.split() for line in (tmp_path / "calls").read_text().splitlines()]
+        if (tmp_path / "calls").exists()
+        else []
+    )
     return done.returncode, calls, tmp_path
 
 
@@ -160,8 +164,11 @@ def test_the_real_preview_runs_the_policy_pack_only_with_credentials_configured(
     assert pulumi["with"]["command"] == "preview"
     assert pulumi["with"]["stack-name"] == "${{ matrix.stack }}"
     # The engine is the release of the pinned SDK, not the newest 3.x of the day.
-    sdk = next(line.split("==")[1].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
-               if line.startswith("pulumi=="))
+    sdk = next(
+        line.split("==")[1].strip()
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.startswith("pulumi==")
+    )
     assert str(pulumi["with"]["pulumi-version"]) == sdk
     assert pulumi["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"
     assert steps(real).index(aws) < steps(real).index(pulumi)
@@ -188,7 +195,10 @@ def test_the_real_preview_runs_the_default_branchs_policy_pack_with_its_own_lock
     [venv] = [s for s in steps(real) if "gate/.venv" in s.get("run", "")]
     assert "--require-hashes -r gate/policy/requirements.lock.txt" in venv["run"]
     # policy/PulumiPolicy.yaml names the virtualenv the CLI runs the pack from: gate/.venv for gate/policy.
-    assert yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"] == "../.venv"
+    assert (
+        yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
+        == "../.venv"
+    )
     # The gate is in place before the PR's own code runs (its Makefile, then its program).
     order = steps(real).index
     [make] = [s for s in steps(real) if s.get("run", "").strip() == "make venv"]
@@ -214,9 +224,13 @@ def test_the_gates_pack_reads_the_data_beside_it_not_the_prs(tmp_path):
     ns = namespace("v25.10.1")
     with analyze.PackProcess(pack_dir=gate / "policy") as pack:
         pack.Configure(policy_config.configure_request(analyze.info(pack), {}))
-        found = pack.Analyze(analyzer_pb2.AnalyzeRequest(type=ns.type, urn=ns.urn, name=ns.name, properties=struct(ns.props)))
+        found = pack.Analyze(
+            analyzer_pb2.AnalyzeRequest(type=ns.type, urn=ns.urn, name=ns.name, properties=struct(ns.props))
+        )
     messages = [d.message for d in found.diagnostics]
-    assert any("declares GPU Operator release 'v25.10.1', which is not in the version matrix" in m for m in messages), messages
+    assert any("declares GPU Operator release 'v25.10.1', which is not in the version matrix" in m for m in messages), (
+        messages
+    )
 
 
 # `uses: owner/repo[/path]@<40 hex> # vX.Y.Z`: the commit, and the release it is, for people.
@@ -225,8 +239,11 @@ PINNED = re.compile(r"uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)
 
 def unpinned_uses(text: str) -> list[str]:
     """Every `uses:` line of a workflow that is not pinned to a full commit SHA with its tag beside it."""
-    return [line.strip() for line in text.splitlines()
-            if re.match(r"\s*(- )?uses:", line) and not PINNED.fullmatch(line.strip().removeprefix("- "))]
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if re.match(r"\s*(- )?uses:", line) and not PINNED.fullmatch(line.strip().removeprefix("- "))
+    ]
 
 
 def test_every_action_is_pinned_to_a_full_commit_sha_with_its_release_tag_in_a_comment(workflow):
@@ -240,12 +257,15 @@ def test_every_action_is_pinned_to_a_full_commit_sha_with_its_release_tag_in_a_c
         assert commits.setdefault(name, (sha, tag)) == (sha, tag), name
 
 
-@pytest.mark.parametrize("line", [
-    "      - uses: actions/checkout@v4",
-    "      - uses: actions/checkout@v4.4.0",
-    "      - uses: actions/checkout@11d5960",  # a short SHA: ambiguous as the repository grows
-    "      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262",  # no tag for people
-    "        uses: actions/checkout@main # v4.4.0",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "      - uses: actions/checkout@v4",
+        "      - uses: actions/checkout@v4.4.0",
+        "      - uses: actions/checkout@11d5960",  # a short SHA: ambiguous as the repository grows
+        "      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262",  # no tag for people
+        "        uses: actions/checkout@main # v4.4.0",
+    ],
+)
 def test_a_tag_a_branch_or_a_short_sha_is_not_a_pin(line):
     assert unpinned_uses(line) == [line.strip()]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -24,14 +23,14 @@ class BaseImage:
     ami_id: str
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_releases() -> dict[str, str]:
     """Kubernetes minor -> the release a stack on that minor bakes on unless it pins one."""
     rows = yaml.safe_load(RELEASES.read_text())["defaults"]
     return {minor: row["release"] for minor, row in rows.items()}
 
 
-def release_for(kubernetes_version: str, pinned: Optional[str]) -> Optional[str]:
+def release_for(kubernetes_version: str, pinned: str | None) -> str | None:
     return pinned or default_releases().get(kubernetes_version)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -32,9 +31,9 @@ class ClusterArgs:
     config: ClusterConfig
     node_role: NodeRole
     tags: dict[str, str]
-    adopted: Optional[AdoptedCluster] = None  # create: false; looked up before anything registers
+    adopted: AdoptedCluster | None = None  # create: false; looked up before anything registers
     partition: str = "aws"
-    runner: Optional[str] = None  # the IAM role or user running the stack: warned about when no admin
+    runner: str | None = None  # the IAM role or user running the stack: warned about when no admin
     existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> tags of its entry
     stack: str = ""
     account: str = ""  # the stack's account: trust and key policies name it
@@ -54,8 +53,12 @@ def control_plane_trust(account: str, arn: str) -> str:
     EKS", EKS User Guide page added 2025-08-19, awsdocs/amazon-eks-user-guide commit 9fedf66: EKS
     accepts both keys in a cluster role's trust policy, and a full source ARN is the strongest form).
     sts:TagSession as before."""
-    return trust("eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession",
-                 condition={"StringEquals": {"aws:SourceAccount": account}, "ArnLike": {"aws:SourceArn": arn}})
+    return trust(
+        "eks.amazonaws.com",
+        "sts:AssumeRole",
+        "sts:TagSession",
+        condition={"StringEquals": {"aws:SourceAccount": account}, "ArnLike": {"aws:SourceArn": arn}},
+    )
 
 
 # What EKS does with the secrets key through the cluster role: DescribeKey (EKS User Guide 4d52b4d0,
@@ -75,11 +78,20 @@ def key_policy(partition: str, account: str, role_name: str) -> str:
     provider knows at preview (autonamed in its check step), so the policy is known before the role
     exists; IAM roles of this stack have the default path /."""
     return document(
-        {"Sid": "AccountAdministersTheKey", "Effect": "Allow", "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-         "Action": "kms:*", "Resource": "*"},
-        {"Sid": "ClusterRoleEncryptsSecrets", "Effect": "Allow",
-         "Principal": {"AWS": f"arn:{partition}:iam::{account}:role/{role_name}"},
-         "Action": list(CLUSTER_ROLE_KEY_ACTIONS), "Resource": "*"},
+        {
+            "Sid": "AccountAdministersTheKey",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        },
+        {
+            "Sid": "ClusterRoleEncryptsSecrets",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account}:role/{role_name}"},
+            "Action": list(CLUSTER_ROLE_KEY_ACTIONS),
+            "Resource": "*",
+        },
     )
 
 
@@ -90,7 +102,9 @@ def _kubeconfig(name, endpoint, ca) -> pulumi.Output[str]:
             {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [{"name": cluster_name, "cluster": {"server": server, "certificate-authority-data": ca_data}}],
+                "clusters": [
+                    {"name": cluster_name, "cluster": {"server": server, "certificate-authority-data": ca_data}}
+                ],
                 "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
                 "current-context": cluster_name,
                 "users": [
@@ -136,8 +150,10 @@ class EksCluster(pulumi.ComponentResource):
         # A created cluster admits no one but these entries (bootstrap off).
         principals, kept = cluster_access.principals(cfg.admins, args.existing_entries, args.stack)
         for arn in kept:
-            pulumi.log.warn(f"gpu-platform:cluster.admins: {arn} already has an access entry to {cfg.name} that this "
-                            f"stack did not create; it is left as it is (an IAM principal has one entry per cluster)")
+            pulumi.log.warn(
+                f"gpu-platform:cluster.admins: {arn} already has an access entry to {cfg.name} that this "
+                f"stack did not create; it is left as it is (an IAM principal has one entry per cluster)"
+            )
         if cluster_access.runner_without_access(args.runner, cfg.admins):
             pulumi.log.warn(
                 f"gpu-platform:cluster.admins does not list {args.runner}, which runs this update: the stack gives "
@@ -160,8 +176,12 @@ class EksCluster(pulumi.ComponentResource):
         cfg = args.config
         arn = cluster_arn(args.partition, args.region, args.account, cfg.name)
         control_plane = managed_role(
-            f"{name}-control-plane", control_plane_trust(args.account, arn),
-            ("AmazonEKSClusterPolicy",), args.partition, args.tags, self,
+            f"{name}-control-plane",
+            control_plane_trust(args.account, arn),
+            ("AmazonEKSClusterPolicy",),
+            args.partition,
+            args.tags,
+            self,
         )
         key = aws.kms.Key(
             f"{name}-secrets",
@@ -196,8 +216,11 @@ class EksCluster(pulumi.ComponentResource):
             # The bootstrap flag is create-only (the provider replaces a cluster whose flag changes:
             # pulumi/pulumi-aws#3997, hashicorp/terraform-provider-aws#35824): a cluster created with
             # it on keeps it, and its creator's entry is left alone (cluster_access.principals).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(control_plane.attachments),
-                                        ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(control_plane.attachments),
+                ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"],
+            ),
         )
         self.name = cluster.name
         self.endpoint = cluster.endpoint
@@ -239,7 +262,7 @@ class EksCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.node_role.attachments, *self.cni_ready]),
         )
 
-    def _adopt(self, found: "AdoptedCluster") -> None:
+    def _adopt(self, found: AdoptedCluster) -> None:
         self.name = pulumi.Output.from_input(found.name)
         self.endpoint = pulumi.Output.from_input(found.endpoint)
         self.certificate_authority = pulumi.Output.from_input(found.certificate_authority)

@@ -50,8 +50,14 @@ def runner_without_access(runner: str | None, admins: tuple[str, ...]) -> bool:
     return bool(runner) and principal_key(runner) not in {principal_key(a) for a in admins}
 
 
-def cluster_admins(name: str, cluster_name: pulumi.Input[str], arns: list[str], partition: str,
-                   tags: dict[str, str], parent: pulumi.Resource) -> list[aws.eks.AccessPolicyAssociation]:
+def cluster_admins(
+    name: str,
+    cluster_name: pulumi.Input[str],
+    arns: list[str],
+    partition: str,
+    tags: dict[str, str],
+    parent: pulumi.Resource,
+) -> list[aws.eks.AccessPolicyAssociation]:
     """An access entry and a cluster-scoped admin association per principal; the associations are
     what a Kubernetes client has to wait for."""
     child = pulumi.ResourceOptions(parent=parent)
@@ -59,7 +65,12 @@ def cluster_admins(name: str, cluster_name: pulumi.Input[str], arns: list[str], 
     for arn in arns:
         label = principal_label(arn)
         entry = aws.eks.AccessEntry(
-            f"{name}-access-{label}", cluster_name=cluster_name, principal_arn=arn, type="STANDARD", tags=tags, opts=child
+            f"{name}-access-{label}",
+            cluster_name=cluster_name,
+            principal_arn=arn,
+            type="STANDARD",
+            tags=tags,
+            opts=child,
         )
         associations.append(
             aws.eks.AccessPolicyAssociation(

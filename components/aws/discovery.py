@@ -5,17 +5,15 @@ the user's mistake, so it becomes a ConfigError naming the key, and nothing has 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
-
 import re
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
 from components.aws import base_image
 from components.aws.base_image import BaseImage
-from gpu_platform.catalog import eks_amis, aws_limits, matrix
+from gpu_platform.catalog import aws_limits, eks_amis, matrix
 from gpu_platform.config import ConfigError, StackConfig
 
 
@@ -60,21 +58,21 @@ class EksNvidiaImage:
 @dataclass(frozen=True)
 class Discovered:
     gpus: dict[str, PoolGpu]  # by pool name
-    base_image: Optional[BaseImage]  # with source: bake
-    adopted: Optional[AdoptedCluster]
-    build_network: Optional[BuildNetwork] = None  # with source: bake
+    base_image: BaseImage | None  # with source: bake
+    adopted: AdoptedCluster | None
+    build_network: BuildNetwork | None = None  # with source: bake
     partition: str = "aws"  # aws | aws-cn | aws-us-gov: every ARN the stack builds starts arn:<partition>:
     # The account the stack runs in: trust and key policies name it (confused-deputy conditions, the
     # key's administrator).
     account: str = ""
-    runner: Optional[str] = None  # the IAM role or user running the stack
+    runner: str | None = None  # the IAM role or user running the stack
     # The cluster exists already: adopted, or created by an earlier `pulumi up` of this stack. Only
     # then can it hold what others install into it (the Prometheus operator's CRDs, access entries).
     cluster_exists: bool = False
     existing_entries: dict[str, dict[str, str]] = field(default_factory=dict)  # admin -> its entry's tags
-    eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
+    eks_nvidia: EksNvidiaImage | None = None  # with source: eks-nvidia
     efa: dict[str, bool] = field(default_factory=dict)  # by pool name: its nodes get EFA
-    vpc_id: Optional[str] = None  # the cluster subnets' VPC, where the EFA security group goes (with an EFA pool)
+    vpc_id: str | None = None  # the cluster subnets' VPC, where the EFA security group goes (with an EFA pool)
 
 
 # Access entries take IAM roles (a path allowed) and users only (EKS User Guide, "Create access entries").
@@ -106,7 +104,9 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
         raise ConfigError(f"{key}: no instance type {instance_type!r} ({aws_said(exc)})") from None
     nvidia = [g for g in (found.gpuses or []) if g.manufacturer == "NVIDIA"]
     if not nvidia:
-        raise ConfigError(f"{key}: {instance_type!r} has no NVIDIA GPU; GPU pools need one (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)")
+        raise ConfigError(
+            f"{key}: {instance_type!r} has no NVIDIA GPU; GPU pools need one (e.g. g6.2xlarge, g6e.12xlarge, p5.48xlarge)"
+        )
     gpu = nvidia[0]
     if not gpu.count:
         # DescribeInstanceTypes: Count 0 with a GpuPartitionSize below 1 is a fraction of a GPU (g6f,
@@ -119,15 +119,23 @@ def _pool_gpu(index: int, instance_type: str) -> PoolGpu:
     model = matrix.load().gpu_for_aws(gpu.name, gpu.memory_size)
     if model is None:
         known = ", ".join(f"{g.key} ({'/'.join(g.families)})" for g in matrix.load().gpus.values())
-        raise ConfigError(f"{key}: {instance_type!r} carries NVIDIA {gpu.name}, which the version matrix does not cover (supported: {known})")
+        raise ConfigError(
+            f"{key}: {instance_type!r} carries NVIDIA {gpu.name}, which the version matrix does not cover (supported: {known})"
+        )
     # The catalogue lists every architecture a type runs (some x86 types list i386 first).
     supported = list(found.supported_architectures or [])
     arch = "x86_64" if "x86_64" in supported else (supported[0] if supported else "unknown")
     if arch != "x86_64":
         raise ConfigError(f"{key}: {instance_type!r} is {arch}; the baked node image is x86_64 only")
     efa = int(found.efa_maximum_interfaces or 0) if found.efa_supported else 0
-    return PoolGpu(model=model, count=int(gpu.count), memory_mib=int(gpu.memory_size), architecture=arch,
-                   network_cards=int(found.maximum_network_cards or 1), efa_interfaces=efa)
+    return PoolGpu(
+        model=model,
+        count=int(gpu.count),
+        memory_mib=int(gpu.memory_size),
+        architecture=arch,
+        network_cards=int(found.maximum_network_cards or 1),
+        efa_interfaces=efa,
+    )
 
 
 def _efa_in_base(config: StackConfig, release: str, efa: dict[str, bool]) -> None:
@@ -138,8 +146,11 @@ def _efa_in_base(config: StackConfig, release: str, efa: dict[str, bool]) -> Non
     index = next(i for i, pool in enumerate(config.node_pools) if efa[pool.name])
     k8s = config.cluster.kubernetes_version
     newer = [r for r in eks_amis.releases(k8s, "standard") if r >= first]
-    way = (f"pin {base_image.KEY} to {min(newer)} or later" if newer else
-           f"no release for Kubernetes {k8s} has it (its last is {eks_amis.newest(k8s, 'standard')}): move to a newer minor")
+    way = (
+        f"pin {base_image.KEY} to {min(newer)} or later"
+        if newer
+        else f"no release for Kubernetes {k8s} has it (its last is {eks_amis.newest(k8s, 'standard')}): move to a newer minor"
+    )
     raise ConfigError(
         f"{base_image.KEY}: {release!r} predates the EFA driver in the standard AL2023 image (amazon-eks-ami builds it in "
         f"from {first}), and nodePools[{index}] has EFA; {way}, or set gpu-platform:nodePools[{index}].efa: false"
@@ -178,7 +189,9 @@ def _adopt(config: StackConfig) -> AdoptedCluster:
     try:
         found = aws.eks.get_cluster(name=cfg.name)
     except Exception as exc:
-        raise ConfigError(f"gpu-platform:cluster.name: no EKS cluster {cfg.name!r} to adopt ({aws_said(exc)}); set create: true to create it") from None
+        raise ConfigError(
+            f"gpu-platform:cluster.name: no EKS cluster {cfg.name!r} to adopt ({aws_said(exc)}); set create: true to create it"
+        ) from None
     if found.version != cfg.kubernetes_version:
         raise ConfigError(
             f"gpu-platform:cluster.kubernetesVersion: {cfg.kubernetes_version!r}, but the adopted cluster "
@@ -263,7 +276,7 @@ def _eks_nvidia(config: StackConfig) -> EksNvidiaImage:
         ) from None
 
 
-def _runner(caller: str) -> Optional[str]:
+def _runner(caller: str) -> str | None:
     """The IAM principal running the stack (warned about when it is no named admin): an assumed-role
     session is turned into its role, since access entries take roles and users, never sessions
     (pulumi_aws iam.get_session_context: `issuer_arn` is the source role of an assumed role, the ARN
@@ -299,8 +312,11 @@ def _build_network(config: StackConfig) -> BuildNetwork:
     try:
         found = aws.ec2.get_subnet(id=subnet)
     except Exception as exc:
-        why = ("the node image builds there" if config.node_image.source == "bake"
-               else "the EFA pools launch there and the EFA security group goes in its VPC")
+        why = (
+            "the node image builds there"
+            if config.node_image.source == "bake"
+            else "the EFA pools launch there and the EFA security group goes in its VPC"
+        )
         raise ConfigError(f"gpu-platform:cluster.subnetIds[0]: no subnet {subnet!r} ({aws_said(exc)}); {why}") from None
     return BuildNetwork(subnet_id=subnet, vpc_id=found.vpc_id)
 

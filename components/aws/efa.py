@@ -26,7 +26,6 @@ AssociatePublicIpAddress), and assigns no public address then.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -51,8 +50,10 @@ def layout(network_cards: int, efa_interfaces: int) -> list[Interface]:
     elif efa_interfaces == network_cards - 1:
         primary, efa_cards = "interface", range(1, network_cards)
     else:
-        raise ValueError(f"no EFA layout for {efa_interfaces} EFA interfaces on {network_cards} network cards "
-                         "(neither every card nor every card but the primary)")
+        raise ValueError(
+            f"no EFA layout for {efa_interfaces} EFA interfaces on {network_cards} network cards "
+            "(neither every card nor every card but the primary)"
+        )
     return [Interface(0, 0, primary), *(Interface(card, 1, "efa-only") for card in efa_cards)]
 
 
@@ -85,7 +86,7 @@ class EfaNetwork(pulumi.ComponentResource):
 
     security_group_id: pulumi.Output[str]
 
-    def __init__(self, name: str, args: EfaNetworkArgs, opts: Optional[pulumi.ResourceOptions] = None):
+    def __init__(self, name: str, args: EfaNetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:aws:EfaNetwork", name, None, opts)
         group = aws.ec2.SecurityGroup(
             f"{name}-sg",
@@ -98,16 +99,27 @@ class EfaNetwork(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         aws.vpc.SecurityGroupIngressRule(
-            f"{name}-self-in", security_group_id=group.id, ip_protocol=ALL_TRAFFIC, referenced_security_group_id=group.id,
-            description="EFA: all traffic from this group", opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-self-in",
+            security_group_id=group.id,
+            ip_protocol=ALL_TRAFFIC,
+            referenced_security_group_id=group.id,
+            description="EFA: all traffic from this group",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         aws.vpc.SecurityGroupEgressRule(
-            f"{name}-self-out", security_group_id=group.id, ip_protocol=ALL_TRAFFIC, referenced_security_group_id=group.id,
-            description="EFA: all traffic to this group", opts=pulumi.ResourceOptions(parent=self))
+            f"{name}-self-out",
+            security_group_id=group.id,
+            ip_protocol=ALL_TRAFFIC,
+            referenced_security_group_id=group.id,
+            description="EFA: all traffic to this group",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.security_group_id = group.id
         self.register_outputs({"security_group_id": group.id})
 
 
 def placement_group(name: str, tags: dict[str, str], parent: pulumi.Resource) -> aws.ec2.PlacementGroup:
     """A cluster placement group: the pool's instances on one low-latency network segment of one zone."""
-    return aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=tags,
-                                  opts=pulumi.ResourceOptions(parent=parent))
+    return aws.ec2.PlacementGroup(
+        f"{name}-pg", strategy="cluster", tags=tags, opts=pulumi.ResourceOptions(parent=parent)
+    )

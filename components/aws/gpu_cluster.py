@@ -13,15 +13,15 @@ from components.aws import tags as aws_tags, user_data
 from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.efa import EfaNetwork, EfaNetworkArgs
-from components.aws.node_health import SOFTWARE as node_health_software, NodeMonitoringAgent
 from components.aws.image_hardware import PoolHardware, image_hardware
+from components.aws.node_health import SOFTWARE as NODE_HEALTH_SOFTWARE, NodeMonitoringAgent
 from components.aws.node_image import NodeImage, NodeImageArgs
 from components.aws.node_pool import ClusterEndpoint, GpuNodePool, NodePoolArgs
 from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
 from gpu_platform.catalog import aws_limits
-from gpu_platform.interface import contract
 from gpu_platform.config import StackConfig
+from gpu_platform.interface import contract
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,10 @@ def check(config: StackConfig, found: Discovered):
     """What the EKS half must refuse before anything is registered (a config error): one node image
     cannot carry the kernel modules or module options every pool's GPU needs."""
     hardware = image_hardware(
-        [PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count) for i, p in enumerate(config.node_pools)],
+        [
+            PoolHardware(i, p.instance_type, found.gpus[p.name].model, found.gpus[p.name].count)
+            for i, p in enumerate(config.node_pools)
+        ],
         config.node_image.source,
     )
     # A base release that carries the EFA driver gets it proven by the test phase (aws_limits.yaml efa).
@@ -45,8 +48,15 @@ def check(config: StackConfig, found: Discovered):
     return dataclasses.replace(hardware, efa=base is not None and base.release >= aws_limits.efa_in_standard_ami_from())
 
 
-def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_gates: dict[str, tuple[str, ...]],
-          pool_resources: dict[str, dict[str, int]], parent: pulumi.Resource) -> EksGpuCluster:
+def build(
+    name: str,
+    config: StackConfig,
+    found: Discovered,
+    stack: str,
+    pool_gates: dict[str, tuple[str, ...]],
+    pool_resources: dict[str, dict[str, int]],
+    parent: pulumi.Resource,
+) -> EksGpuCluster:
     """`pool_gates`: the gating labels each pool's nodes carry; `pool_resources`: the extended resources
     they advertise (the Kubernetes half decides both)."""
     child = pulumi.ResourceOptions(parent=parent)
@@ -58,8 +68,13 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
         **base_tags,
         **aws_tags.audit_tags(
             config.audit,
-            aws_tags.node_software(node_image.driver_version, node_image.toolkit_baked, hardware.fabric_manager,
-                                   hardware.kernel_module, hardware.nvlink_subnet_manager),
+            aws_tags.node_software(
+                node_image.driver_version,
+                node_image.toolkit_baked,
+                hardware.fabric_manager,
+                hardware.kernel_module,
+                hardware.nvlink_subnet_manager,
+            ),
         ),
     }
     declared = aws_tags.declared_facts(release.name, config.workloads.cuda_versions, node_image.source)
@@ -67,8 +82,18 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
     node_role = NodeRole(f"{name}-node-role", base_tags, found.partition, opts=child)
     cluster = EksCluster(
         f"{name}-cluster",
-        ClusterArgs(config.cluster, node_role, base_tags, found.adopted, partition=found.partition, runner=found.runner,
-                    existing_entries=found.existing_entries, stack=stack, account=found.account, region=config.region),
+        ClusterArgs(
+            config.cluster,
+            node_role,
+            base_tags,
+            found.adopted,
+            partition=found.partition,
+            runner=found.runner,
+            existing_entries=found.existing_entries,
+            stack=stack,
+            account=found.account,
+            region=config.region,
+        ),
         opts=child,
     )
     # The image needs nothing from the cluster: it builds while the control plane comes up.
@@ -81,8 +106,12 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
             toolkit_version=release.toolkit_version,
             hardware=hardware,
             tags=privileged_tags,
-            declared={**declared, contract.GPU_MODELS_TAG: contract.join_values(
-                sorted({found.gpus[p.name].model.key for p in config.node_pools}))},
+            declared={
+                **declared,
+                contract.GPU_MODELS_TAG: contract.join_values(
+                    sorted({found.gpus[p.name].model.key for p in config.node_pools})
+                ),
+            },
             region=config.region,
             build_network=found.build_network,
             partition=found.partition,
@@ -100,8 +129,11 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
         service_cidr=cluster.service_cidr,
         security_group_id=cluster.security_group_id,
     )
-    efa = (EfaNetwork(f"{name}-efa", EfaNetworkArgs(vpc_id=found.vpc_id, tags=base_tags), opts=child)
-           if any(found.efa.values()) else None)
+    efa = (
+        EfaNetwork(f"{name}-efa", EfaNetworkArgs(vpc_id=found.vpc_id, tags=base_tags), opts=child)
+        if any(found.efa.values())
+        else None
+    )
     if efa is not None and found.adopted is not None:
         # EKS's current vpc-cni versions take efa-only interfaces; an adopted cluster's may be older, and
         # the stack does not manage it (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:37).
@@ -132,7 +164,9 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
                 cluster=endpoint,
                 node_role=node_role,
                 subnet_ids=pool.subnet_ids or config.cluster.subnet_ids,
-                labels=contract.pool_labels(pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None),
+                labels=contract.pool_labels(
+                    pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None
+                ),
                 tags={**privileged_tags, **image.declares},
                 generation=image.generation,
                 declared=declared,
@@ -147,10 +181,15 @@ def build(name: str, config: StackConfig, found: Discovered, stack: str, pool_ga
         )
     # Node auto repair acts on the GPU conditions only the node monitoring agent reports.
     node_health = (
-        NodeMonitoringAgent(f"{name}-node-monitoring", cluster.name,
-                            {**base_tags, **aws_tags.audit_tags(config.audit, [node_health_software])},
-                            depends_on=[cluster, *pools.values()], opts=child)
-        if any(pool.node_repair for pool in config.node_pools) else None
+        NodeMonitoringAgent(
+            f"{name}-node-monitoring",
+            cluster.name,
+            {**base_tags, **aws_tags.audit_tags(config.audit, [NODE_HEALTH_SOFTWARE])},
+            depends_on=[cluster, *pools.values()],
+            opts=child,
+        )
+        if any(pool.node_repair for pool in config.node_pools)
+        else None
     )
     handle = ClusterHandle(
         name=cluster.name,

@@ -40,12 +40,28 @@ SSM_AGENT_STATEMENTS = (
     ("RegisterAsManagedNode", ("ssm:UpdateInstanceInformation",)),
     # Run Command's delivery: the agent polls for the build's and test's commands, acknowledges
     # them and sends back their results.
-    ("TakeRunCommands", ("ec2messages:AcknowledgeMessage", "ec2messages:DeleteMessage", "ec2messages:FailMessage",
-                         "ec2messages:GetEndpoint", "ec2messages:GetMessages", "ec2messages:SendReply")),
+    (
+        "TakeRunCommands",
+        (
+            "ec2messages:AcknowledgeMessage",
+            "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage",
+            "ec2messages:GetEndpoint",
+            "ec2messages:GetMessages",
+            "ec2messages:SendReply",
+        ),
+    ),
     # The agent's control channel (SSM agent 3.x takes commands through it when it can) and the data
     # channel of a session someone opens to debug a failed build.
-    ("AgentChannels", ("ssmmessages:CreateControlChannel", "ssmmessages:CreateDataChannel",
-                       "ssmmessages:OpenControlChannel", "ssmmessages:OpenDataChannel")),
+    (
+        "AgentChannels",
+        (
+            "ssmmessages:CreateControlChannel",
+            "ssmmessages:CreateDataChannel",
+            "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel",
+        ),
+    ),
 )
 
 
@@ -56,7 +72,11 @@ def ssm_agent_policy(scope: str, name: str, account: str) -> OwnPolicy:
         key="ssm-agent",
         name=f"{scope}-{name}-ssm-agent"[:128],
         description="Image Builder build instance: the SSM agent's own actions only (no parameters, no State Manager)",
-        document=document(*({"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": "*"}
-                            for sid, actions in SSM_AGENT_STATEMENTS)),
+        document=document(
+            *(
+                {"Sid": sid, "Effect": "Allow", "Action": list(actions), "Resource": "*"}
+                for sid, actions in SSM_AGENT_STATEMENTS
+            )
+        ),
         account=account,
     )

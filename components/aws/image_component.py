@@ -11,7 +11,6 @@ import base64
 import gzip
 import re
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -54,14 +53,14 @@ MAX_DOCUMENT = 16000
 def _payload(script: Path) -> str:
     """A script as gzip (no timestamp: the same bytes every run) in base64 lines, for a here-document."""
     packed = base64.b64encode(gzip.compress(script.read_bytes(), compresslevel=9, mtime=0)).decode()
-    return "\n".join(packed[i:i + 200] for i in range(0, len(packed), 200))
+    return "\n".join(packed[i : i + 200] for i in range(0, len(packed), 200))
 
 
 def nvidia_domain(partition: str) -> str:
     return NVIDIA_DOMAINS.get(partition, "nvidia.com")
 
 
-def build_commands(driver: str, toolkit: Optional[str], hardware: ImageHardware, partition: str) -> str:
+def build_commands(driver: str, toolkit: str | None, hardware: ImageHardware, partition: str) -> str:
     """The build phase's one bash step: the install script's inputs, the boot script it installs
     (with the fabric manager only), then the install script itself."""
     lines = [
@@ -79,15 +78,15 @@ def build_commands(driver: str, toolkit: Optional[str], hardware: ImageHardware,
     ]
     # The scripts travel gzipped in base64 (the document's length limit), unpacked byte for byte from
     # quoted here-documents. ROOT is unset on a build instance (tests set it to a scratch directory).
-    lines += ['unpack() { base64 -d | gunzip; }', 'work="$(mktemp -d)"']
+    lines += ["unpack() { base64 -d | gunzip; }", 'work="$(mktemp -d)"']
     if hardware.fabric_manager:
         lines += [
-            f'unpack <<\'GPU_PLATFORM_NVSWITCH\' | install -D -m 0755 /dev/stdin "${{ROOT:-}}{NVSWITCH_SCRIPT_PATH}"',
+            f"unpack <<'GPU_PLATFORM_NVSWITCH' | install -D -m 0755 /dev/stdin \"${{ROOT:-}}{NVSWITCH_SCRIPT_PATH}\"",
             _payload(NVSWITCH_SCRIPT),
             "GPU_PLATFORM_NVSWITCH",
         ]
     lines += [
-        f'unpack <<\'GPU_PLATFORM_INSTALL\' >"${{work}}/{INSTALL_SCRIPT.name}"',
+        f"unpack <<'GPU_PLATFORM_INSTALL' >\"${{work}}/{INSTALL_SCRIPT.name}\"",
         _payload(INSTALL_SCRIPT),
         "GPU_PLATFORM_INSTALL",
         f'bash "${{work}}/{INSTALL_SCRIPT.name}"',
@@ -116,12 +115,20 @@ def test_commands(driver: str, hardware: ImageHardware, toolkit_baked: bool) -> 
         "set -euo pipefail",
         'fail() { echo "test phase: $*" >&2; exit 1; }',
         _check("nvidia-smi", "nvidia-smi found no GPU: the driver did not load on the new image"),
-        _check(f'test "$(cat "${{ROOT:-}}/sys/module/nvidia/version")" = "{driver}"', f"the loaded nvidia module is not {driver}"),
-        _check(f'test "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u)" = "{driver}"',
-               f"nvidia-smi does not report driver {driver}"),
-        _check(f'test "$(modinfo -F license nvidia)" = "{MODULE_LICENSES[flavour]}"', f"the nvidia module is not the {flavour} flavour"),
+        _check(
+            f'test "$(cat "${{ROOT:-}}/sys/module/nvidia/version")" = "{driver}"',
+            f"the loaded nvidia module is not {driver}",
+        ),
+        _check(
+            f'test "$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u)" = "{driver}"',
+            f"nvidia-smi does not report driver {driver}",
+        ),
+        _check(
+            f'test "$(modinfo -F license nvidia)" = "{MODULE_LICENSES[flavour]}"',
+            f"the nvidia module is not the {flavour} flavour",
+        ),
         # rpm's %{VERSION} has no epoch: 580.105.08 for kmod-nvidia-open-dkms-3:580.105.08-1.amzn2023.
-        _check(f"test \"$(rpm -q --qf '%{{VERSION}}' {kmod})\" = \"{driver}\"", f"{kmod} is not installed at {driver}"),
+        _check(f'test "$(rpm -q --qf \'%{{VERSION}}\' {kmod})" = "{driver}"', f"{kmod} is not installed at {driver}"),
         _check("systemctl is-active nvidia-persistenced.service", "nvidia-persistenced is not running"),
         # dnf's versionlock lists NAME-EPOCH:VERSION-RELEASE.* (dnf-plugins-core plugins/versionlock.py at
         # tag 4.3.0, pkgtup2spec lines 317-319, printed by `list` at 195-197): the version after the colon.
@@ -129,27 +136,44 @@ def test_commands(driver: str, hardware: ImageHardware, toolkit_baked: bool) -> 
         _check(f"grep -Eq -- '^{kmod}-[0-9]+:{version}-' <<<\"${{locks}}\"", f"{kmod} {driver} is not version-locked"),
         'kernel="$(uname -r)"',
         'kernel="${kernel%.*}"',
-        _check('grep -Eq -- "^kernel[0-9.]*-[0-9]+:${kernel//./\\\\.}\\.\\*$" <<<"${locks}"',
-               "the running kernel is not version-locked: a kernel update would leave the driver's modules behind"),
+        _check(
+            'grep -Eq -- "^kernel[0-9.]*-[0-9]+:${kernel//./\\\\.}\\.\\*$" <<<"${locks}"',
+            "the running kernel is not version-locked: a kernel update would leave the driver's modules behind",
+        ),
     ]
     if hardware.fabric_manager:
         # Enabled everywhere, started only on instance types with NVSwitch: on the L4 test instance it stays off.
         commands += [
             _check(f"systemctl is-enabled {NVSWITCH_UNIT}", f"{NVSWITCH_UNIT} is not enabled"),
-            _check("! systemctl is-active --quiet nvidia-fabricmanager.service", "the fabric manager runs on an instance without NVSwitch"),
+            _check(
+                "! systemctl is-active --quiet nvidia-fabricmanager.service",
+                "the fabric manager runs on an instance without NVSwitch",
+            ),
         ]
     if hardware.efa:
         # The base image brings the EFA kernel driver (amazon-eks-ami builds every AL2023 variant with
         # enable_efa true: templates/al2023/variables-default.json:17, provisioners/install-efa.sh at
         # 81fec2e8); an EFA pool's image proves it is there for the kernel it boots.
-        commands.append(_check('modinfo -k "$(uname -r)" efa >/dev/null',
-                               "the EFA kernel driver (efa) is missing for the running kernel: the pools with EFA need it"))
+        commands.append(
+            _check(
+                'modinfo -k "$(uname -r)" efa >/dev/null',
+                "the EFA kernel driver (efa) is missing for the running kernel: the pools with EFA need it",
+            )
+        )
     if toolkit_baked:
         commands += [
             # What nodeadm looks for to make `nvidia` containerd's runtime (runtime_config_nvidia.go).
-            _check('test -x "${ROOT:-}/usr/bin/nvidia-container-runtime"', "the toolkit's nvidia-container-runtime is missing"),
-            *(_check(f"grep -Eq '^{key} *= *{value}$' \"${{ROOT:-}}/etc/nvidia-container-runtime/config.toml\"",
-                     f"the toolkit's config does not set {key} = {value}") for key, value in GPU_ACCESS_SETTINGS),
+            _check(
+                'test -x "${ROOT:-}/usr/bin/nvidia-container-runtime"',
+                "the toolkit's nvidia-container-runtime is missing",
+            ),
+            *(
+                _check(
+                    f"grep -Eq '^{key} *= *{value}$' \"${{ROOT:-}}/etc/nvidia-container-runtime/config.toml\"",
+                    f"the toolkit's config does not set {key} = {value}",
+                )
+                for key, value in GPU_ACCESS_SETTINGS
+            ),
         ]
     return commands
 
@@ -159,11 +183,13 @@ class _Dumper(yaml.SafeDumper):
     than the quoted style, which doubles every line break (the document's length limit)."""
 
 
-_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar(
-    "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None))
+_Dumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None),
+)
 
 
-def document(driver: str, toolkit: Optional[str], toolkit_baked: bool, hardware: ImageHardware, partition: str) -> str:
+def document(driver: str, toolkit: str | None, toolkit_baked: bool, hardware: ImageHardware, partition: str) -> str:
     """The Image Builder component: the install script with its inputs, and a test phase that proves
     the driver on a fresh boot of the new image."""
     doc = {
@@ -171,13 +197,35 @@ def document(driver: str, toolkit: Optional[str], toolkit_baked: bool, hardware:
         "description": f"NVIDIA driver {driver} ({hardware.kernel_module} kernel modules) for EKS AL2023 GPU nodes",
         "schemaVersion": 1.0,
         "phases": [
-            {"name": "build", "steps": [{"name": "InstallNvidiaDriver", "action": "ExecuteBash",
-                                         "inputs": {"commands": [build_commands(driver, toolkit if toolkit_baked else None, hardware, partition)]}}]},
-            {"name": "test", "steps": [{"name": "DriverLoads", "action": "ExecuteBash",
-                                        "inputs": {"commands": test_commands(driver, hardware, toolkit_baked)}}]},
+            {
+                "name": "build",
+                "steps": [
+                    {
+                        "name": "InstallNvidiaDriver",
+                        "action": "ExecuteBash",
+                        "inputs": {
+                            "commands": [
+                                build_commands(driver, toolkit if toolkit_baked else None, hardware, partition)
+                            ]
+                        },
+                    }
+                ],
+            },
+            {
+                "name": "test",
+                "steps": [
+                    {
+                        "name": "DriverLoads",
+                        "action": "ExecuteBash",
+                        "inputs": {"commands": test_commands(driver, hardware, toolkit_baked)},
+                    }
+                ],
+            },
         ],
     }
     text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1000)
     if len(text) > MAX_DOCUMENT:
-        raise ValueError(f"the node image's component document is {len(text)} characters; Image Builder takes at most {MAX_DOCUMENT}")
+        raise ValueError(
+            f"the node image's component document is {len(text)} characters; Image Builder takes at most {MAX_DOCUMENT}"
+        )
     return text

@@ -13,7 +13,6 @@ templates/al2023/runtime/gpu/nvidia-kmod-load.sh lines 63-98): nothing to refuse
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
@@ -35,7 +34,7 @@ class PoolHardware:
 class ImageHardware:
     """What one image must carry for every GPU of the pools it serves."""
 
-    kernel_module: Optional[str]  # open | proprietary; None for an image the stack does not bake
+    kernel_module: str | None  # open | proprietary; None for an image the stack does not bake
     fabric_manager: bool  # some pool's instance type has NVSwitch
     nvlink_subnet_manager: bool  # some pool's instance type has fourth-generation NVSwitch (p6-b200)
     gsp_firmware_off: bool = False  # the image turns the GSP firmware off (g5's A10G, as AWS does)
@@ -61,8 +60,12 @@ def _flavour(pools: list[PoolHardware], source: str) -> str:
     only = [p for p in pools if len(p.gpu.kernel_modules) == 1]
     first = only[0]
     other = next(p for p in only if p.gpu.kernel_modules != first.gpu.kernel_modules)
-    pinned = ("; a pinned AMI (source: ami) is an image this program baked, with one flavour: for AWS's "
-              "accelerated AMI, which chooses per node at boot, use source: eks-nvidia" if source == "ami" else "")
+    pinned = (
+        "; a pinned AMI (source: ami) is an image this program baked, with one flavour: for AWS's "
+        "accelerated AMI, which chooses per node at boot, use source: eks-nvidia"
+        if source == "ami"
+        else ""
+    )
     raise ConfigError(
         f"gpu-platform:nodePools[{other.index}].instanceType: {other.instance_type!r} ({other.gpu.key}) needs the "
         f"{other.gpu.kernel_modules[0]} NVIDIA kernel modules, but {_pool(first)} needs the {first.gpu.kernel_modules[0]} "

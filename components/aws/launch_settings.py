@@ -28,7 +28,12 @@ def encrypted_root(size_gib: int) -> list[dict]:
     return [
         {
             "device_name": ROOT_DEVICE,
-            "ebs": {"volume_size": size_gib, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+            "ebs": {
+                "volume_size": size_gib,
+                "volume_type": "gp3",
+                "encrypted": "true",
+                "delete_on_termination": "true",
+            },
         }
     ]
 

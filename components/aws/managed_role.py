@@ -35,7 +35,11 @@ def trust(service: str, *actions: str, condition: dict | None = None) -> str:
     (IAM User Guide, "AWS global condition context keys": present only when a service calls another on
     behalf of a resource), so such a condition would lock the instances out. What guards those roles
     is the instance profile (iam:PassRole) and IMDSv2 with one hop."""
-    statement = {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions) if len(actions) > 1 else actions[0]}
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": list(actions) if len(actions) > 1 else actions[0],
+    }
     if condition:
         statement["Condition"] = condition
     return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
@@ -69,8 +73,15 @@ class OwnPolicy:
         return f"arn:{partition}:iam::{self.account}:policy/{self.name}"
 
 
-def managed_role(name: str, assume_role_policy: pulumi.Input[str], policies: tuple[str, ...], partition: str,
-                 tags: dict[str, str], parent: pulumi.Resource, own_policies: tuple[OwnPolicy, ...] = ()) -> ManagedRole:
+def managed_role(
+    name: str,
+    assume_role_policy: pulumi.Input[str],
+    policies: tuple[str, ...],
+    partition: str,
+    tags: dict[str, str],
+    parent: pulumi.Resource,
+    own_policies: tuple[OwnPolicy, ...] = (),
+) -> ManagedRole:
     """The role `name` and one attachment per policy name, named `<name>-<policy>` so a partition
     change or a reordering replaces nothing; each of `own_policies` is an `aws.iam.Policy`
     `<name>-<key>`, attached the same way."""
@@ -79,17 +90,26 @@ def managed_role(name: str, assume_role_policy: pulumi.Input[str], policies: tup
     arns = [policy_arn(partition, p) for p in policies]
     attachments = [
         aws.iam.RolePolicyAttachment(f"{name}-{policy}", role=role.name, policy_arn=arn, opts=child)
-        for policy, arn in zip(policies, arns)
+        for policy, arn in zip(policies, arns, strict=True)
     ]
     for own in own_policies:
-        made = aws.iam.Policy(f"{name}-{own.key}", name=own.name, description=own.description, policy=own.document,
-                              tags=tags, opts=child)
+        made = aws.iam.Policy(
+            f"{name}-{own.key}", name=own.name, description=own.description, policy=own.document, tags=tags, opts=child
+        )
         arns.append(own.arn(partition))
         # The ARN is written, not taken from the policy: the attachment waits for the policy itself.
-        attachments.append(aws.iam.RolePolicyAttachment(f"{name}-{own.key}", role=role.name, policy_arn=own.arn(partition),
-                                                        opts=pulumi.ResourceOptions(parent=parent, depends_on=[made])))
+        attachments.append(
+            aws.iam.RolePolicyAttachment(
+                f"{name}-{own.key}",
+                role=role.name,
+                policy_arn=own.arn(partition),
+                opts=pulumi.ResourceOptions(parent=parent, depends_on=[made]),
+            )
+        )
     aws.iam.RolePolicyAttachmentsExclusive(
-        f"{name}-exclusive", role_name=role.name, policy_arns=arns,
+        f"{name}-exclusive",
+        role_name=role.name,
+        policy_arns=arns,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(attachments)),
     )
     return ManagedRole(role, tuple(attachments))

@@ -24,11 +24,10 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from gpu_platform.interface import contract
-
 # The add-on, its pinned version and what its DaemonSets run with: plain data in gpu_platform, which
 # the policy pack reads too (the privilege ledger's add-on rows).
 from gpu_platform.catalog.addon_privileges import ADDON, ADDON_VERSION, NAMESPACE, WORKLOADS  # noqa: F401 (re-exported)
+from gpu_platform.interface import contract
 
 SCHEMA = Path(__file__).with_name("eks-node-monitoring-agent.schema.json")
 # The audit tag of the privileged software the add-on runs (aws_tags.audit_tags).
@@ -36,13 +35,27 @@ SOFTWARE = f"{ADDON} {ADDON_VERSION} (privileged DaemonSets eks-node-monitoring-
 
 
 def configuration() -> str:
-    return json.dumps({"dcgmAgent": {"tolerations": [
-        {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}]}}, sort_keys=True)
+    return json.dumps(
+        {
+            "dcgmAgent": {
+                "tolerations": [
+                    {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}
+                ]
+            }
+        },
+        sort_keys=True,
+    )
 
 
 class NodeMonitoringAgent(pulumi.ComponentResource):
-    def __init__(self, name: str, cluster_name: pulumi.Input[str], tags: dict[str, str],
-                 depends_on: list[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        cluster_name: pulumi.Input[str],
+        tags: dict[str, str],
+        depends_on: list[pulumi.Resource],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("gpu-platform:aws:NodeMonitoringAgent", name, None, opts)
         self.addon = aws.eks.Addon(
             f"{name}-addon",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 import pulumi
 import pulumi_aws as aws
@@ -25,8 +24,8 @@ from components.aws.discovery import BuildNetwork, EksNvidiaImage
 from components.aws.image_component import BUILD_INSTANCE_TYPE
 from components.aws.image_hardware import ImageHardware
 from components.aws.managed_role import managed_role, trust
-from gpu_platform.interface import contract
 from gpu_platform.config.node_image import NodeImage as NodeImageConfig
+from gpu_platform.interface import contract
 
 # A driver build (DKMS compile, downloads, test boot) takes 30-60 min; Image Builder's own default
 # of 60 min leaves no margin.
@@ -48,7 +47,7 @@ _NAME_LIMIT = 128
 class NodeImageArgs:
     config: NodeImageConfig
     kubernetes_version: str
-    base_image: Optional[BaseImage]  # the pinned EKS-optimized AL2023 release, with source: bake
+    base_image: BaseImage | None  # the pinned EKS-optimized AL2023 release, with source: bake
     toolkit_version: str  # the release's container toolkit, baked when toolkitBaked
     hardware: ImageHardware
     tags: dict[str, str]  # stack tags plus audit tags
@@ -59,12 +58,12 @@ class NodeImageArgs:
     # the stack, so two stacks (dev, prod) of one account build side by side.
     project: str
     stack: str
-    build_network: Optional[BuildNetwork] = None  # with source: bake
-    eks_nvidia: Optional[EksNvidiaImage] = None  # with source: eks-nvidia
+    build_network: BuildNetwork | None = None  # with source: bake
+    eks_nvidia: EksNvidiaImage | None = None  # with source: eks-nvidia
     account: str = ""  # the builder role's own policy is named in it
 
 
-def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: Optional[str] = None) -> dict[str, str]:
+def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version: str | None = None) -> dict[str, str]:
     """What the image declares about itself; `verify-ami` checks the same keys on a pinned AMI.
     The toolkit version is declared only when the toolkit is baked (and the caller knows it)."""
     tags = {
@@ -84,7 +83,7 @@ def image_tags(config: NodeImageConfig, kubernetes_version: str, toolkit_version
 _FLAVOUR_IN_SOFTWARE = re.compile(r"\bnvidia-driver \S+ \((open|proprietary) kernel modules\)")
 
 
-def kernel_module_declared(software: Optional[str]) -> Optional[str]:
+def kernel_module_declared(software: str | None) -> str | None:
     """open | proprietary, as an image's privileged-software tag declares it; None when it names none
     (an image the stack did not bake, or no such tag)."""
     found = _FLAVOUR_IN_SOFTWARE.search(software or "")
@@ -96,8 +95,9 @@ def _digest(*parts: object) -> str:
 
 
 def component_document(args: NodeImageArgs) -> str:
-    return image_component.document(args.config.driver_version, args.toolkit_version, bool(args.config.toolkit_baked),
-                                    args.hardware, args.partition)
+    return image_component.document(
+        args.config.driver_version, args.toolkit_version, bool(args.config.toolkit_baked), args.hardware, args.partition
+    )
 
 
 def _resource_name(text: str) -> str:
@@ -106,7 +106,7 @@ def _resource_name(text: str) -> str:
     limit keeps its head and a digest of the whole, which still differs wherever the text does."""
     name = re.sub(r"[^A-Za-z0-9_ -]", "-", text)
     if len(name) > _NAME_LIMIT:
-        name = f"{name[:_NAME_LIMIT - 11]}-{_digest(text)}"
+        name = f"{name[: _NAME_LIMIT - 11]}-{_digest(text)}"
     return name
 
 
@@ -128,7 +128,7 @@ _AMI_PREFIX_LIMIT = 100
 def ami_name_prefix(scope: str, name: str, kubernetes_version: str, driver: str) -> str:
     """The AMI name before the build date; a long stack name keeps its head and a digest."""
     prefix = f"{scope}-{name}-k8s{kubernetes_version}-nvidia-{driver}"
-    return prefix if len(prefix) <= _AMI_PREFIX_LIMIT else f"{prefix[:_AMI_PREFIX_LIMIT - 11]}-{_digest(prefix)}"
+    return prefix if len(prefix) <= _AMI_PREFIX_LIMIT else f"{prefix[: _AMI_PREFIX_LIMIT - 11]}-{_digest(prefix)}"
 
 
 def declared_tags(args: NodeImageArgs) -> dict[str, str]:
@@ -146,8 +146,13 @@ def generation(args: NodeImageArgs) -> str:
     it is built): a driver, toolkit, base or AWS release, pinned AMI or kernel module flavour that
     changes is a new generation. A kubelet label (contract.GENERATION_LABEL) and a valid label value."""
     base = args.base_image.release if args.base_image else ""
-    return "g" + _digest(args.config.source, sorted(declared_tags(args).items()), base, args.config.ami_id or "",
-                         args.hardware.kernel_module or "")
+    return "g" + _digest(
+        args.config.source,
+        sorted(declared_tags(args).items()),
+        base,
+        args.config.ami_id or "",
+        args.hardware.kernel_module or "",
+    )
 
 
 class NodeImage(pulumi.ComponentResource):
@@ -205,7 +210,12 @@ class NodeImage(pulumi.ComponentResource):
             block_device_mappings=[
                 {
                     "device_name": "/dev/xvda",
-                    "ebs": {"volume_size": ROOT_VOLUME_GIB, "volume_type": "gp3", "encrypted": "true", "delete_on_termination": "true"},
+                    "ebs": {
+                        "volume_size": ROOT_VOLUME_GIB,
+                        "volume_type": "gp3",
+                        "encrypted": "true",
+                        "delete_on_termination": "true",
+                    },
                 }
             ],
             tags=tags,
@@ -213,8 +223,13 @@ class NodeImage(pulumi.ComponentResource):
         )
         # Report to Image Builder and take its commands through SSM, nothing more (image_build_role.py).
         builder = managed_role(
-            f"{name}-builder", trust("ec2.amazonaws.com", "sts:AssumeRole"), image_build_role.MANAGED_POLICIES,
-            args.partition, helper_tags, self, own_policies=(image_build_role.ssm_agent_policy(scope, name, args.account),),
+            f"{name}-builder",
+            trust("ec2.amazonaws.com", "sts:AssumeRole"),
+            image_build_role.MANAGED_POLICIES,
+            args.partition,
+            helper_tags,
+            self,
+            own_policies=(image_build_role.ssm_agent_policy(scope, name, args.account),),
         )
         profile = aws.iam.InstanceProfile(f"{name}-builder", role=builder.role.name, tags=helper_tags, opts=child)
         network = args.build_network
@@ -225,7 +240,13 @@ class NodeImage(pulumi.ComponentResource):
             description="GPU node image build: egress only",
             vpc_id=network.vpc_id,
             egress=[
-                {"protocol": "tcp", "from_port": port, "to_port": port, "cidr_blocks": ["0.0.0.0/0"], "description": what}
+                {
+                    "protocol": "tcp",
+                    "from_port": port,
+                    "to_port": port,
+                    "cidr_blocks": ["0.0.0.0/0"],
+                    "description": what,
+                }
                 for port, what in ((443, "https downloads, repositories, SSM"), (80, "http repositories"))
             ],
             tags=helper_tags,
@@ -272,7 +293,9 @@ class NodeImage(pulumi.ComponentResource):
             # The build instance runs as the builder role: without its policies it cannot reach SSM
             # or report to Image Builder, and the build fails after its timeout.
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=list(builder.attachments), custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT)
+                parent=self,
+                depends_on=list(builder.attachments),
+                custom_timeouts=pulumi.CustomTimeouts(create=BUILD_TIMEOUT),
             ),
         )
         return image.output_resources.apply(lambda resources: resources[0].amis[0].image)

@@ -43,8 +43,8 @@ import pulumi_aws as aws
 from components.aws import efa as efa_network, launch_settings, user_data
 from components.aws.discovery import PoolGpu
 from components.aws.node_role import NodeRole
-from gpu_platform.interface import contract
 from gpu_platform.config.node_pool import NodePool as NodePoolConfig
+from gpu_platform.interface import contract
 
 # A managed node group replaces at most this share of a pool's nodes at once on an AMI rollout.
 MAX_UNAVAILABLE_PERCENT = 25
@@ -157,7 +157,9 @@ class GpuNodePool(pulumi.ComponentResource):
         super().__init__("gpu-platform:aws:GpuNodePool", name, None, opts)
         pool = args.pool
         taints = [contract.gpu_taint()]
-        labels = dict(sorted({**args.labels, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}.items()))
+        labels = dict(
+            sorted({**args.labels, **({contract.GENERATION_LABEL: args.generation} if args.generation else {})}.items())
+        )
         self.labels = labels
         self.rollout = pool.rollout
         tags = {
@@ -167,22 +169,33 @@ class GpuNodePool(pulumi.ComponentResource):
             contract.POOL_LABEL: pool.name,
         }
         cluster = args.cluster
-        interfaces = (efa_network.layout(args.gpu.network_cards, args.gpu.efa_interfaces)
-                      if args.efa_security_group_id is not None else [])
+        interfaces = (
+            efa_network.layout(args.gpu.network_cards, args.gpu.efa_interfaces)
+            if args.efa_security_group_id is not None
+            else []
+        )
         tags[contract.EFA_INTERFACES_TAG] = str(sum(1 for i in interfaces if i.kind != "interface"))
-        network = (efa_network.network_interfaces(interfaces, [cluster.security_group_id, args.efa_security_group_id])
-                   if interfaces else launch_settings.private_interface(cluster.security_group_id))
+        network = (
+            efa_network.network_interfaces(interfaces, [cluster.security_group_id, args.efa_security_group_id])
+            if interfaces
+            else launch_settings.private_interface(cluster.security_group_id)
+        )
         # One placement group per EFA pool, so its nodes share a network spine; not on a capacity
         # block, whose reservation already places its instances together (EC2 User Guide, "Capacity
         # Blocks for ML": co-located in EC2 UltraClusters) and whose launch names no group.
-        placement = ({"placement": {"group_name": efa_network.placement_group(name, tags, self).name}}
-                     if interfaces and pool.capacity_type != "CAPACITY_BLOCK" else {})
+        placement = (
+            {"placement": {"group_name": efa_network.placement_group(name, tags, self).name}}
+            if interfaces and pool.capacity_type != "CAPACITY_BLOCK"
+            else {}
+        )
         encoded_user_data = pulumi.Output.all(
             cluster.name, cluster.endpoint, cluster.certificate_authority, cluster.service_cidr
         ).apply(
             lambda c: base64.b64encode(
-                user_data.mime(user_data.node_config(c[0], c[1], c[2], c[3], labels, taints, args.containerd_config),
-                               user_data.gpu_access_script() if args.gpu_access_at_boot else None).encode()
+                user_data.mime(
+                    user_data.node_config(c[0], c[1], c[2], c[3], labels, taints, args.containerd_config),
+                    user_data.gpu_access_script() if args.gpu_access_at_boot else None,
+                ).encode()
             ).decode()
         )
         machine_tags = {k: v for k, v in tags.items() if k != contract.AUDIT_TAG_APPROVAL}
@@ -241,8 +254,11 @@ class GpuNodePool(pulumi.ComponentResource):
                 # The cluster autoscaler owns the desired size once the pool exists.
                 ignore_changes=["scalingConfig.desiredSize"],
                 # blue-green: a new template version is a new group beside the old (see the module doc).
-                **({"replace_on_changes": ["launchTemplate"], "delete_before_replace": False}
-                   if pool.rollout == "blue-green" else {}),
+                **(
+                    {"replace_on_changes": ["launchTemplate"], "delete_before_replace": False}
+                    if pool.rollout == "blue-green"
+                    else {}
+                ),
             ),
         )
         # The template node's resources: what a node advertises, and nvidia.com/gpu 0 where it advertises

@@ -3,8 +3,8 @@ privileged GPU software (node images, launch templates, node groups)."""
 
 from __future__ import annotations
 
-from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
+from gpu_platform.interface import contract
 
 
 def stack_tags(stack: str, audit: Audit) -> dict[str, str]:
@@ -31,8 +31,13 @@ def declared_facts(release: str, cuda_versions, image_source: str) -> dict[str, 
     }
 
 
-def node_software(driver_version: str, toolkit_baked: bool, fabric_manager: bool,
-                  kernel_module: str | None = None, nvlink_subnet_manager: bool = False) -> list[str]:
+def node_software(
+    driver_version: str,
+    toolkit_baked: bool,
+    fabric_manager: bool,
+    kernel_module: str | None = None,
+    nvlink_subnet_manager: bool = False,
+) -> list[str]:
     """The kernel module flavour is named when the stack bakes the image (and so knows it)."""
     software = [f"nvidia-driver {driver_version} ({kernel_module + ' ' if kernel_module else ''}kernel modules)"]
     if toolkit_baked:

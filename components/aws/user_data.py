@@ -19,8 +19,15 @@ KUBELET_DROP_IN = "/etc/systemd/system/kubelet.service.d/10-gpu-platform-gpu-acc
 NVIDIA_CTK = "/usr/bin/nvidia-ctk"
 
 
-def node_config(cluster_name: str, endpoint: str, certificate_authority: str, service_cidr: str,
-                labels: dict[str, str], taints: list[dict[str, str]], containerd_config: str = "") -> str:
+def node_config(
+    cluster_name: str,
+    endpoint: str,
+    certificate_authority: str,
+    service_cidr: str,
+    labels: dict[str, str],
+    taints: list[dict[str, str]],
+    containerd_config: str = "",
+) -> str:
     """`containerd_config`: TOML nodeadm merges into the containerd config it writes (toolkit_runtime)."""
     flags = [
         "--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())),
@@ -64,9 +71,7 @@ def toolkit_runtime(cdi: bool) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     runtime = f"{cri}.containerd.runtimes.{contract.NVIDIA_RUNTIME_HANDLER}"
     return (
-        "version = 2\n"
-        + (f"\n[{cri}]\nenable_cdi = true\n" if cdi else "")
-        + f"\n[{runtime}]\n"
+        "version = 2\n" + (f"\n[{cri}]\nenable_cdi = true\n" if cdi else "") + f"\n[{runtime}]\n"
         'runtime_type = "io.containerd.runc.v2"\n'
         'base_runtime_spec = "/etc/containerd/base-runtime-spec.json"\n'
         f"\n[{runtime}.options]\n"
@@ -113,10 +118,4 @@ def mime(node_config_yaml: str, script: str | None = None) -> str:
     if script:
         parts.append(('text/x-shellscript; charset="us-ascii"', script))
     body = "".join(f"--{_BOUNDARY}\nContent-Type: {kind}\n\n{text}" for kind, text in parts)
-    return (
-        "MIME-Version: 1.0\n"
-        f'Content-Type: multipart/mixed; boundary="{_BOUNDARY}"\n'
-        "\n"
-        f"{body}"
-        f"--{_BOUNDARY}--\n"
-    )
+    return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{_BOUNDARY}"\n\n{body}--{_BOUNDARY}--\n'

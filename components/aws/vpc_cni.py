@@ -66,11 +66,13 @@ def pod_identity_condition(cluster_arn: str) -> dict:
     pod-id-role page conditions on aws:RequestTag/<tag>), not with aws:SourceArn/aws:SourceAccount,
     which it does not document for pods.eks.amazonaws.com: the cluster's ARN in the session tag is the
     confused-deputy guard here."""
-    return {"StringEquals": {
-        "aws:RequestTag/eks-cluster-arn": cluster_arn,
-        "aws:RequestTag/kubernetes-namespace": NAMESPACE,
-        "aws:RequestTag/kubernetes-service-account": SERVICE_ACCOUNT,
-    }}
+    return {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-arn": cluster_arn,
+            "aws:RequestTag/kubernetes-namespace": NAMESPACE,
+            "aws:RequestTag/kubernetes-service-account": SERVICE_ACCOUNT,
+        }
+    }
 
 
 def role_arn(partition: str, cluster_arn: str, role_name: pulumi.Input[str]) -> pulumi.Output[str]:
@@ -89,12 +91,23 @@ class VpcCni(pulumi.ComponentResource):
     # with aws-node (see `ready`).
     ready: list[pulumi.Resource]
 
-    def __init__(self, name: str, cluster_name: pulumi.Input[str], cluster_arn: str, partition: str,
-                 tags: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(
+        self,
+        name: str,
+        cluster_name: pulumi.Input[str],
+        cluster_arn: str,
+        partition: str,
+        tags: dict[str, str],
+        opts: pulumi.ResourceOptions | None = None,
+    ):
         super().__init__("gpu-platform:aws:VpcCni", name, None, opts)
         role = managed_role(
-            f"{name}-role", trust(POD_IDENTITY_PRINCIPAL, *POD_IDENTITY_ACTIONS, condition=pod_identity_condition(cluster_arn)),
-            (CNI_POLICY,), partition, tags, self,
+            f"{name}-role",
+            trust(POD_IDENTITY_PRINCIPAL, *POD_IDENTITY_ACTIONS, condition=pod_identity_condition(cluster_arn)),
+            (CNI_POLICY,),
+            partition,
+            tags,
+            self,
         )
         agent = aws.eks.Addon(
             f"{name}-pod-identity-agent",
@@ -110,8 +123,9 @@ class VpcCni(pulumi.ComponentResource):
             cluster_name=cluster_name,
             addon_name=VPC_CNI,
             configuration_values=configuration(),
-            pod_identity_associations=[{"role_arn": role_arn(partition, cluster_arn, role.role.name),
-                                        "service_account": SERVICE_ACCOUNT}],
+            pod_identity_associations=[
+                {"role_arn": role_arn(partition, cluster_arn, role.role.name), "service_account": SERVICE_ACCOUNT}
+            ],
             # EKS installs the CNI itself on a new cluster (self-managed): the add-on takes it over,
             # the stack's settings winning over what was there.
             resolve_conflicts_on_create="OVERWRITE",

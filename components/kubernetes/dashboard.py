@@ -11,9 +11,9 @@ label `Hostname`; for an exporter that spells it `hostname` the rendered dashboa
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -67,7 +67,11 @@ class GpuDashboard(pulumi.ComponentResource):
             metadata={
                 "name": CONFIG_MAP_NAME,
                 "namespace": args.namespace,
-                "labels": {**SIDECAR_LABEL, "app.kubernetes.io/name": "gpu-dashboard", "app.kubernetes.io/part-of": "gpu-platform"},
+                "labels": {
+                    **SIDECAR_LABEL,
+                    "app.kubernetes.io/name": "gpu-dashboard",
+                    "app.kubernetes.io/part-of": "gpu-platform",
+                },
             },
             data={DATA_KEY: render(args.host_label)},
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.depends_on)),

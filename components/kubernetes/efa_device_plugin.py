@@ -24,8 +24,8 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.manifests import AWAIT, audit_annotations, pod_template_audit
 from gpu_platform.catalog import aws_limits
-from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
+from gpu_platform.interface import contract
 
 NAME = "aws-efa-k8s-device-plugin"
 DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"
@@ -47,7 +47,9 @@ class EfaDevicePluginArgs:
 def image(region: str) -> str:
     registry = aws_limits.eks_addon_registry(region)
     if registry is None:
-        raise ValueError(f"no EKS add-on image registry is recorded for region {region!r} (gpu_platform/catalog/aws_limits.yaml)")
+        raise ValueError(
+            f"no EKS add-on image registry is recorded for region {region!r} (gpu_platform/catalog/aws_limits.yaml)"
+        )
     plugin = aws_limits.efa_device_plugin()
     return f"{registry}/{plugin['repository']}:{plugin['tag']}"
 
@@ -73,24 +75,44 @@ def manifest_spec(args: EfaDevicePluginArgs) -> dict:
                 "automountServiceAccountToken": False,
                 "priorityClassName": "system-node-critical",
                 "hostNetwork": True,
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": contract.POOL_LABEL, "operator": "In", "values": sorted(args.pools)}]},
-                ]}}},
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": contract.POOL_LABEL, "operator": "In", "values": sorted(args.pools)}
+                                    ]
+                                },
+                            ]
+                        }
+                    }
+                },
                 "tolerations": tolerations,
-                "containers": [{
-                    "name": NAME,
-                    "image": image(args.region),
-                    "securityContext": {"privileged": True, "runAsUser": 0, "allowPrivilegeEscalation": True,
-                                        "runAsNonRoot": False},
-                    # The chart's requests; the limit is ours (the chart sets none): five times the request.
-                    "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}, "limits": {"memory": "100Mi"}},
-                    "volumeMounts": [{"name": "device-plugin", "mountPath": DEVICE_PLUGINS},
-                                     {"name": "infiniband", "mountPath": INFINIBAND + "/"},
-                                     {"name": "neuron-tools", "mountPath": NEURON_TOOLS, "readOnly": True}],
-                }],
-                "volumes": [{"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGINS}},
-                            {"name": "infiniband", "hostPath": {"path": INFINIBAND + "/"}},
-                            {"name": "neuron-tools", "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"}}],
+                "containers": [
+                    {
+                        "name": NAME,
+                        "image": image(args.region),
+                        "securityContext": {
+                            "privileged": True,
+                            "runAsUser": 0,
+                            "allowPrivilegeEscalation": True,
+                            "runAsNonRoot": False,
+                        },
+                        # The chart's requests; the limit is ours (the chart sets none): five times the request.
+                        "resources": {"requests": {"cpu": "10m", "memory": "20Mi"}, "limits": {"memory": "100Mi"}},
+                        "volumeMounts": [
+                            {"name": "device-plugin", "mountPath": DEVICE_PLUGINS},
+                            {"name": "infiniband", "mountPath": INFINIBAND + "/"},
+                            {"name": "neuron-tools", "mountPath": NEURON_TOOLS, "readOnly": True},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGINS}},
+                    {"name": "infiniband", "hostPath": {"path": INFINIBAND + "/"}},
+                    {"name": "neuron-tools", "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"}},
+                ],
             },
         },
     }
@@ -102,9 +124,11 @@ class EfaDevicePlugin(pulumi.ComponentResource):
     def __init__(self, name: str, args: EfaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:kubernetes:EfaDevicePlugin", name, None, opts)
         spec = manifest_spec(args)
-        reason = (f"EFA device plugin of the EFA pools {', '.join(sorted(args.pools))}: registers "
-                  f"{aws_limits.efa_device_plugin()['resource']} with the kubelet and hands pods the node's EFA devices "
-                  f"(privileged, host network, as AWS's chart runs it)")
+        reason = (
+            f"EFA device plugin of the EFA pools {', '.join(sorted(args.pools))}: registers "
+            f"{aws_limits.efa_device_plugin()['resource']} with the kubelet and hands pods the node's EFA devices "
+            f"(privileged, host network, as AWS's chart runs it)"
+        )
         # Pulumi waits for the DaemonSet controller, not for every node (as for the operands: one sick
         # EFA node must not hold every `pulumi up`).
         audit = audit_annotations(spec["template"]["spec"], reason, args.audit)

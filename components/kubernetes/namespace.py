@@ -74,8 +74,11 @@ class GpuNamespace(pulumi.ComponentResource):
             name,
             metadata={
                 "name": NAMESPACE,
-                "labels": {**psa, "app.kubernetes.io/part-of": "gpu-platform",
-                           **(ADMIN_ACCESS_LABEL if args.allocation_mode == "dra" else {})},
+                "labels": {
+                    **psa,
+                    "app.kubernetes.io/part-of": "gpu-platform",
+                    **(ADMIN_ACCESS_LABEL if args.allocation_mode == "dra" else {}),
+                },
                 "annotations": {
                     contract.OPERATOR_RELEASE_KEY: args.release,
                     contract.CUDA_VERSIONS_KEY: contract.join_values(args.cuda_versions),
@@ -86,12 +89,23 @@ class GpuNamespace(pulumi.ComponentResource):
                     **({contract.NODE_IMAGE_KEY: args.node_image} if args.node_image else {}),
                     **({contract.CLUSTER_KEY: args.cluster} if args.cluster else {}),
                     **({contract.AWS_PROVIDER_KEY: "\n".join(args.aws_provider)} if args.aws_provider else {}),
-                    **({contract.AUDIT_OWNER: args.audit[0], contract.AUDIT_APPROVAL: args.audit[1]} if args.audit else {}),
+                    **(
+                        {contract.AUDIT_OWNER: args.audit[0], contract.AUDIT_APPROVAL: args.audit[1]}
+                        if args.audit
+                        else {}
+                    ),
                     **({contract.APPROVED_LEDGER_KEY: args.approved_ledger} if args.approved_ledger else {}),
                     # Only off the default, so the device-plugin stacks' namespace is unchanged.
-                    **({contract.ALLOCATION_MODE_KEY: args.allocation_mode} if args.allocation_mode != "device-plugin" else {}),
-                    **({contract.ACKNOWLEDGED_ALPHA_KEY: contract.join_values(sorted(args.acknowledged_alpha))}
-                       if args.acknowledged_alpha else {}),
+                    **(
+                        {contract.ALLOCATION_MODE_KEY: args.allocation_mode}
+                        if args.allocation_mode != "device-plugin"
+                        else {}
+                    ),
+                    **(
+                        {contract.ACKNOWLEDGED_ALPHA_KEY: contract.join_values(sorted(args.acknowledged_alpha))}
+                        if args.acknowledged_alpha
+                        else {}
+                    ),
                 },
             },
             opts=child,
@@ -107,23 +121,39 @@ class GpuNamespace(pulumi.ComponentResource):
         in_namespace = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[namespace]))
         k8s.networking.v1.NetworkPolicy(
             f"{name}-deny-ingress",
-            metadata={"name": "default-deny-ingress", "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+            metadata={
+                "name": "default-deny-ingress",
+                "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+            },
             spec={"podSelector": {}, "policyTypes": ["Ingress"]},
             opts=in_namespace,
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-allow-metrics",
-            metadata={"name": "allow-metrics", "namespace": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+            metadata={
+                "name": "allow-metrics",
+                "namespace": NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+            },
             spec={
                 "podSelector": {"matchExpressions": [{"key": contract.OPERAND_KEY, "operator": "Exists"}]},
                 "policyTypes": ["Ingress"],
                 # Only Prometheus: the namespace by the name label the API server puts on every namespace
                 # (kubernetes.io/docs/reference/labels-annotations-taints/, kubernetes.io/metadata.name; GA in 1.22).
-                "ingress": [{
-                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": args.prometheus_namespace}},
-                              "podSelector": {"matchLabels": dict(args.prometheus_labels)}}],
-                    "ports": [{"protocol": "TCP", "port": port} for port in METRICS_PORTS],
-                }],
+                "ingress": [
+                    {
+                        "from": [
+                            {
+                                "namespaceSelector": {
+                                    "matchLabels": {"kubernetes.io/metadata.name": args.prometheus_namespace}
+                                },
+                                "podSelector": {"matchLabels": dict(args.prometheus_labels)},
+                            }
+                        ],
+                        "ports": [{"protocol": "TCP", "port": port} for port in METRICS_PORTS],
+                    }
+                ],
             },
             opts=in_namespace,
         )

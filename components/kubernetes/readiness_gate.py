@@ -68,10 +68,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.dra_driver import GPU_CLASS
-from components.kubernetes.operands.manifests import claim_template_name as operand_claim_template_name, claim_template_spec
+from components.kubernetes.operands.manifests import (
+    claim_template_name as operand_claim_template_name,
+    claim_template_spec,
+)
 from components.kubernetes.operands.spec import ClaimTemplate
-from gpu_platform.interface import contract
 from gpu_platform.config.audit import Audit
+from gpu_platform.interface import contract
 
 MARKER_DIR = "/run/nvidia/validations"
 MARKER = f"{MARKER_DIR}/plugin-ready"
@@ -81,11 +84,22 @@ DEADLINE_MINUTES = 45
 NAME = "gpu-readiness-gate"
 # Mode dra: the gate pod's own claim, as the DRA validator's (one GPU of the DRA driver's whole-GPU
 # class, admin access). The template is the pool's: <NAME>-<pool>-gpu.
-CLAIM = ClaimTemplate(claim="gate-gpu", suffix="gpu", request="gate-gpu", device_class=GPU_CLASS,
-                      allocation_mode="ExactCount", count=1, admin_access=True)
+CLAIM = ClaimTemplate(
+    claim="gate-gpu",
+    suffix="gpu",
+    request="gate-gpu",
+    device_class=GPU_CLASS,
+    allocation_mode="ExactCount",
+    count=1,
+    admin_access=True,
+)
 # A shell loop in finite sleeps: busybox's sleep (the validator image from v25.10) has no `infinity`.
 _IDLE = ["sh", "-c", "while true; do sleep 3600; done"]
-_CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+_CONTAINER_SECURITY = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+}
 _RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 # nvidia-smi loads the driver's NVML library: the DRA validator's check container's bounds
 # (components/kubernetes/operands/dra_validator.py, spec.Container's memory limit).
@@ -134,27 +148,38 @@ def _proof(args: GateArgs) -> dict:
         # that works), and nvidia-smi -L only opens them and reads the injected libraries.
         return {
             "resourceClaims": [{"name": CLAIM.claim, "resourceClaimTemplateName": claim_template_name(args.pool)}],
-            "initContainers": [{
-                "name": "gpu-claimed",
-                "image": args.image,
-                "command": ["sh", "-c"],
-                "args": ["nvidia-smi -L"],
-                "resources": {**_CHECK_RESOURCES, "claims": [{"name": CLAIM.claim}]},
-                "securityContext": _CONTAINER_SECURITY,
-            }],
-            "containers": [{"name": "gpus-served", "image": args.image, "command": _IDLE, "resources": _RESOURCES,
-                            "securityContext": _CONTAINER_SECURITY}],
+            "initContainers": [
+                {
+                    "name": "gpu-claimed",
+                    "image": args.image,
+                    "command": ["sh", "-c"],
+                    "args": ["nvidia-smi -L"],
+                    "resources": {**_CHECK_RESOURCES, "claims": [{"name": CLAIM.claim}]},
+                    "securityContext": _CONTAINER_SECURITY,
+                }
+            ],
+            "containers": [
+                {
+                    "name": "gpus-served",
+                    "image": args.image,
+                    "command": _IDLE,
+                    "resources": _RESOURCES,
+                    "securityContext": _CONTAINER_SECURITY,
+                }
+            ],
         }
     return {
-        "containers": [{
-            "name": "gpus-served",
-            "image": args.image,
-            "command": _IDLE,
-            "readinessProbe": {"exec": {"command": ["test", "-f", MARKER]}, "periodSeconds": 10},
-            "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": MARKER_DIR, "readOnly": True}],
-            "resources": _RESOURCES,
-            "securityContext": _CONTAINER_SECURITY,
-        }],
+        "containers": [
+            {
+                "name": "gpus-served",
+                "image": args.image,
+                "command": _IDLE,
+                "readinessProbe": {"exec": {"command": ["test", "-f", MARKER]}, "periodSeconds": 10},
+                "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": MARKER_DIR, "readOnly": True}],
+                "resources": _RESOURCES,
+                "securityContext": _CONTAINER_SECURITY,
+            }
+        ],
         "volumes": [{"name": "run-nvidia-validations", "hostPath": {"path": MARKER_DIR, "type": "Directory"}}],
     }
 
@@ -171,7 +196,11 @@ def manifest_spec(args: GateArgs) -> dict:
                 "automountServiceAccountToken": False,
                 "nodeSelector": dict(sorted(args.selector.items())),
                 "tolerations": tolerations(args.taints),
-                "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": 65534,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
                 # The idle loop is a shell loop: nothing to shut down.
                 "terminationGracePeriodSeconds": 5,
                 **_proof(args),
@@ -185,11 +214,17 @@ class ReadinessGate(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GateArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-platform:kubernetes:ReadinessGate", name, None, opts)
-        proof = (f"claims one GPU with admin access (ResourceClaimTemplate {claim_template_name(args.pool)}, class {GPU_CLASS}) "
-                 "and lists it with nvidia-smi -L" if args.dra else f"reads the validator's {MARKER} (read-only)")
+        proof = (
+            f"claims one GPU with admin access (ResourceClaimTemplate {claim_template_name(args.pool)}, class {GPU_CLASS}) "
+            "and lists it with nvidia-smi -L"
+            if args.dra
+            else f"reads the validator's {MARKER} (read-only)"
+        )
         annotations = {
-            contract.AUDIT_REASON: (f"readiness gate of GPU pool {args.pool!r}: on each node of the pool's current node group, "
-                                    f"{proof}, before an old node group is removed"),
+            contract.AUDIT_REASON: (
+                f"readiness gate of GPU pool {args.pool!r}: on each node of the pool's current node group, "
+                f"{proof}, before an old node group is removed"
+            ),
             contract.AUDIT_HOST_PATHS: "" if args.dra else f"{MARKER_DIR}:ro",
             contract.AUDIT_OWNER: args.audit.owner,
             contract.AUDIT_APPROVAL: args.audit.approval,
@@ -197,22 +232,33 @@ class ReadinessGate(pulumi.ComponentResource):
         }
         child = pulumi.ResourceOptions(parent=self, provider=args.provider)
         # Before the DaemonSet: a pod whose claim template does not exist yet stays Pending.
-        claims = [
-            k8s.resource.v1.ResourceClaimTemplate(
-                f"{name}-claim-{CLAIM.suffix}",
-                metadata={"namespace": args.namespace, "name": claim_template_name(args.pool), "labels": _labels(args.pool)},
-                spec=claim_template_spec(CLAIM),
-                opts=child,
-            ),
-        ] if args.dra else []
+        claims = (
+            [
+                k8s.resource.v1.ResourceClaimTemplate(
+                    f"{name}-claim-{CLAIM.suffix}",
+                    metadata={
+                        "namespace": args.namespace,
+                        "name": claim_template_name(args.pool),
+                        "labels": _labels(args.pool),
+                    },
+                    spec=claim_template_spec(CLAIM),
+                    opts=child,
+                ),
+            ]
+            if args.dra
+            else []
+        )
         deadline = f"{DEADLINE_MINUTES}m"
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-ds",
             metadata={"namespace": args.namespace, "annotations": annotations, "labels": _labels(args.pool)},
             spec=manifest_spec(args),
-            opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(
-                depends_on=[*args.depends_on, *claims],
-                custom_timeouts=pulumi.CustomTimeouts(create=deadline, update=deadline),
-            )),
+            opts=pulumi.ResourceOptions.merge(
+                child,
+                pulumi.ResourceOptions(
+                    depends_on=[*args.depends_on, *claims],
+                    custom_timeouts=pulumi.CustomTimeouts(create=deadline, update=deadline),
+                ),
+            ),
         )
         self.register_outputs({})

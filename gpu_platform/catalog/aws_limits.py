@@ -10,7 +10,7 @@ import functools
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
@@ -21,32 +21,32 @@ _TAG_CATEGORIES = ("L", "Z", "N")
 _TAG_PUNCTUATION = set("_.:/=+-@")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _data() -> dict[str, Any]:
     return yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def regions() -> dict[str, str]:
     """Region name -> its partition (aws, aws-cn, aws-us-gov)."""
     return {row["region"]: row["partition"] for row in _data()["regions"]}
 
 
-def partition_of(region: str) -> Optional[str]:
+def partition_of(region: str) -> str | None:
     """A region's partition, or None for a name no partition lists. AWS's region-name patterns
     would take typos too (us-wset-2 fits `(us|eu|...)-\\w+-\\d+`), so only the list counts; a
     region AWS opened after the data is added to aws_limits.yaml."""
     return regions().get(region)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def nodes_per_node_group() -> int:
     """The default quota of nodes per managed node group (adjustable in Service Quotas)."""
     (row,) = [q for q in _data()["eks"]["quotas"] if q["quota"] == "Nodes per managed node group"]
     return int(row["default"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def node_group_quota_code() -> str:
     return _quota("Nodes per managed node group")["code"]
 
@@ -68,7 +68,7 @@ def public_access_cidrs_per_cluster() -> tuple[int, str]:
     return row["default"], row["code"]
 
 
-def tag_value_problem(value: str) -> Optional[str]:
+def tag_value_problem(value: str) -> str | None:
     """Why IAM (the strictest service the stack tags) would refuse `value` as a tag value, or None:
     at most 256 characters of letters, spaces, digits and _ . : / = + - @, not starting with aws:."""
     if len(value) > 256:
@@ -89,7 +89,7 @@ class Accelerator:
     driver: str
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _accelerators() -> dict[str, Accelerator]:
     return {
         row["family"]: Accelerator(row["family"], row["accelerator"], row["driver"])
@@ -98,17 +98,17 @@ def _accelerators() -> dict[str, Accelerator]:
     }
 
 
-def non_nvidia_accelerator(instance_type: str) -> Optional[Accelerator]:
+def non_nvidia_accelerator(instance_type: str) -> Accelerator | None:
     """What an instance family carries instead of an NVIDIA data-center GPU, when the data knows."""
     return _accelerators().get(instance_type.split(".", 1)[0])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _older_nvidia() -> dict[str, str]:
     return {row["family"]: row["gpu"] for row in _data()["nvidia_gpus_older_than_the_matrix"]}
 
 
-def older_nvidia_gpu(instance_type: str) -> Optional[str]:
+def older_nvidia_gpu(instance_type: str) -> str | None:
     """The NVIDIA GPU of an instance family older than every GPU the platform supports, or None."""
     return _older_nvidia().get(instance_type.split(".", 1)[0])
 
@@ -124,7 +124,7 @@ def efa_vpc_cni_minimum() -> str:
     return str(_data()["efa"]["vpc_cni_minimum_for_efa_only"])
 
 
-def eks_addon_registry(region: str) -> Optional[str]:
+def eks_addon_registry(region: str) -> str | None:
     """The ECR registry of AWS's EKS add-on images in a region (aws_limits.yaml eks_addon_registries)."""
     return _data()["eks_addon_registries"].get(region)
 

@@ -6,9 +6,9 @@ reads (env FEATURE_GATES, flag --feature-gates)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
 
 import yaml
 
@@ -66,20 +66,33 @@ class Driver:
         refuses at start. The gate named is one the stack set (`given`), so that the key in an error is
         one the user wrote."""
         on = self.in_effect(given)
-        found = [(name, f"turns on {name}, which this stack does not support: {why}", f"{name}: false, or leave it out")
-                 for name, why in self.unsupported.items() if given.get(name)]
+        found = [
+            (name, f"turns on {name}, which this stack does not support: {why}", f"{name}: false, or leave it out")
+            for name, why in self.unsupported.items()
+            if given.get(name)
+        ]
         for rule in self.rules:
             if not rule.broken(on):
                 continue
-            state = {n: ("on" if on[n] else "off") + ("" if n in given else " by default") for n in (rule.gate, rule.other)}
+            state = {
+                n: ("on" if on[n] else "off") + ("" if n in given else " by default") for n in (rule.gate, rule.other)
+            }
             name = next(n for n in (rule.gate, rule.other) if n in given)
             relation = "needs" if rule.kind == "needs" else "excludes"
             fixes = [f"{rule.gate}: false"]
             if rule.other not in self.unsupported:
                 fixes.append(f"{rule.other}: {'true' if rule.kind == 'needs' else 'false'}")
-            found.append((name, (f"leaves {rule.gate} {state[rule.gate]} and {rule.other} {state[rule.other]}, but {rule.gate} "
-                                 f"{relation} {rule.other}: the DRA driver {self.version}'s kubelet plugin checks that first and "
-                                 f"exits on every node (kubernetes-sigs/dra-driver-nvidia-gpu {rule.source})"), " or ".join(fixes)))
+            found.append(
+                (
+                    name,
+                    (
+                        f"leaves {rule.gate} {state[rule.gate]} and {rule.other} {state[rule.other]}, but {rule.gate} "
+                        f"{relation} {rule.other}: the DRA driver {self.version}'s kubelet plugin checks that first and "
+                        f"exits on every node (kubernetes-sigs/dra-driver-nvidia-gpu {rule.source})"
+                    ),
+                    " or ".join(fixes),
+                )
+            )
         return found
 
 
@@ -87,24 +100,38 @@ def _driver(version: str, row: dict) -> Driver:
     gates = {}
     for name, gate in row["gates"].items():
         if gate["maturity"] not in MATURITIES or not isinstance(gate["default"], bool):
-            raise ValueError(f"{DRA_FILE.name}: drivers.{version}.gates.{name}: maturity one of {', '.join(MATURITIES)}, default a boolean")
+            raise ValueError(
+                f"{DRA_FILE.name}: drivers.{version}.gates.{name}: maturity one of {', '.join(MATURITIES)}, default a boolean"
+            )
         gates[name] = Gate(name, gate["maturity"], gate["default"])
     rules = []
     for i, rule in enumerate(row.get("rules", [])):
         kinds = [k for k in ("needs", "excludes") if k in rule]
         kind = kinds[0] if len(kinds) == 1 else None
         if kind is None or {rule["gate"], rule[kind]} - set(gates):
-            raise ValueError(f"{DRA_FILE.name}: drivers.{version}.rules[{i}]: a gate and one of needs/excludes, both gates of the driver")
+            raise ValueError(
+                f"{DRA_FILE.name}: drivers.{version}.rules[{i}]: a gate and one of needs/excludes, both gates of the driver"
+            )
         rules.append(Rule(rule["gate"], kind, rule[kind], rule["source"]))
     unsupported = row.get("unsupported", {})
     if set(unsupported) - set(gates):
-        raise ValueError(f"{DRA_FILE.name}: drivers.{version}.unsupported: {sorted(set(unsupported) - set(gates))} are not gates of the driver")
+        raise ValueError(
+            f"{DRA_FILE.name}: drivers.{version}.unsupported: {sorted(set(unsupported) - set(gates))} are not gates of the driver"
+        )
     needs = row["requires"]
-    return Driver(version, str(needs["kubernetes"]), int(needs["driverBranch"]), str(needs["cdiKubelet"]),
-                  dict(sorted(gates.items())), row["source"], tuple(rules), dict(sorted(unsupported.items())))
+    return Driver(
+        version,
+        str(needs["kubernetes"]),
+        int(needs["driverBranch"]),
+        str(needs["cdiKubelet"]),
+        dict(sorted(gates.items())),
+        row["source"],
+        tuple(rules),
+        dict(sorted(unsupported.items())),
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(path: Path = DRA_FILE) -> dict[str, Driver]:
     document = yaml.safe_load(path.read_text())
     drivers = {version: _driver(version, row) for version, row in document["drivers"].items()}
@@ -114,13 +141,15 @@ def load(path: Path = DRA_FILE) -> dict[str, Driver]:
     locked = str(document["tokenNodeName"]["lockedOn"])
     for driver in drivers.values():
         if not versions.at_least(driver.kubernetes, locked):
-            raise ValueError(f"{path.name}: drivers.{driver.version}.requires.kubernetes: {driver.kubernetes!r} is below "
-                             f"{locked}, where {document['tokenNodeName']['feature']} (the token's node, which the "
-                             f"kubelet plugin's ResourceSlice admission policy reads) is locked on; use {locked} or later")
+            raise ValueError(
+                f"{path.name}: drivers.{driver.version}.requires.kubernetes: {driver.kubernetes!r} is below "
+                f"{locked}, where {document['tokenNodeName']['feature']} (the token's node, which the "
+                f"kubelet plugin's ResourceSlice admission policy reads) is locked on; use {locked} or later"
+            )
     return drivers
 
 
-def driver_of_image(image: str) -> Optional[Driver]:
+def driver_of_image(image: str) -> Driver | None:
     """The row of the driver an image reference runs (by its tag), None for a version the table lacks."""
     return load().get(image_refs.tag_of(image))
 

@@ -20,8 +20,8 @@ import argparse
 import functools
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import yaml
 
@@ -47,18 +47,20 @@ def parse_changelog(text: str) -> tuple[dict[str, dict[str, list[str]]], list[st
     marks = list(_ENTRY.finditer(text))
     if not marks:
         raise ValueError("no '# AMI Release vYYYYMMDD' entry: is this amazon-eks-ami's CHANGELOG.md?")
-    for mark, following in zip(marks, [*marks[1:], None]):
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
         release = mark.group(2)
         if mark.group(1):
             abandoned.append(release)
             continue
-        body = text[mark.end():following.start() if following else len(text)]
+        body = text[mark.end() : following.start() if following else len(text)]
         for flavour, minor, named in _AMI.findall(body):
             if named != release:
                 raise ValueError(f"the entry of {release} lists {ami_name(flavour, minor, named)}")
             found.setdefault(minor, {}).setdefault(flavour, set()).add(release)
-    published = {minor: {flavour: sorted(found[minor][flavour], reverse=True) for flavour in FLAVOURS if flavour in found[minor]}
-                 for minor in sorted(found, key=_minor_key)}
+    published = {
+        minor: {flavour: sorted(found[minor][flavour], reverse=True) for flavour in FLAVOURS if flavour in found[minor]}
+        for minor in sorted(found, key=_minor_key)
+    }
     return published, sorted(set(abandoned), reverse=True)
 
 
@@ -71,13 +73,20 @@ def render(published: dict[str, dict[str, list[str]]], abandoned: list[str], com
         "# AL2023 x86_64 AMI amazon-eks-node-al2023-x86_64-<flavour>-<minor>-<release>, newest first.\n"
         "# Releases marked [ABANDONED] in the CHANGELOG are left out (listed under `abandoned`).\n"
     )
-    document = {"source": {"repository": "github.com/awslabs/amazon-eks-ami", "file": "CHANGELOG.md", "commit": commit,
-                           "newest": newest},
-                "abandoned": abandoned, "published": published}
+    document = {
+        "source": {
+            "repository": "github.com/awslabs/amazon-eks-ami",
+            "file": "CHANGELOG.md",
+            "commit": commit,
+            "newest": newest,
+        },
+        "abandoned": abandoned,
+        "published": published,
+    }
     return header + yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=110)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load() -> dict:
     return yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
@@ -91,7 +100,7 @@ def releases(minor: str, flavour: str) -> list[str]:
     return list((published().get(minor) or {}).get(flavour) or [])
 
 
-def newest(minor: str, flavour: str) -> Optional[str]:
+def newest(minor: str, flavour: str) -> str | None:
     """The release AWS's `recommended` parameter points at (the newest that published the AMI)."""
     found = releases(minor, flavour)
     return found[0] if found else None
@@ -101,8 +110,10 @@ def source() -> dict[str, str]:
     return dict(_load()["source"])
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpu_platform.catalog.eks_amis", description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gpu_platform.catalog.eks_amis", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("changelog", type=Path, help="CHANGELOG.md of an amazon-eks-ami checkout")
     parser.add_argument("--commit", required=True, help="the commit the checkout is at (git rev-parse HEAD)")
     parser.add_argument("--out", type=Path, default=DATA)

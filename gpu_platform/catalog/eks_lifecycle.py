@@ -27,7 +27,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -36,15 +35,20 @@ EPOCH_VARIABLE = "SOURCE_DATE_EPOCH"
 # Past this many digits a number of seconds is not a date (year 9999 is 253402300799).
 _MAX_EPOCH_DIGITS = 12
 
-STANDARD, EXTENDED, ENDED, UNKNOWN = "standard support", "extended support", "past the end of extended support", "unknown"
+STANDARD, EXTENDED, ENDED, UNKNOWN = (
+    "standard support",
+    "extended support",
+    "past the end of extended support",
+    "unknown",
+)
 
 
 @dataclass(frozen=True)
 class Minor:
     minor: str
-    released: Optional[dt.date]
-    end_of_standard: Optional[dt.date]
-    end_of_extended: Optional[dt.date]
+    released: dt.date | None
+    end_of_standard: dt.date | None
+    end_of_extended: dt.date | None
     source: str
 
 
@@ -54,25 +58,32 @@ class Standing:
 
     minor: str
     phase: str
-    until: Optional[dt.date]
-    calendar: Optional[Minor]
+    until: dt.date | None
+    calendar: Minor | None
 
-    def days_left(self, today: dt.date) -> Optional[int]:
+    def days_left(self, today: dt.date) -> int | None:
         return None if self.until is None else (self.until - today).days
 
 
-def _date(value) -> Optional[dt.date]:
+def _date(value) -> dt.date | None:
     if value is None or isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(str(value))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calendar() -> dict[str, Minor]:
     rows = yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["versions"]
-    return {minor: Minor(minor, _date(row["released"]), _date(row["endOfStandardSupport"]),
-                         _date(row["endOfExtendedSupport"]), row["source"])
-            for minor, row in rows.items()}
+    return {
+        minor: Minor(
+            minor,
+            _date(row["released"]),
+            _date(row["endOfStandardSupport"]),
+            _date(row["endOfExtendedSupport"]),
+            row["source"],
+        )
+        for minor, row in rows.items()
+    }
 
 
 def standing(minor: str, today: dt.date) -> Standing:
@@ -90,7 +101,9 @@ def standing(minor: str, today: dt.date) -> Standing:
 
 def in_standard_support(today: dt.date) -> list[str]:
     """The minors in standard support on that day, oldest first."""
-    return sorted((m for m in calendar() if standing(m, today).phase == STANDARD), key=lambda m: tuple(map(int, m.split("."))))
+    return sorted(
+        (m for m in calendar() if standing(m, today).phase == STANDARD), key=lambda m: tuple(map(int, m.split(".")))
+    )
 
 
 class AsOfError(ValueError):
@@ -106,23 +119,28 @@ def epoch_date(text: str) -> dt.date:
     builds specification defines it (https://reproducible-builds.org/specs/source-date-epoch/), on or
     after the first EKS release in the calendar."""
     stripped = text.strip()
-    if not re.fullmatch(r"[0-9]{1,%d}" % _MAX_EPOCH_DIGITS, stripped):
-        raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is not a whole number of seconds since 1970-01-01 UTC "
-                        f"(e.g. {EPOCH_VARIABLE}=$(date -u -d 2026-11-30 +%s))")
+    if not re.fullmatch(rf"[0-9]{{1,{_MAX_EPOCH_DIGITS}}}", stripped):
+        raise AsOfError(
+            f"{EPOCH_VARIABLE}={text!r} is not a whole number of seconds since 1970-01-01 UTC "
+            f"(e.g. {EPOCH_VARIABLE}=$(date -u -d 2026-11-30 +%s))"
+        )
     try:
-        day = dt.datetime.fromtimestamp(int(stripped), tz=dt.timezone.utc).date()
+        day = dt.datetime.fromtimestamp(int(stripped), tz=dt.UTC).date()
     except (OverflowError, OSError, ValueError):
         raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is past any date Python can hold") from None
     first = min(row.released for row in calendar().values() if row.released)
     if day < first:
         early = f"before the first EKS release in the calendar ({first.isoformat()})"
-        raise AsOfError(f"{EPOCH_VARIABLE}={text!r} is {day.isoformat()}, {early}: it was set for something else; unset it "
-                        f"to judge as of today, or set the day to judge on", early)
+        raise AsOfError(
+            f"{EPOCH_VARIABLE}={text!r} is {day.isoformat()}, {early}: it was set for something else; unset it "
+            f"to judge as of today, or set the day to judge on",
+            early,
+        )
     return day
 
 
 def epoch_of(day: dt.date) -> int:
-    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp())
+    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp())
 
 
 def today() -> tuple[dt.date, str]:
@@ -130,4 +148,4 @@ def today() -> tuple[dt.date, str]:
     given = os.environ.get(EPOCH_VARIABLE)
     if given is not None:
         return epoch_date(given), EPOCH_VARIABLE
-    return dt.datetime.now(dt.timezone.utc).date(), "the clock, UTC"
+    return dt.datetime.now(dt.UTC).date(), "the clock, UTC"

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Optional
 
 DIGEST_ALGORITHM = "sha256"
 _DIGEST = re.compile(r"sha256:[a-f0-9]{64}")
@@ -44,7 +43,7 @@ class ImageRef:
         """What an override sets: the tag, with the digest when there is one (`v0.18.1@sha256:...`)."""
         return self.tag + ("@" + self.digest if self.digest else "")
 
-    def with_version(self, version: str) -> "ImageRef":
+    def with_version(self, version: str) -> ImageRef:
         """The same repository at another `tag[@digest]` (an `operator.overrides` value): the
         release's digest belongs to the release's tag, so it never carries over to another."""
         tag, _, digest = version.partition("@")
@@ -65,26 +64,31 @@ def tag_of(ref: str) -> str:
     return parse(ref).tag
 
 
-def digest_problem(digest: str) -> Optional[str]:
+def digest_problem(digest: str) -> str | None:
     """What is wrong with a digest as written after `@`, or None."""
     if _DIGEST.fullmatch(digest):
         return None
     algorithm, sep, encoded = digest.partition(":")
     if sep and algorithm != DIGEST_ALGORITHM:
         return f"digest {digest!r} is not a sha256 digest (only sha256 is accepted: {DIGEST_EXAMPLE})"
-    return (f"digest {digest!r} is malformed: a digest is {DIGEST_EXAMPLE}"
-            + (f" (this one has {len(encoded)} characters after 'sha256:')" if sep and encoded and len(encoded) != 64 else ""))
+    return f"digest {digest!r} is malformed: a digest is {DIGEST_EXAMPLE}" + (
+        f" (this one has {len(encoded)} characters after 'sha256:')" if sep and encoded and len(encoded) != 64 else ""
+    )
 
 
-def version_problem(version: str) -> Optional[str]:
+def version_problem(version: str) -> str | None:
     """What is wrong with a `tag` or `tag@sha256:<hex>` value, or None; the tag must be there."""
     tag, at, digest = version.partition("@")
     if not _TAG.fullmatch(tag):
-        return f"{tag!r} is not an image tag" if tag else "a digest needs the tag it was taken from before it (tag@sha256:...)"
+        return (
+            f"{tag!r} is not an image tag"
+            if tag
+            else "a digest needs the tag it was taken from before it (tag@sha256:...)"
+        )
     return digest_problem(digest) if at else None
 
 
-def problem(ref: str) -> Optional[str]:
+def problem(ref: str) -> str | None:
     """What is wrong with a full reference (`repository:tag[@sha256:<hex>]`), or None; the matrix
     pins every image by tag, so a reference without one is a problem too."""
     found = parse(ref)

@@ -8,9 +8,9 @@ or MIG configuration), the policies for compatibility, the components for image 
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
 
 import yaml
 
@@ -37,9 +37,7 @@ class Release:
     source: str
 
     def supports_kubernetes(self, minor: str) -> bool:
-        return versions.at_least(minor, self.kubernetes_min) and versions.at_least(
-            self.kubernetes_max, minor
-        )
+        return versions.at_least(minor, self.kubernetes_min) and versions.at_least(self.kubernetes_max, minor)
 
     @property
     def kubernetes_range(self) -> str:
@@ -87,7 +85,7 @@ class Mig:
 class Gpu:
     key: str
     aws_name: str
-    aws_memory_mib: Optional[int]
+    aws_memory_mib: int | None
     families: tuple[str, ...]
     architecture: str
     compute_capability: str
@@ -95,7 +93,7 @@ class Gpu:
     min_driver: str
     min_driver_basis: str
     nvswitch: bool
-    mig: Optional[Mig]
+    mig: Mig | None
     source: str
     # The kernel module flavours (open, proprietary) an image may load on it, the preferred first.
     kernel_modules: tuple[str, ...] = ("open",)
@@ -153,13 +151,13 @@ class Matrix:
     def release(self, name: str) -> Release:
         return self.releases[name]
 
-    def gpu_for_instance_type(self, instance_type: str) -> Optional[Gpu]:
+    def gpu_for_instance_type(self, instance_type: str) -> Gpu | None:
         """The matrix row for an EC2 instance type by its family (`p5.48xlarge` -> p5 -> H100-80GB):
         each GPU's families are its own (tests check them against AWS's catalogue)."""
         family = instance_type.split(".", 1)[0]
         return next((gpu for gpu in self.gpus.values() if family in gpu.families), None)
 
-    def gpu_for_aws(self, name: str, memory_mib: int) -> Optional[Gpu]:
+    def gpu_for_aws(self, name: str, memory_mib: int) -> Gpu | None:
         """The matrix row for a GPU as AWS's instance catalogue names it; memory tells apart models
         AWS names alike (A100 with 40 or 80 GB)."""
         for gpu in self.gpus.values():
@@ -181,9 +179,7 @@ def _gpu(key: str, row: dict) -> Gpu:
         min_driver=str(row["minDriver"]),
         min_driver_basis=row.get("minDriverBasis", ""),
         nvswitch=bool(row.get("nvswitch", False)),
-        mig=Mig(dict(mig["profiles"]), dict(mig["balanced"]), mig.get("source", ""))
-        if mig
-        else None,
+        mig=Mig(dict(mig["profiles"]), dict(mig["balanced"]), mig.get("source", "")) if mig else None,
         source=row.get("source", ""),
         kernel_modules=tuple(row["kernelModules"]),
         nvlink_subnet_manager=bool(row.get("nvlinkSubnetManager", False)),
@@ -198,21 +194,27 @@ def _check_images(name: str, row: dict, path: Path) -> None:
     for operand, ref in row["images"].items():
         problem = image_refs.problem(str(ref))
         if problem:
-            raise ValueError(f"{path.name}: releases.{name}.images.{operand}: {problem} "
-                             f"(e.g. nvcr.io/nvidia/k8s-device-plugin:v0.18.1@{image_refs.DIGEST_EXAMPLE})")
+            raise ValueError(
+                f"{path.name}: releases.{name}.images.{operand}: {problem} "
+                f"(e.g. nvcr.io/nvidia/k8s-device-plugin:v0.18.1@{image_refs.DIGEST_EXAMPLE})"
+            )
     have = set(row["images"])
     unknown = have - set(OPERAND_IMAGES)
     if unknown:
-        raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {', '.join(sorted(unknown))} not in the operand "
-                         f"registry ({operands.REGISTRY_FILE.name})")
+        raise ValueError(
+            f"{MATRIX_FILE.name}: releases.{name}.images: {', '.join(sorted(unknown))} not in the operand "
+            f"registry ({operands.REGISTRY_FILE.name})"
+        )
     for key in OPERAND_IMAGES:
         # An image is carried from the first release of any operand that runs it (the validator's from
         # the validator's, not from the DRA validator's later one).
         since = min((r.since for r in operands.rows() if r.image == key), key=versions.parse)
         carried = versions.at_least(name, since)
         if carried != (key in have):
-            raise ValueError(f"{MATRIX_FILE.name}: releases.{name}.images: {key} "
-                             f"{'missing' if carried else 'given'}, but the registry says it ships from {since}")
+            raise ValueError(
+                f"{MATRIX_FILE.name}: releases.{name}.images: {key} "
+                f"{'missing' if carried else 'given'}, but the registry says it ships from {since}"
+            )
 
 
 def _release(name: str, row: dict, path: Path) -> Release:
@@ -232,16 +234,14 @@ def _release(name: str, row: dict, path: Path) -> Release:
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load(path: Path = MATRIX_FILE) -> Matrix:
     # libyaml's loader: the matrix is the largest file the program reads (10x faster than pure Python).
     raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     cuda = raw["cuda"]
     compat = cuda["minor_version_compatibility"]
     gpus = {key: _gpu(key, row) for key, row in raw["gpus"].items()}
-    mig_names = frozenset(
-        name for gpu in gpus.values() if gpu.mig for name in gpu.mig.configs()
-    )
+    mig_names = frozenset(name for gpu in gpus.values() if gpu.mig for name in gpu.mig.configs())
     return Matrix(
         releases={name: _release(name, row, path) for name, row in raw["releases"].items()},
         cuda=Cuda(
@@ -260,8 +260,13 @@ def _eks_nvidia_amis(raw: dict) -> dict[str, dict[str, EksNvidiaAmi]]:
     return {
         release: {
             minor: EksNvidiaAmi(
-                release=release, kubernetes=str(minor), ami_name=row["ami"], release_version=str(row["releaseVersion"]),
-                driver=str(row["driver"]), toolkit=str(row["toolkit"]), kernel=str(row["kernel"]),
+                release=release,
+                kubernetes=str(minor),
+                ami_name=row["ami"],
+                release_version=str(row["releaseVersion"]),
+                driver=str(row["driver"]),
+                toolkit=str(row["toolkit"]),
+                kernel=str(row["kernel"]),
                 source=f"{raw['source']} lines {row['lines']}",
             )
             for minor, row in entry["kubernetes"].items()

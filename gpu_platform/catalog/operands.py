@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -20,11 +19,11 @@ class OperandRow:
     operand: str
     module: str
     component: str
-    gate: Optional[str]
-    waits_for: Optional[str]  # in allocation mode device-plugin (the default)
+    gate: str | None
+    waits_for: str | None  # in allocation mode device-plugin (the default)
     on: str
     since: str
-    waits_for_dra: Optional[str] = None  # in allocation mode dra
+    waits_for_dra: str | None = None  # in allocation mode dra
     # The matrix's image key it runs (and operator.overrides' key): its own name unless it borrows
     # another operand's image, as the DRA validator runs the validator's.
     image: str = ""
@@ -33,37 +32,55 @@ class OperandRow:
         if not self.image:
             object.__setattr__(self, "image", self.operand)
 
-    def marker(self, dra: bool) -> Optional[str]:
+    def marker(self, dra: bool) -> str | None:
         """The readiness marker its pods wait for in the stack's allocation mode."""
         return self.waits_for_dra if dra else self.waits_for
 
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
         """Whether the operand runs in a stack (or on a pool) with these facts; `dra`: the stack
         allocates GPUs through the DRA driver (gpu-platform:allocation mode dra)."""
-        return not ((self.on == "toolkit-daemonset" and toolkit_baked) or (self.on == "mig-pools" and not mig)
-                    or (self.on == "device-plugin-nodes" and dra) or (self.on == "dra-nodes" and not dra))
+        return not (
+            (self.on == "toolkit-daemonset" and toolkit_baked)
+            or (self.on == "mig-pools" and not mig)
+            or (self.on == "device-plugin-nodes" and dra)
+            or (self.on == "dra-nodes" and not dra)
+        )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rows(path: Path = REGISTRY_FILE) -> tuple[OperandRow, ...]:
     raw = yaml.safe_load(path.read_text())["operands"]
     found = []
     for r in raw:
         waits = r["waitsFor"]
         if isinstance(waits, dict) and set(waits) != set(MODES):
-            raise ValueError(f"{path.name}: {r['operand']}: waitsFor names {sorted(waits)}, not the modes {', '.join(MODES)}")
-        by_mode = waits if isinstance(waits, dict) else {mode: waits for mode in MODES}
-        found.append(OperandRow(operand=r["operand"], module=r["module"], component=r["component"], gate=r["gate"],
-                                waits_for=by_mode["device-plugin"], on=r["on"], since=str(r["since"]),
-                                waits_for_dra=by_mode["dra"], image=r.get("image") or r["operand"]))
+            raise ValueError(
+                f"{path.name}: {r['operand']}: waitsFor names {sorted(waits)}, not the modes {', '.join(MODES)}"
+            )
+        by_mode = waits if isinstance(waits, dict) else dict.fromkeys(MODES, waits)
+        found.append(
+            OperandRow(
+                operand=r["operand"],
+                module=r["module"],
+                component=r["component"],
+                gate=r["gate"],
+                waits_for=by_mode["device-plugin"],
+                on=r["on"],
+                since=str(r["since"]),
+                waits_for_dra=by_mode["dra"],
+                image=r.get("image") or r["operand"],
+            )
+        )
     for row in found:
         if row.on not in PLACEMENTS:
             raise ValueError(f"{path.name}: {row.operand}: on {row.on!r} is not one of {', '.join(PLACEMENTS)}")
         # A borrowed image is another row's own, so the matrix pins it once and one override moves both.
         owners = {r.operand for r in found if r.image == r.operand}
         if row.image not in owners:
-            raise ValueError(f"{path.name}: {row.operand}: image {row.image!r} is no operand's own image "
-                             f"(valid: {', '.join(sorted(owners))})")
+            raise ValueError(
+                f"{path.name}: {row.operand}: image {row.image!r} is no operand's own image "
+                f"(valid: {', '.join(sorted(owners))})"
+            )
     return tuple(found)
 
 

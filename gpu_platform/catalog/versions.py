@@ -40,7 +40,7 @@ def major(version: str) -> int:
 
 
 def major_minor(version: str) -> tuple[int, int]:
-    parts = parse(version) + (0,)
+    parts = (*parse(version), 0)
     return parts[0], parts[1]
 
 

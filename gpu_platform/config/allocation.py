@@ -4,7 +4,8 @@ resource.k8s.io/v1, no pool setting only the device plugin reads, an exporter th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, StrictBool
 
@@ -41,21 +42,26 @@ class Allocation(Section):
     mode: Literal["device-plugin", "dra"] = Field(
         default="device-plugin",
         description="How pods get GPUs, for the whole cluster. device-plugin: the extended resource nvidia.com/gpu. "
-                    "dra: Dynamic Resource Allocation (ResourceClaims on the DRA driver's DeviceClasses).")
+        "dra: Dynamic Resource Allocation (ResourceClaims on the DRA driver's DeviceClasses).",
+    )
     # Passed to the driver's kubelet plugin as upstream passes them (env FEATURE_GATES).
     feature_gates: Mapping[str, StrictBool] = Field(
-        default_factory=dict, alias="featureGates",
+        default_factory=dict,
+        alias="featureGates",
         description="With mode dra: the DRA driver's feature gates, by name, true or false (gpu_platform/catalog/dra.yaml "
-                    "lists them per driver version). Unset gates keep the driver's default.")
+        "lists them per driver version). Unset gates keep the driver's default.",
+    )
     # The program writes the list on the operands' namespace for the pack.
     acknowledge_alpha: tuple[str, ...] = Field(
-        default=(), alias="acknowledgeAlpha",
+        default=(),
+        alias="acknowledgeAlpha",
         description="With mode dra: the alpha gates the stack turns on knowingly. Policy "
-                    "dra-alpha-features-acknowledged "
-                    "reports any other alpha gate turned on.")
+        "dra-alpha-features-acknowledged "
+        "reports any other alpha gate turned on.",
+    )
 
 
-def check_dra_renderable(stack: "StackConfig") -> None:
+def check_dra_renderable(stack: StackConfig) -> None:
     if stack.allocation.mode != "dra":
         return
     mode = "with gpu-platform:allocation.mode 'dra'"
@@ -64,24 +70,30 @@ def check_dra_renderable(stack: "StackConfig") -> None:
         raise ConfigProblem(
             f"{stack.operator.release!r} {mode}: this GPU Operator release ships no DRA driver (its matrix row in "
             f"gpu_platform/catalog/matrix.yaml pins no {DRA_OPERAND} image) (valid: {', '.join(shipping)}; or allocation.mode "
-            "device-plugin)", path=(_OPERATOR, "release"))
+            "device-plugin)",
+            path=(_OPERATOR, "release"),
+        )
     if versions.major_minor(stack.cluster.kubernetes_version) < DRA_MIN_KUBERNETES:
         raise ConfigProblem(
             f"{stack.cluster.kubernetes_version!r} {mode}: DRA's resource.k8s.io/v1 API (DeviceClass, ResourceClaim) "
             "is GA and on by default from Kubernetes 1.34, and NVIDIA's DRA driver asks for 1.34.2 or later "
-            "(kubernetes/kubernetes#133920) (valid: \"1.34\" or later; or allocation.mode device-plugin)",
-            path=("gpu-platform:cluster", "kubernetesVersion"))
+            '(kubernetes/kubernetes#133920) (valid: "1.34" or later; or allocation.mode device-plugin)',
+            path=("gpu-platform:cluster", "kubernetesVersion"),
+        )
     for i, pool in enumerate(stack.node_pools):
         if pool.time_slicing:
             raise ConfigProblem(
                 f"is the device plugin's setting, and {mode} no device plugin runs: nothing would share the "
                 f"GPUs of pool {pool.name!r} (valid: remove it, or allocation.mode device-plugin)",
-                path=("gpu-platform:nodePools", i, "timeSlicing"))
+                path=("gpu-platform:nodePools", i, "timeSlicing"),
+            )
         if pool.mig:
             raise ConfigProblem(
                 f"is carved by the MIG manager and advertised by the device plugin, and {mode} neither runs "
                 f"(the GPU Operator's DRA mode deploys no MIG manager either) (valid: remove it from pool "
-                f"{pool.name!r}, or allocation.mode device-plugin)", path=("gpu-platform:nodePools", i, "mig"))
+                f"{pool.name!r}, or allocation.mode device-plugin)",
+                path=("gpu-platform:nodePools", i, "mig"),
+            )
     tag = stack.operator.overrides.get(DRA_EXPORTER)
     exporter = versions.image_tag_version(tag.partition("@")[0]).split("-")[-1] if tag else ""
     if tag and versions.is_version(exporter) and not versions.at_least(exporter, DRA_EXPORTER_SINCE):
@@ -90,16 +102,21 @@ def check_dra_renderable(stack: "StackConfig") -> None:
             "holding the GPU (the kubelet reports DRA devices by name, not UUID) (valid: a patch bump of the "
             "release's "
             f"{image_refs.tag_of(stack.release.images[DRA_EXPORTER])}, which has it, as every exporter from "
-            f"{DRA_EXPORTER_SINCE} on does; or remove the override)", path=(_OPERATOR, "overrides", DRA_EXPORTER))
+            f"{DRA_EXPORTER_SINCE} on does; or remove the override)",
+            path=(_OPERATOR, "overrides", DRA_EXPORTER),
+        )
 
 
-def check_dra_feature_gates(stack: "StackConfig") -> None:
+def check_dra_feature_gates(stack: StackConfig) -> None:
     gates, acknowledged = stack.allocation.feature_gates, stack.allocation.acknowledge_alpha
     if stack.allocation.mode != "dra":
         for key, given in (("featureGates", gates), ("acknowledgeAlpha", acknowledged)):
             if given:
-                raise ConfigProblem("are the DRA driver's, and with allocation.mode 'device-plugin' no DRA driver runs "
-                                    "(valid: remove it, or allocation.mode dra)", path=(_ALLOCATION, key))
+                raise ConfigProblem(
+                    "are the DRA driver's, and with allocation.mode 'device-plugin' no DRA driver runs "
+                    "(valid: remove it, or allocation.mode dra)",
+                    path=(_ALLOCATION, key),
+                )
         return
     image = stack.release.images[DRA_OPERAND]
     driver = dra.driver_of_image(image)
@@ -107,12 +124,16 @@ def check_dra_feature_gates(stack: "StackConfig") -> None:
         raise ConfigProblem(
             f"{stack.operator.release!r} ships the DRA driver {image}, whose version gpu_platform/catalog/dra.yaml does "
             f"not list (known: {', '.join(dra.load())}), so its feature gates cannot be "
-            "checked", path=(_OPERATOR, "release"))
+            "checked",
+            path=(_OPERATOR, "release"),
+        )
     at = f"the DRA driver {driver.version} of GPU Operator {stack.operator.release}"
     for name in gates:
         if name not in driver.gates:
-            raise ConfigProblem(f"is not a feature gate of {at} (valid: {', '.join(driver.gates)})",
-                                path=(_ALLOCATION, "featureGates", name))
+            raise ConfigProblem(
+                f"is not a feature gate of {at} (valid: {', '.join(driver.gates)})",
+                path=(_ALLOCATION, "featureGates", name),
+            )
     problems = driver.problems(gates)
     if problems:
         name, wrong, valid = problems[0]
@@ -120,14 +141,20 @@ def check_dra_feature_gates(stack: "StackConfig") -> None:
     for i, name in enumerate(acknowledged):
         path = (_ALLOCATION, "acknowledgeAlpha", i)
         if name not in driver.alpha():
-            raise ConfigProblem(f"{name!r} is not an alpha feature gate of {at}, and only alpha gates need "
-                                "acknowledging "
-                                f"(valid: {', '.join(driver.alpha())})", path=path)
+            raise ConfigProblem(
+                f"{name!r} is not an alpha feature gate of {at}, and only alpha gates need "
+                "acknowledging "
+                f"(valid: {', '.join(driver.alpha())})",
+                path=path,
+            )
         if name in acknowledged[:i]:
             raise ConfigProblem(f"{name!r} is listed twice (valid: once)", path=path)
         # An acknowledgement of a gate that is off would let a later change turn it on unreviewed.
         if not gates.get(name):
-            raise ConfigProblem(f"{name!r} is not turned on (featureGates.{name}: true), and an acknowledgement is "
-                                "for a "
-                                "gate the stack turns on, reviewed with it (valid: remove it, or turn the gate "
-                                "on)", path=path)
+            raise ConfigProblem(
+                f"{name!r} is not turned on (featureGates.{name}: true), and an acknowledgement is "
+                "for a "
+                "gate the stack turns on, reviewed with it (valid: remove it, or turn the gate "
+                "on)",
+                path=path,
+            )

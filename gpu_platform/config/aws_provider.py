@@ -13,12 +13,37 @@ from gpu_platform.privileges.canonical_form import canonical, sha256
 # an external id or a web identity token, proxy URLs, which may carry a password, and any setting a
 # later provider adds) as its SHA-256, so a change still changes the ledger.
 _SECRET_PROVIDER_SETTINGS = frozenset({"accessKey", "secretKey", "token"})
-_PLAIN_PROVIDER_SETTINGS = frozenset({
-    "allowedAccountIds", "customCaBundle", "defaultTags", "ec2MetadataServiceEndpoint", "ec2MetadataServiceEndpointMode",
-    "endpoints", "forbiddenAccountIds", "ignoreTags", "insecure", "maxRetries", "noProxy", "profile", "retryMode",
-    "s3UsEast1RegionalEndpoint", "s3UsePathStyle", "sharedConfigFiles", "sharedCredentialsFiles", "skipCredentialsValidation",
-    "skipMetadataApiCheck", "skipRegionValidation", "skipRequestingAccountId", "stsRegion", "tagPolicyCompliance",
-    "tokenBucketRateLimiterCapacity", "useDualstackEndpoint", "useFipsEndpoint", "userAgents"})
+_PLAIN_PROVIDER_SETTINGS = frozenset(
+    {
+        "allowedAccountIds",
+        "customCaBundle",
+        "defaultTags",
+        "ec2MetadataServiceEndpoint",
+        "ec2MetadataServiceEndpointMode",
+        "endpoints",
+        "forbiddenAccountIds",
+        "ignoreTags",
+        "insecure",
+        "maxRetries",
+        "noProxy",
+        "profile",
+        "retryMode",
+        "s3UsEast1RegionalEndpoint",
+        "s3UsePathStyle",
+        "sharedConfigFiles",
+        "sharedCredentialsFiles",
+        "skipCredentialsValidation",
+        "skipMetadataApiCheck",
+        "skipRegionValidation",
+        "skipRequestingAccountId",
+        "stsRegion",
+        "tagPolicyCompliance",
+        "tokenBucketRateLimiterCapacity",
+        "useDualstackEndpoint",
+        "useFipsEndpoint",
+        "userAgents",
+    }
+)
 
 
 def provider_setting(name: str, value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 from typing import Any
@@ -17,8 +18,10 @@ from gpu_platform.config.section import Section, pattern
 # EKS sets no number; past a few dozen, a role the people assume is the reviewable way.
 MAX_ADMINS = 50
 
-_ADOPTED_ENDPOINT = ("set with create: false: the stack does not manage an adopted cluster's endpoint; remove the key "
-                     "(or change the endpoint with `aws eks update-cluster-config`)")
+_ADOPTED_ENDPOINT = (
+    "set with create: false: the stack does not manage an adopted cluster's endpoint; remove the key "
+    "(or change the endpoint with `aws eks update-cluster-config`)"
+)
 
 
 def subnet_ids(value: tuple[str, ...], why_distinct: str) -> tuple[str, ...]:
@@ -32,22 +35,29 @@ def subnet_ids(value: tuple[str, ...], why_distinct: str) -> tuple[str, ...]:
 
 class Cluster(Section):
     name: str = Field(
-        pattern=pattern(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$", "not an EKS cluster name (1 to 100 letters, digits, '-' "
-                                                             "or "
-                                                            "'_', starting with a letter or digit)"),
-        description="The EKS cluster's name: 1 to 100 letters, digits, '-' or '_'.")
+        pattern=pattern(
+            r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$",
+            "not an EKS cluster name (1 to 100 letters, digits, '-' or '_', starting with a letter or digit)",
+        ),
+        description="The EKS cluster's name: 1 to 100 letters, digits, '-' or '_'.",
+    )
     kubernetes_version: str = Field(
-        alias="kubernetesVersion",
-        description='The Kubernetes minor version, quoted (e.g. "1.33"). 1.25 or later.')
+        alias="kubernetesVersion", description='The Kubernetes minor version, quoted (e.g. "1.33"). 1.25 or later.'
+    )
     create: StrictBool = Field(
         default=True,
-        description="true: the stack creates the cluster. false: it adopts an existing cluster of that name.")
+        description="true: the stack creates the cluster. false: it adopts an existing cluster of that name.",
+    )
     subnet_ids: tuple[str, ...] = Field(
-        alias="subnetIds", min_length=2,
-        description="The cluster's subnets (subnet-...), in two zones or more. Node pools launch in them by default.")
+        alias="subnetIds",
+        min_length=2,
+        description="The cluster's subnets (subnet-...), in two zones or more. Node pools launch in them by default.",
+    )
     endpoint_public_access: StrictBool = Field(
-        default=False, alias="endpointPublicAccess",
-        description="Whether the Kubernetes API endpoint is reachable from the internet. Only with create: true.")
+        default=False,
+        alias="endpointPublicAccess",
+        description="Whether the Kubernetes API endpoint is reachable from the internet. Only with create: true.",
+    )
     # EKS API VpcConfigRequest.publicAccessCidrs: EKS's default is 0.0.0.0/0. Judged by the policy
     # pack (cluster-endpoint-not-open); checked here: the form, the quota of blocks, and IPv4 only (the
     # stack creates IPv4 clusters: no kubernetesNetworkConfig.ipFamily, whose default is ipv4; botocore
@@ -55,14 +65,17 @@ class Cluster(Section):
     # shapes.VpcConfigRequest.members.publicAccessCidrs.documentation: "You can't add IPv6 CIDR blocks
     # to IPv4 clusters").
     public_access_cidrs: tuple[str, ...] = Field(
-        default=(), alias="publicAccessCidrs",
+        default=(),
+        alias="publicAccessCidrs",
         description="The IPv4 CIDR blocks a public endpoint admits (unset: EKS admits 0.0.0.0/0). "
-                    "Needs endpointPublicAccess: true; at most EKS's quota of blocks per cluster.")
+        "Needs endpointPublicAccess: true; at most EKS's quota of blocks per cluster.",
+    )
     # components/aws/cluster_access.py: a created cluster's only way in.
     admins: tuple[IamPrincipal, ...] = Field(
         default=(),
         description="IAM role or user ARNs that get cluster-admin access entries. Required with create: true; "
-                    "the identity that runs `pulumi up` must be one of them.")
+        "the identity that runs `pulumi up` must be one of them.",
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -92,24 +105,30 @@ class Cluster(Section):
             except ValueError:
                 network = None
                 if isinstance(cidr, str):
-                    try:
+                    with contextlib.suppress(ValueError):
                         network = ipaddress.ip_network(cidr, strict=False)
-                    except ValueError:
-                        pass
-                hint = (f"; its host bits are set: the block is {network}" if network is not None and "/" in cidr
-                        else " (an address and a prefix length, e.g. 203.0.113.0/24)")
-                raise ConfigProblem(f"{shown(cidr)} is not a CIDR block{hint}", path=(i,))
+                hint = (
+                    f"; its host bits are set: the block is {network}"
+                    if network is not None and "/" in cidr
+                    else " (an address and a prefix length, e.g. 203.0.113.0/24)"
+                )
+                raise ConfigProblem(f"{shown(cidr)} is not a CIDR block{hint}", path=(i,)) from None
         if len(set(value)) != len(value):
             raise ConfigProblem("CIDR blocks repeat; list each once")
         for i, cidr in enumerate(value):
             if ipaddress.ip_network(cidr).version == 6:
-                raise ConfigProblem(f"{shown(cidr)} is an IPv6 block: the stack creates IPv4 clusters, whose endpoint "
-                                    "EKS "
-                                    "opens to IPv4 blocks only; list IPv4 blocks (e.g. 203.0.113.0/24)", path=(i,))
+                raise ConfigProblem(
+                    f"{shown(cidr)} is an IPv6 block: the stack creates IPv4 clusters, whose endpoint "
+                    "EKS "
+                    "opens to IPv4 blocks only; list IPv4 blocks (e.g. 203.0.113.0/24)",
+                    path=(i,),
+                )
         quota, code = aws_limits.public_access_cidrs_per_cluster()
         if len(value) > quota:
-            raise ConfigProblem(f"{len(value)} CIDR blocks; EKS takes at most {quota} per cluster (quota {code}, not "
-                                f"adjustable): list at most {quota}, merging neighbouring blocks")
+            raise ConfigProblem(
+                f"{len(value)} CIDR blocks; EKS takes at most {quota} per cluster (quota {code}, not "
+                f"adjustable): list at most {quota}, merging neighbouring blocks"
+            )
         return value
 
     @field_validator("admins")
@@ -122,10 +141,13 @@ class Cluster(Section):
             key = principal_key(arn)
             if key in seen:
                 first = value[seen[key]]
-                what = (f"{arn!r} is listed twice (admins[{seen[key]}] and admins[{i}])" if first == arn else
-                        f"admins[{seen[key]}] {first!r} and admins[{i}] {arn!r} name the same IAM principal (IAM "
-                        "names are "
-                        "unique per account whatever the path, and not case-sensitive)")
+                what = (
+                    f"{arn!r} is listed twice (admins[{seen[key]}] and admins[{i}])"
+                    if first == arn
+                    else f"admins[{seen[key]}] {first!r} and admins[{i}] {arn!r} name the same IAM principal (IAM "
+                    "names are "
+                    "unique per account whatever the path, and not case-sensitive)"
+                )
                 raise ConfigProblem(f"{what}; an IAM principal can have one access entry only")
             seen[key] = i
         if len(value) > MAX_ADMINS:
@@ -133,19 +155,21 @@ class Cluster(Section):
         return value
 
     @model_validator(mode="after")
-    def _cidrs_for_a_public_endpoint(self) -> "Cluster":
+    def _cidrs_for_a_public_endpoint(self) -> Cluster:
         if self.public_access_cidrs and not self.create:
             raise ConfigProblem(_ADOPTED_ENDPOINT, path=("publicAccessCidrs",))
         if self.endpoint_public_access and not self.create:
             raise ConfigProblem(_ADOPTED_ENDPOINT, path=("endpointPublicAccess",))
         if self.public_access_cidrs and not self.endpoint_public_access:
-            raise ConfigProblem("set with endpointPublicAccess: false, where it limits nothing; remove it, or set "
-                                "endpointPublicAccess: true to open the endpoint to these blocks",
-                                path=("publicAccessCidrs",))
+            raise ConfigProblem(
+                "set with endpointPublicAccess: false, where it limits nothing; remove it, or set "
+                "endpointPublicAccess: true to open the endpoint to these blocks",
+                path=("publicAccessCidrs",),
+            )
         return self
 
     @model_validator(mode="after")
-    def _admins_for_a_created_cluster(self) -> "Cluster":
+    def _admins_for_a_created_cluster(self) -> Cluster:
         if self.create and not self.admins:
             raise ConfigProblem(
                 "admins is required with create: true: the cluster admits IAM principals through access entries only, "

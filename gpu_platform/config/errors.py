@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Union
+from typing import Any
 
 import pulumi
 
-KeyPath = tuple[Union[str, int], ...]
+KeyPath = tuple[str | int, ...]
 
 
 def key_path(path: KeyPath) -> str:

@@ -14,7 +14,8 @@ from gpu_platform.config.errors import ConfigProblem, shown
 # are ASCII); an access entry for a role may carry the path (EKS User Guide, "Create access entries").
 _IAM_PRINCIPAL = re.compile(r"arn:aws(-cn|-us-gov)?:iam::\d{12}:(role|user)/([\w+=,.@-]+/)*[\w+=,.@-]{1,64}", re.ASCII)
 _ASSUMED_ROLE = re.compile(
-    r"arn:(?P<partition>aws(-cn|-us-gov)?):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/[^/]+", re.ASCII)
+    r"arn:(?P<partition>aws(-cn|-us-gov)?):sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]+)/[^/]+", re.ASCII
+)
 
 
 def principal_key(arn: str) -> str:

@@ -3,7 +3,7 @@ wrong and what would be valid."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
@@ -20,7 +20,8 @@ def problems(errors: list[ErrorDetails]) -> list[ConfigProblem]:
     locs = [_alias_loc(e["loc"]) for e in errors]
     # A list whose items failed also reports itself "too short" (no valid item left): noise.
     errors = [
-        e for e, loc in zip(errors, locs)
+        e
+        for e, loc in zip(errors, locs, strict=True)
         if not (e["type"] == "too_short" and any(other[: len(loc)] == loc and other != loc for other in locs))
     ]
     return [_problem(error) for error in errors]
@@ -37,7 +38,7 @@ def _problem(error: ErrorDetails) -> ConfigProblem:
     if message == "unknown key" and fields:
         message += f" (valid: {', '.join(fields)})"
     if error["type"] in ("model_type", "model_attributes_type") and not _empty(error):
-        keys = _field_names(loc + ("",))
+        keys = _field_names((*loc, ""))
         if keys:
             message = f"expected a mapping with keys {', '.join(keys)} (got {shown(error['input'])})"
     return ConfigProblem(message, path=path)
@@ -90,7 +91,7 @@ def _empty(error: ErrorDetails) -> bool:
     return error["type"] != "missing" and "input" in error and (error["input"] is None or error["input"] == "")
 
 
-def _no_value(error: ErrorDetails, loc: tuple) -> Optional[str]:
+def _no_value(error: ErrorDetails, loc: tuple) -> str | None:
     """The one answer to a key given null or empty, whatever its type: what to give, and whether
     removing the key is a way out (it is when the key has a default)."""
     kind = error["type"]
@@ -100,7 +101,7 @@ def _no_value(error: ErrorDetails, loc: tuple) -> Optional[str]:
     if name in GIVE and isinstance(loc[-1], str):
         give = GIVE[name]
     elif kind in _MAPPING_KINDS:
-        keys = _field_names(loc + ("",))
+        keys = _field_names((*loc, ""))
         give = f"a mapping with keys {', '.join(keys)}" if keys else "a mapping"
     elif kind == "tuple_type":  # (too_short never has an empty input: null fails the type first)
         give = "a list"
@@ -159,4 +160,3 @@ def model_in(annotation: Any) -> Any:
         if found is not None:
             return found
     return None
-

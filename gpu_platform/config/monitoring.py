@@ -3,7 +3,7 @@ reach the metrics ports) and a Grafana dashboard."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pydantic import Field, StrictBool, field_validator
 
@@ -22,30 +22,39 @@ OWN_LABELS = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
 class Monitoring(Section):
     # A ServiceMonitor is a Prometheus operator CRD object: only a cluster with those CRDs can take it.
     service_monitor: StrictBool = Field(
-        default=False, alias="serviceMonitor",
+        default=False,
+        alias="serviceMonitor",
         description="Whether the stack creates a ServiceMonitor for the DCGM exporter. Needs the Prometheus operator's "
-                    "CRDs: a cluster the stack creates gets it on the first `pulumi up` after it exists.")
+        "CRDs: a cluster the stack creates gets it on the first `pulumi up` after it exists.",
+    )
     service_monitor_labels: Mapping[str, str] = Field(
-        default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS), alias="serviceMonitorLabels",
+        default_factory=lambda: dict(DEFAULT_SERVICE_MONITOR_LABELS),
+        alias="serviceMonitorLabels",
         description="The ServiceMonitor's labels, which your Prometheus selects it by "
-                    "(default: kube-prometheus-stack's release label).")
+        "(default: kube-prometheus-stack's release label).",
+    )
     # Every Prometheus pod the Prometheus operator runs (kube-prometheus-stack, kube-prometheus) carries
     # app.kubernetes.io/name: prometheus (prometheus-operator v0.93.0 pkg/prometheus/server/operator.go:61,
     # 1696-1704; statefulset.go:218-229); `monitoring` is the namespace kube-prometheus deploys to
     # (prometheus-operator/kube-prometheus manifests/prometheus-prometheus.yaml:11 at 017b2aa0).
     # kube-prometheus-stack goes wherever it is installed: set it.
     prometheus_namespace: str = Field(
-        default="monitoring", alias="prometheusNamespace",
+        default="monitoring",
+        alias="prometheusNamespace",
         description="The namespace of the Prometheus pods that may scrape the operator namespace's metrics ports "
-                    "(its NetworkPolicy allow-metrics).")
+        "(its NetworkPolicy allow-metrics).",
+    )
     prometheus_pod_labels: Mapping[str, str] = Field(
-        default_factory=lambda: {"app.kubernetes.io/name": "prometheus"}, alias="prometheusPodLabels",
-        description="The labels of those Prometheus pods: not empty, which would select every pod of the namespace.")
+        default_factory=lambda: {"app.kubernetes.io/name": "prometheus"},
+        alias="prometheusPodLabels",
+        description="The labels of those Prometheus pods: not empty, which would select every pod of the namespace.",
+    )
     # Harmless without kube-prometheus-stack's Grafana, but useful only with Prometheus scraping the exporter.
     dashboard: StrictBool = Field(
         default=False,
         description="Whether the stack creates a ConfigMap that kube-prometheus-stack's Grafana sidecar loads as a "
-                    "GPU dashboard.")
+        "GPU dashboard.",
+    )
 
     @field_validator("prometheus_namespace")
     @classmethod
@@ -60,9 +69,11 @@ class Monitoring(Section):
         # An empty matchLabels selects every pod of the namespace: the metrics ports would be open to
         # all of them, not to Prometheus.
         if not value:
-            raise ConfigProblem("is empty, which selects every pod of prometheusNamespace; name the labels of the "
-                                "Prometheus pods (e.g. {app.kubernetes.io/name: prometheus}, the default), or remove "
-                                "the key for it")
+            raise ConfigProblem(
+                "is empty, which selects every pod of prometheusNamespace; name the labels of the "
+                "Prometheus pods (e.g. {app.kubernetes.io/name: prometheus}, the default), or remove "
+                "the key for it"
+            )
         return value
 
     @field_validator("service_monitor_labels", "prometheus_pod_labels")
@@ -71,12 +82,16 @@ class Monitoring(Section):
         for key, label in value.items():
             prefix = key.rpartition("/")[0]
             if not LABEL_KEY.fullmatch(key) or len(prefix) > 253:
-                raise ConfigProblem(f"{shown(key)} is not a Kubernetes label key (e.g. release, "
-                                    "app.kubernetes.io/part-of)")
+                raise ConfigProblem(
+                    f"{shown(key)} is not a Kubernetes label key (e.g. release, app.kubernetes.io/part-of)"
+                )
             if info.field_name == "service_monitor_labels" and key in OWN_LABELS:
-                raise ConfigProblem(f"{shown(key)} is the ServiceMonitor's own label (the stack sets it); pick "
-                                    "another key")
+                raise ConfigProblem(
+                    f"{shown(key)} is the ServiceMonitor's own label (the stack sets it); pick another key"
+                )
             if not isinstance(label, str) or not LABEL_VALUE.fullmatch(label):
-                raise ConfigProblem(f"{key}: {shown(label)} is not a Kubernetes label value (63 characters at most: "
-                                    "letters, digits, '-', '_', '.', starting and ending with a letter or digit)")
+                raise ConfigProblem(
+                    f"{key}: {shown(label)} is not a Kubernetes label value (63 characters at most: "
+                    "letters, digits, '-', '_', '.', starting and ending with a letter or digit)"
+                )
         return dict(sorted(value.items()))

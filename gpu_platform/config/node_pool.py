@@ -3,7 +3,7 @@ shared (time-slicing or MIG), bought and rolled."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, field_validator, model_validator
 
@@ -15,14 +15,17 @@ from gpu_platform.config.section import Section, pattern
 
 class TimeSlicing(Section):
     replicas: StrictInt = Field(
-        ge=2, le=64,
-        description="How many pods share each GPU (2 to 64): the device plugin advertises each GPU this many times.")
+        ge=2,
+        le=64,
+        description="How many pods share each GPU (2 to 64): the device plugin advertises each GPU this many times.",
+    )
 
 
 class MigConfig(Section):
     config: str = Field(
         description="The MIG configuration the MIG manager carves on every GPU of the pool (e.g. all-1g.10gb): "
-                    "a configuration of the pool's GPU in the matrix.")
+        "a configuration of the pool's GPU in the matrix."
+    )
 
     @field_validator("config")
     @classmethod
@@ -30,8 +33,7 @@ class MigConfig(Section):
         names = matrix.load().mig_config_names
         if value not in names:
             raise ConfigProblem(
-                f"{shown(value)} is not a MIG configuration of any GPU in the matrix "
-                f"(valid: {listed(names)})"
+                f"{shown(value)} is not a MIG configuration of any GPU in the matrix (valid: {listed(names)})"
             )
         return value
 
@@ -46,70 +48,96 @@ _NULL_ANSWERS = {
 
 class NodePool(Section):
     name: str = Field(
-        pattern=pattern(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$", "not a pool name (1 to 32 lowercase letters, digits "
-                                                                  "or '-', starting and ending with a letter or "
-                                                                  "digit)"),
-        description="The pool's name, unique in the stack: 1 to 32 lowercase letters, digits or '-'.")
+        pattern=pattern(
+            r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$",
+            "not a pool name (1 to 32 lowercase letters, digits or '-', starting and ending with a letter or digit)",
+        ),
+        description="The pool's name, unique in the stack: 1 to 32 lowercase letters, digits or '-'.",
+    )
     instance_type: str = Field(
         alias="instanceType",
         pattern=pattern(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", "not an EC2 instance type (family.size, e.g. g6.2xlarge)"),
         description="The EC2 instance type of the pool's nodes (e.g. g6.2xlarge): one whose NVIDIA GPU the matrix "
-                    "covers.")
+        "covers.",
+    )
     min_size: StrictInt = Field(alias="minSize", ge=0, description="The fewest nodes the pool scales down to.")
     desired_size: StrictInt = Field(
-        alias="desiredSize", ge=0, description="The nodes the pool starts with: minSize <= desiredSize <= maxSize.")
+        alias="desiredSize", ge=0, description="The nodes the pool starts with: minSize <= desiredSize <= maxSize."
+    )
     max_size: StrictInt = Field(
-        alias="maxSize", ge=1,
-        description="The most nodes the pool scales up to: at most a managed node group's quota of nodes.")
+        alias="maxSize",
+        ge=1,
+        description="The most nodes the pool scales up to: at most a managed node group's quota of nodes.",
+    )
     capacity_type: Literal["ON_DEMAND", "SPOT", "CAPACITY_BLOCK"] = Field(
-        default="ON_DEMAND", alias="capacityType",
+        default="ON_DEMAND",
+        alias="capacityType",
         description="How the nodes are bought: ON_DEMAND, SPOT, or CAPACITY_BLOCK (a Capacity Block for ML, reserved "
-                    "ahead for a fixed window).")
-    time_slicing: Optional[TimeSlicing] = Field(
-        default=None, alias="timeSlicing",
-        description="Share each GPU among pods by time-slicing. Not with mig, nor with allocation.mode dra.")
-    mig: Optional[MigConfig] = Field(
+        "ahead for a fixed window).",
+    )
+    time_slicing: TimeSlicing | None = Field(
         default=None,
-        description="Partition each GPU into MIG instances. Not with timeSlicing, nor with allocation.mode dra.")
+        alias="timeSlicing",
+        description="Share each GPU among pods by time-slicing. Not with mig, nor with allocation.mode dra.",
+    )
+    mig: MigConfig | None = Field(
+        default=None,
+        description="Partition each GPU into MIG instances. Not with timeSlicing, nor with allocation.mode dra.",
+    )
     root_volume_gib: StrictInt = Field(
-        default=200, alias="rootVolumeGiB", ge=100, le=16384,
-        description="The size of each node's root volume, in GiB (100 to 16384).")
+        default=200,
+        alias="rootVolumeGiB",
+        ge=100,
+        le=16384,
+        description="The size of each node's root volume, in GiB (100 to 16384).",
+    )
     # surge is EKS's rolling update, in-place its MINIMAL strategy; blue-green is components/aws/node_pool.py's.
-    rollout: Optional[Literal["surge", "in-place", "blue-green"]] = Field(
+    rollout: Literal["surge", "in-place", "blue-green"] | None = Field(
         default=None,
         description="How a new node image reaches the nodes. surge: new nodes first. in-place: old nodes go first, "
-                    "no spare capacity needed. blue-green: a new node group beside the old, removed after a readiness "
-                    "gate. Unset: surge; in-place for a capacity block.")
+        "no spare capacity needed. blue-green: a new node group beside the old, removed after a readiness "
+        "gate. Unset: surge; in-place for a capacity block.",
+    )
     # Both generations run at once, and only the block's owner knows whether it has room for them.
     block_holds_both_generations: StrictBool = Field(
-        default=False, alias="blockHoldsBothGenerations",
+        default=False,
+        alias="blockHoldsBothGenerations",
         description="Say that the capacity block holds twice the pool's nodes, which blue-green on a block needs. "
-                    "Only with rollout: blue-green and capacityType: CAPACITY_BLOCK.")
+        "Only with rollout: blue-green and capacityType: CAPACITY_BLOCK.",
+    )
     # The condition is the node monitoring agent's AcceleratedHardwareReady.
     node_repair: StrictBool = Field(
-        default=True, alias="nodeRepair",
+        default=True,
+        alias="nodeRepair",
         description="EKS node auto repair: a node whose GPU reports a fatal condition (an NVIDIA XID, double-bit "
-                    "errors) is rebooted or replaced. Any pool with it on adds the eks-node-monitoring-agent add-on.")
+        "errors) is rebooted or replaced. Any pool with it on adds the eks-node-monitoring-agent add-on.",
+    )
     # EKS launches a block's nodes only through a launch template that targets it by id.
-    capacity_reservation_id: Optional[str] = Field(
-        default=None, alias="capacityReservationId",
+    capacity_reservation_id: str | None = Field(
+        default=None,
+        alias="capacityReservationId",
         pattern=pattern(r"^cr-[0-9a-f]{17}$", "not a capacity reservation id (cr- and 17 lowercase hex digits)"),
-        description="With capacityType: CAPACITY_BLOCK (and only then): the reservation's id (cr-...).")
+        description="With capacityType: CAPACITY_BLOCK (and only then): the reservation's id (cr-...).",
+    )
     # components/aws/efa.py; the families: gpu_platform/catalog/aws_limits.yaml efa.
-    efa: Optional[StrictBool] = Field(
+    efa: StrictBool | None = Field(
         default=None,
         description="Elastic Fabric Adapter interfaces, a cluster placement group and the EFA security group, for "
-                    "NCCL across nodes. Unset: on for the multi-node training families, off elsewhere.")
+        "NCCL across nodes. Unset: on for the multi-node training families, off elsewhere.",
+    )
     # The zone of an EFA pool's placement group, or of a capacity block, is the pool's choice; EKS
     # refuses a node group whose subnets are outside the cluster's VPC.
-    subnet_ids: Optional[tuple[str, ...]] = Field(
-        default=None, alias="subnetIds", min_length=1,
+    subnet_ids: tuple[str, ...] | None = Field(
+        default=None,
+        alias="subnetIds",
+        min_length=1,
         description="The subnets the pool's nodes launch in, in the cluster's VPC. Unset: cluster.subnetIds. "
-                    "A Capacity Block needs exactly one, in the reservation's zone.")
+        "A Capacity Block needs exactly one, in the reservation's zone.",
+    )
 
     @field_validator("subnet_ids")
     @classmethod
-    def _subnets(cls, value: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+    def _subnets(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
         return None if value is None else subnet_ids(value, "give each subnet once")
 
     @field_validator("rollout", "node_repair", "efa", mode="before")
@@ -135,7 +163,7 @@ class NodePool(Section):
         return value
 
     @model_validator(mode="after")
-    def _sizes(self) -> "NodePool":
+    def _sizes(self) -> NodePool:
         if not self.min_size <= self.desired_size <= self.max_size:
             raise ConfigProblem(
                 f"sizes must satisfy minSize <= desiredSize <= maxSize "
@@ -144,17 +172,20 @@ class NodePool(Section):
         return self
 
     @model_validator(mode="after")
-    def _rollout(self) -> "NodePool":
+    def _rollout(self) -> NodePool:
         block = self.capacity_type == "CAPACITY_BLOCK"
         if self.rollout is None:
             object.__setattr__(self, "rollout", "in-place" if block else "surge")
         elif block and self.rollout == "surge":
             # A surge launches extra instances before the old ones go; a capacity block reserves a fixed
             # count for a fixed window (EC2 User Guide, "Capacity Blocks for ML"), so there is none to spare.
-            raise ConfigProblem("surge does not fit capacityType: CAPACITY_BLOCK: the block holds no spare instance to "
-                                "launch new nodes into first (valid: in-place; blue-green with "
-                                "blockHoldsBothGenerations: "
-                                "true)", path=("rollout",))
+            raise ConfigProblem(
+                "surge does not fit capacityType: CAPACITY_BLOCK: the block holds no spare instance to "
+                "launch new nodes into first (valid: in-place; blue-green with "
+                "blockHoldsBothGenerations: "
+                "true)",
+                path=("rollout",),
+            )
         elif block and self.rollout == "blue-green" and not self.block_holds_both_generations:
             # The new node group launches desiredSize nodes into the same reservation while the old one
             # still holds its own: the block must have room for both generations, which only its owner knows.
@@ -164,10 +195,14 @@ class NodePool(Section):
                 f"{self.desired_size} nodes in the block {self.capacity_reservation_id}; say that the block holds "
                 "them with "
                 "blockHoldsBothGenerations: true, or use rollout: in-place (valid: in-place; blue-green with "
-                "blockHoldsBothGenerations: true)", path=("rollout",))
+                "blockHoldsBothGenerations: true)",
+                path=("rollout",),
+            )
         if self.block_holds_both_generations and not (block and self.rollout == "blue-green"):
-            raise ConfigProblem("only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it",
-                                path=("blockHoldsBothGenerations",))
+            raise ConfigProblem(
+                "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it",
+                path=("blockHoldsBothGenerations",),
+            )
         if self.rollout == "blue-green" and self.min_size == 0:
             # The readiness gate is a DaemonSet on the new group's nodes, and Pulumi's DaemonSet wait
             # ends once kstatus says Current, which a DaemonSet that wants no pod is at once
@@ -182,7 +217,8 @@ class NodePool(Section):
                 "with no node to check passes at once, so the old group would be deleted unchecked (valid: minSize 1 "
                 "or more "
                 "with blue-green, the nodes the pool keeps through a replacement; or rollout: surge or in-place)",
-                path=("minSize",))
+                path=("minSize",),
+            )
         return self
 
     @field_validator("instance_type")
@@ -191,28 +227,32 @@ class NodePool(Section):
         gpu = aws_limits.older_nvidia_gpu(value)
         if gpu:
             known = ", ".join(f"{g.key} ({'/'.join(g.families)})" for g in matrix.load().gpus.values())
-            raise ConfigProblem(f"{value!r} carries an NVIDIA {gpu}, which this platform does not support: its version "
-                                "matrix (the driver floors, MIG profiles and kernel modules the node image is built "
-                                "for) "
-                                f"has no row for it (supported: {known})")
+            raise ConfigProblem(
+                f"{value!r} carries an NVIDIA {gpu}, which this platform does not support: its version "
+                "matrix (the driver floors, MIG profiles and kernel modules the node image is built "
+                "for) "
+                f"has no row for it (supported: {known})"
+            )
         return value
 
     @model_validator(mode="after")
-    def _one_way_to_share(self) -> "NodePool":
+    def _one_way_to_share(self) -> NodePool:
         # The device plugin's config gets both (components/kubernetes/operands/device_plugin.py
         # plugin_config): time-slicing of nvidia.com/gpu beside the MIG strategy, and a configuration
         # carving several profiles (mixed strategy) exposes no nvidia.com/gpu at all, so the replicas
         # would apply to nothing while the pool looked shared.
         if self.mig and self.time_slicing:
-            raise ConfigProblem("mig and timeSlicing are exclusive on one pool: a MIG pool shares its GPUs as MIG "
-                                "instances (with several profiles they are nvidia.com/mig-<profile> resources, and "
-                                "time-slicing nvidia.com/gpu applies to nothing) (valid: one of mig or timeSlicing; "
-                                "put "
-                                "the other in a pool of its own)")
+            raise ConfigProblem(
+                "mig and timeSlicing are exclusive on one pool: a MIG pool shares its GPUs as MIG "
+                "instances (with several profiles they are nvidia.com/mig-<profile> resources, and "
+                "time-slicing nvidia.com/gpu applies to nothing) (valid: one of mig or timeSlicing; "
+                "put "
+                "the other in a pool of its own)"
+            )
         return self
 
     @model_validator(mode="after")
-    def _capacity_block_family(self) -> "NodePool":
+    def _capacity_block_family(self) -> NodePool:
         families = matrix.load().capacity_block_families
         family = self.instance_type.split(".", 1)[0]
         if self.capacity_type == "CAPACITY_BLOCK" and family not in families:
@@ -221,24 +261,29 @@ class NodePool(Section):
                 f"{self.instance_type!r} "
                 "(valid: ON_DEMAND, SPOT; CAPACITY_BLOCK with an instance type of those families; "
                 "gpu_platform/catalog/matrix.yaml "
-                "capacityBlocks)", path=("capacityType",))
+                "capacityBlocks)",
+                path=("capacityType",),
+            )
         return self
 
     @model_validator(mode="after")
-    def _reservation_with_capacity_block(self) -> "NodePool":
+    def _reservation_with_capacity_block(self) -> NodePool:
         if self.capacity_type == "CAPACITY_BLOCK" and not self.capacity_reservation_id:
             raise ConfigProblem("capacityReservationId (cr-...) is required with capacityType: CAPACITY_BLOCK")
         if self.capacity_type != "CAPACITY_BLOCK" and self.capacity_reservation_id:
-            raise ConfigProblem(f"capacityReservationId is only for capacityType: CAPACITY_BLOCK (this pool is "
-                                f"{self.capacity_type})")
+            raise ConfigProblem(
+                f"capacityReservationId is only for capacityType: CAPACITY_BLOCK (this pool is {self.capacity_type})"
+            )
         # A Capacity Block is zonal, and its node group must name only a subnet of the reservation's zone
         # (EKS User Guide 4d52b4d0 latest/ug/ml/capacity-blocks-mng.adoc:64, capacity-blocks.adoc:69).
         if self.capacity_type == "CAPACITY_BLOCK" and (self.subnet_ids is None or len(self.subnet_ids) != 1):
             raise ConfigProblem(
                 "a Capacity Block is zonal: name the one subnet in the Availability Zone of the reservation "
                 f"{self.capacity_reservation_id} (subnetIds: [subnet-...]); the cluster's subnets span zones"
-                if self.subnet_ids is None else
-                f"{len(self.subnet_ids)} subnets, but a Capacity Block is zonal: name only the subnet in the "
+                if self.subnet_ids is None
+                else f"{len(self.subnet_ids)} subnets, but a Capacity Block is zonal: name only the subnet in the "
                 "Availability "
-                f"Zone of the reservation {self.capacity_reservation_id}", path=("subnetIds",))
+                f"Zone of the reservation {self.capacity_reservation_id}",
+                path=("subnetIds",),
+            )
         return self

@@ -7,29 +7,33 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional
+from typing import Any
 
 from gpu_platform.config.errors import ConfigProblem, KeyPath, NoValue, shown
 
 
-def version_problem(value: Any, pattern: str, what: str, example: str, valid: str = "",
-                    path: KeyPath = ()) -> Optional[ConfigProblem]:
+def version_problem(
+    value: Any, pattern: str, what: str, example: str, valid: str = "", path: KeyPath = ()
+) -> ConfigProblem | None:
     """What is wrong with `value` as `what` (a version matching `pattern`), or None."""
     if isinstance(value, str) and re.fullmatch(pattern, value):
         return None
     listed = f" (valid: {valid})" if valid else ""
     if value is None or value == "":
-        return NoValue(f"has no value (null or empty): give {what}, quoted, e.g. \"{example}\"{listed}", path=path)
+        return NoValue(f'has no value (null or empty): give {what}, quoted, e.g. "{example}"{listed}', path=path)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         text = json.dumps(value)
         quoted = text if re.fullmatch(pattern, text) else example
-        return ConfigProblem(f"the value was read as a number ({text}), not text: a version must be quoted, "
-                             f"e.g. \"{quoted}\"{listed}", path=path)
+        return ConfigProblem(
+            f'the value was read as a number ({text}), not text: a version must be quoted, e.g. "{quoted}"{listed}',
+            path=path,
+        )
     if isinstance(value, (dict, list, tuple)):
         kind = "a mapping" if isinstance(value, dict) else "a list"
-        return ConfigProblem(f"{shown(value)} is {kind}, not {what} (one quoted version, e.g. \"{example}\"){listed}",
-                             path=path)
-    return ConfigProblem(f"{shown(value)} is not {what}" + (listed or f" (e.g. \"{example}\")"), path=path)
+        return ConfigProblem(
+            f'{shown(value)} is {kind}, not {what} (one quoted version, e.g. "{example}"){listed}', path=path
+        )
+    return ConfigProblem(f"{shown(value)} is not {what}" + (listed or f' (e.g. "{example}")'), path=path)
 
 
 def quoted_version(value: Any, pattern: str, what: str, example: str) -> Any:

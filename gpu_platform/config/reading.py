@@ -4,7 +4,8 @@ StackConfig, or into a ConfigError that lists every problem with its key path.""
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,8 +32,13 @@ def parse(raw: Mapping[str, Any]) -> StackConfig:
             values[key] = value
     try:
         if not problems:
-            settings = tuple(sorted(provider_setting(key.split(":", 1)[1], value)
-                                    for key, value in raw.items() if key.startswith("aws:") and key != "aws:region"))
+            settings = tuple(
+                sorted(
+                    provider_setting(key.split(":", 1)[1], value)
+                    for key, value in raw.items()
+                    if key.startswith("aws:") and key != "aws:region"
+                )
+            )
             return StackConfig.model_validate(values).model_copy(update={"aws_provider": settings})
     except ValidationError as exc:
         problems += messages.problems(exc.errors())

@@ -5,8 +5,10 @@ them in the section's module, then `make docs`."""
 from __future__ import annotations
 
 import collections.abc
+import types
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 import yaml
@@ -55,7 +57,7 @@ def _type(annotation: Any, plural: bool = False) -> str:
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Annotated:
         return _type(args[0], plural)
-    if origin is Union:
+    if origin in (Union, types.UnionType):  # Optional[X] and X | None
         return _type(next(a for a in args if a is not type(None)), plural)
     if origin is Literal:
         return "one of " + ", ".join(f"`{a}`" for a in args)
@@ -74,7 +76,13 @@ def _default(field: FieldInfo) -> str:
         return "unset"
     if isinstance(value, BaseModel):
         return "each key's default"
-    value = list(value) if isinstance(value, tuple) else dict(value) if isinstance(value, collections.abc.Mapping) else value
+    value = (
+        list(value)
+        if isinstance(value, tuple)
+        else dict(value)
+        if isinstance(value, collections.abc.Mapping)
+        else value
+    )
     return "`" + yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("...").strip() + "`"
 
 
@@ -86,7 +94,10 @@ def _table(model: type[BaseModel]) -> list[str]:
     lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"]
     for name, field in model.model_fields.items():
         key, kind, default = _AS_WRITTEN.get(field.alias or name) or (
-            _key(name, field), _type(field.annotation) + _bounds(field), _default(field))
+            _key(name, field),
+            _type(field.annotation) + _bounds(field),
+            _default(field),
+        )
         lines.append(f"| `{key}` | {kind} | {default} | {_cell(field.description or '')} |")
     return lines
 

@@ -62,9 +62,15 @@ class Section(BaseModel):
         if isinstance(data, dict):
             for name, field in cls.model_fields.items():
                 key = field.alias or name
-                if (key in data and (data[key] is None or data[key] == "") and not field.is_required()
-                        and field.default is None and key not in _NULL_SAID_BY_VALIDATOR):
-                    give = _GIVE_IN.get((cls.__name__, key)) or GIVE.get(key, 'a value')
-                    raise NoValue(f"has no value (null or empty): give {give}, or remove the key for the default",
-                                  path=(key,))
+                if (
+                    key in data
+                    and (data[key] is None or data[key] == "")
+                    and not field.is_required()
+                    and field.default is None
+                    and key not in _NULL_SAID_BY_VALIDATOR
+                ):
+                    give = _GIVE_IN.get((cls.__name__, key)) or GIVE.get(key, "a value")
+                    raise NoValue(
+                        f"has no value (null or empty): give {give}, or remove the key for the default", path=(key,)
+                    )
         return data

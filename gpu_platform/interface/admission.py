@@ -51,8 +51,13 @@ DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
 # allocation/resourceslice/resourceslicecontroller.go:652-654, "create resource slice: %w" :898-900)
 # wrapping the API server's "ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied
 # request: <message>" (kubernetes/apiserver v0.34.0 pkg/admission/plugin/policy/validating/dispatcher.go:294).
-REQUIRED_FOR = {VALIDATOR_PODS: "validator", MIG_MANAGER_NODES: "mig-manager", NFD_MASTER_NODES: "node-feature-discovery",
-                GPU_ACCESS: None, GPU_PRIVILEGE: None}
+REQUIRED_FOR = {
+    VALIDATOR_PODS: "validator",
+    MIG_MANAGER_NODES: "mig-manager",
+    NFD_MASTER_NODES: "node-feature-discovery",
+    GPU_ACCESS: None,
+    GPU_PRIVILEGE: None,
+}
 
 # The validator's CUDA workload pod is privileged by upstream design (an init container running
 # `vectorAdd` and a container echoing success, both `privileged: true`): NVIDIA/gpu-operator v23.9.0
@@ -118,8 +123,12 @@ SYSTEM_PRIORITY_PREFIX = "system-"
 # driver's name is refused; and an UPDATE is judged on the slice before and after (spec.nodeName is
 # immutable, kubernetes/api v0.34.0 resource/v1/types.go:124, so this only costs an expression).
 # Every API version: the rule names "*" (the plugin picks what the cluster serves).
-RESOURCE_SLICE_RULE = {"apiGroups": ["resource.k8s.io"], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE", "DELETE"],
-                       "resources": ["resourceslices"]}
+RESOURCE_SLICE_RULE = {
+    "apiGroups": ["resource.k8s.io"],
+    "apiVersions": ["*"],
+    "operations": ["CREATE", "UPDATE", "DELETE"],
+    "resources": ["resourceslices"],
+}
 
 
 @dataclass(frozen=True)
@@ -150,19 +159,28 @@ NODE_WRITERS = (
     # (annotations_labels.go:39-73; v0.14.2 pkg/apis/nfd/v1alpha1/annotations_labels.go:39-60);
     # extended resources in feature.node.kubernetes.io (annotations_labels.go:42). Taints only with
     # -enable-taints (TaintNs, annotations_labels.go:33), which the master does not get here.
-    NodeWriter("node-feature-discovery", "master", False,
-               ("*.feature.node.kubernetes.io", "*.profile.node.kubernetes.io", "nvidia.com"),
-               ("nfd.node.kubernetes.io", "*.feature.node.kubernetes.io"),
-               ("*.feature.node.kubernetes.io",), NFD_MASTER_NODES,
-               # What places operands and their settings on a node is the pools' (kubelet labels) and the
-               # MIG manager's, never a discovered feature: GFD publishes no such key (`git grep` of
-               # NVIDIA/k8s-device-plugin v0.18.1 internal/lm finds none of them), so NFD may not put a
-               # gating label on a system node. Its own PCI labels (feature.node.kubernetes.io/pci-10de.present)
-               # place nothing here: the GPU Operator's state manager turns them into gpu.present and the
-               # gating labels (NVIDIA/gpu-operator v25.10.1 controllers/state_manager.go:112-116, 508-541),
-               # but this stack runs no operator controller, and no operand selects on them.
-               reserved_labels=(f"{contract.GATE_PREFIX}*", contract.GPU_PRESENT_LABEL, contract.MIG_CONFIG_LABEL,
-                                contract.DEVICE_PLUGIN_CONFIG_LABEL)),
+    NodeWriter(
+        "node-feature-discovery",
+        "master",
+        False,
+        ("*.feature.node.kubernetes.io", "*.profile.node.kubernetes.io", "nvidia.com"),
+        ("nfd.node.kubernetes.io", "*.feature.node.kubernetes.io"),
+        ("*.feature.node.kubernetes.io",),
+        NFD_MASTER_NODES,
+        # What places operands and their settings on a node is the pools' (kubelet labels) and the
+        # MIG manager's, never a discovered feature: GFD publishes no such key (`git grep` of
+        # NVIDIA/k8s-device-plugin v0.18.1 internal/lm finds none of them), so NFD may not put a
+        # gating label on a system node. Its own PCI labels (feature.node.kubernetes.io/pci-10de.present)
+        # place nothing here: the GPU Operator's state manager turns them into gpu.present and the
+        # gating labels (NVIDIA/gpu-operator v25.10.1 controllers/state_manager.go:112-116, 508-541),
+        # but this stack runs no operator controller, and no operand selects on them.
+        reserved_labels=(
+            f"{contract.GATE_PREFIX}*",
+            contract.GPU_PRESENT_LABEL,
+            contract.MIG_CONFIG_LABEL,
+            contract.DEVICE_PLUGIN_CONFIG_LABEL,
+        ),
+    ),
 )
 
 # The variables nvidia-container-toolkit reads to choose devices for a container
@@ -175,7 +193,12 @@ NODE_WRITERS = (
 # envvar-when-unprivileged = false, components/aws/image_component.py and the toolkit DaemonSet), and
 # the policy refuses privileged containers on GPU nodes (PRIVILEGE_CAPABILITY below). It refuses the
 # requests a pod spells out, early and with a message, not every way to make one.
-DEVICE_ENV = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES", "NVIDIA_MIG_MONITOR_DEVICES", "NVIDIA_IMEX_CHANNELS")
+DEVICE_ENV = (
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "NVIDIA_IMEX_CHANNELS",
+)
 # NVIDIA_VISIBLE_DEVICES set to exactly one of these selects no GPU: cuda_image.go:173-176 turns
 # "void" (and an empty value) into no device, and internal/config/image/devices.go:36-47
 # NewVisibleDevices maps "none" to none{} (no device; the driver's utilities only) and "void" to

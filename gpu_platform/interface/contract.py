@@ -133,7 +133,7 @@ def format_overrides(overrides) -> str:
 
 def parse_overrides(text: str) -> dict[str, str]:
     pairs = (item.split("=", 1) for item in split_values(text) if "=" in item)
-    return {k: v for k, v in pairs}
+    return dict(pairs)
 
 
 def gate_label(gate: str) -> str:

@@ -16,6 +16,7 @@ _EMPTY: Mapping[str, Any] = {}
 try:
     from pulumi_policy.proxy import UnknownValueError as _Unknown
 except ImportError:  # the program's own runtime: plain values, nothing reads as unknown
+
     class _Unknown(Exception):  # type: ignore[no-redef]
         pass
 

@@ -4,7 +4,8 @@ privileges the pods keep, which host paths they really mount, which images they 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from gpu_platform.interface import contract
 from gpu_platform.interface.props import dig, mapping, sequence, strings, text
@@ -23,7 +24,7 @@ _POD_SPEC_PATH = {
 }
 
 
-def kind(resource_type: str) -> Optional[str]:
+def kind(resource_type: str) -> str | None:
     """`kubernetes:apps/v1:DaemonSet` -> `DaemonSet` when it is a workload kind, else None."""
     if not resource_type.startswith("kubernetes:"):
         return None
@@ -39,7 +40,9 @@ def pod_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]:
 def pod_annotations(resource_type: str, props: Mapping[str, Any]) -> dict[str, str]:
     """The workload's annotations over its pod template's (the workload's win)."""
     workload = kind(resource_type)
-    template_meta = dig(props, *_POD_SPEC_PATH[workload][:-1], "metadata") if workload and workload != "Pod" else mapping(None)
+    template_meta = (
+        dig(props, *_POD_SPEC_PATH[workload][:-1], "metadata") if workload and workload != "Pod" else mapping(None)
+    )
     own = dig(props, "metadata")
     return {**strings(template_meta.get("annotations")), **strings(own.get("annotations"))}
 
@@ -48,15 +51,17 @@ def own_annotations(props: Mapping[str, Any]) -> dict[str, str]:
     return strings(dig(props, "metadata").get("annotations"))
 
 
-def operand(props: Mapping[str, Any]) -> Optional[str]:
+def operand(props: Mapping[str, Any]) -> str | None:
     """The GPU operand a workload belongs to (the `gpu-platform.io/operand` label), if any."""
     return strings(dig(props, "metadata").get("labels")).get(contract.OPERAND_KEY)
 
 
 def containers(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [
-        c for key in ("initContainers", "containers", "ephemeralContainers")
-        for c in sequence(spec.get(key)) if isinstance(c, Mapping)
+        c
+        for key in ("initContainers", "containers", "ephemeralContainers")
+        for c in sequence(spec.get(key))
+        if isinstance(c, Mapping)
     ]
 
 
@@ -84,7 +89,8 @@ def host_path_modes(spec: Mapping[str, Any]) -> dict[str, str]:
     `readOnly: true` writes). A hostPath volume no container mounts gives no access and is left out."""
     by_volume = {
         text(v.get("name")): text(dig(v, "hostPath").get("path"))
-        for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v
+        for v in map(mapping, sequence(spec.get("volumes")))
+        if "hostPath" in v
     }
     modes: dict[str, str] = {}
     for c in containers(spec):
@@ -126,14 +132,23 @@ def container_privileges(spec: Mapping[str, Any]) -> list[tuple[str, str, list[s
     shared = [key for key in ("hostPID", "hostNetwork", "hostIPC") if spec.get(key) is True]
     host_paths = {
         text(v.get("name")): text(dig(v, "hostPath").get("path"))
-        for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v
+        for v in map(mapping, sequence(spec.get("volumes")))
+        if "hostPath" in v
     }
     found = []
     for c in containers(spec):
         held = ["privileged"] if _context(c).get("privileged") is True else []
-        held += [f"capability {text(cap)}" for cap in sorted({text(cap) for cap in sequence(dig(_context(c), "capabilities").get("add"))})]
-        held += sorted({f"hostPath {host_paths[name]}" for name in (text(m.get("name")) for m in map(mapping, sequence(c.get("volumeMounts"))))
-                        if name in host_paths})
+        held += [
+            f"capability {text(cap)}"
+            for cap in sorted({text(cap) for cap in sequence(dig(_context(c), "capabilities").get("add"))})
+        ]
+        held += sorted(
+            {
+                f"hostPath {host_paths[name]}"
+                for name in (text(m.get("name")) for m in map(mapping, sequence(c.get("volumeMounts"))))
+                if name in host_paths
+            }
+        )
         held += shared
         if held:
             found.append((text(c.get("name")) or "?", text(c.get("image")), held))

@@ -30,27 +30,45 @@ props.unless_filled_in, since a first preview has them unknown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from gpu_platform.privileges.canonical_form import canonical, number, sha256, subject, without_autoname
 from gpu_platform.interface.props import dig, mapping, sequence, text, unless_filled_in
-from gpu_platform.interface.resource_types import (EKS_CLUSTER, EKS_NODE_GROUP, IAM_INSTANCE_PROFILE, IMAGE_DISTRIBUTION as DISTRIBUTION,
-                                         IMAGE_INFRASTRUCTURE, LAUNCH_TEMPLATE, SERVICE_ACCOUNT)
+from gpu_platform.interface.resource_types import (
+    EKS_CLUSTER,
+    EKS_NODE_GROUP,
+    IAM_INSTANCE_PROFILE,
+    IMAGE_DISTRIBUTION as DISTRIBUTION,
+    IMAGE_INFRASTRUCTURE,
+    LAUNCH_TEMPLATE,
+    SERVICE_ACCOUNT,
+)
+from gpu_platform.privileges.canonical_form import canonical, number, sha256, subject, without_autoname
 
 Row = tuple[str, str, str]
-TYPES = (LAUNCH_TEMPLATE, EKS_NODE_GROUP, IMAGE_INFRASTRUCTURE, DISTRIBUTION, IAM_INSTANCE_PROFILE, EKS_CLUSTER, SERVICE_ACCOUNT)
+TYPES = (
+    LAUNCH_TEMPLATE,
+    EKS_NODE_GROUP,
+    IMAGE_INFRASTRUCTURE,
+    DISTRIBUTION,
+    IAM_INSTANCE_PROFILE,
+    EKS_CLUSTER,
+    SERVICE_ACCOUNT,
+)
 IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"  # EKS User Guide, "IAM roles for service accounts"
 
 
 def _metadata(options: Mapping[str, Any]) -> str:
     # Unset reads as the default EC2 states (EC2 API, LaunchTemplateInstanceMetadataOptionsRequest:
     # tokens optional, hop limit 1, endpoint enabled), so the live object, which may state it, reads alike.
-    return (f"instance metadata: tokens {text(options.get('httpTokens')) or 'optional'}, hop limit "
-            f"{number(options.get('httpPutResponseHopLimit')) or '1'}, endpoint {text(options.get('httpEndpoint')) or 'enabled'}")
+    return (
+        f"instance metadata: tokens {text(options.get('httpTokens')) or 'optional'}, hop limit "
+        f"{number(options.get('httpPutResponseHopLimit')) or '1'}, endpoint {text(options.get('httpEndpoint')) or 'enabled'}"
+    )
 
 
-def _flag(value: Any) -> Optional[bool]:
+def _flag(value: Any) -> bool | None:
     """A true/false setting as the provider reads it: a bool, or one of the strings its nullable-bool
     attributes take ("", "0", "1", "false", "true": terraform-provider-aws internal/verify/validate.go
     ValidTypeStringNullableBoolean, parsed with strconv.ParseBool, which also takes t/T/TRUE/True and
@@ -96,15 +114,27 @@ def _public_address(interfaces: Any) -> str:
 _CUSTOM_AMI = "CUSTOM (the launch template's image)"
 
 
-def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
-         built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({})) -> list[Row]:
+def rows(
+    resource_type: str,
+    resource_name: str,
+    props: Mapping[str, Any],
+    built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
+) -> list[Row]:
     if resource_type == LAUNCH_TEMPLATE:
         who, part = f"launch template {resource_name}", "(node settings)"
         found = [(who, part, _metadata(dig(props, "metadataOptions")))]
         for device in map(mapping, sequence(props.get("blockDeviceMappings"))):
             encrypted = _flag(dig(device, "ebs").get("encrypted"))
-            found.append((who, part, f"volume {text(device.get('deviceName'))} "
-                                     f"{'encrypted' if encrypted else 'NOT encrypted' if encrypted is False else 'encryption NOT stated (the account default applies)'}"))
+            found.append(
+                (
+                    who,
+                    part,
+                    (
+                        f"volume {text(device.get('deviceName'))} "
+                        f"{'encrypted' if encrypted else 'NOT encrypted' if encrypted is False else 'encryption NOT stated (the account default applies)'}"
+                    ),
+                )
+            )
         found.append((who, part, _public_address(sequence(props.get("networkInterfaces")))))
         return found
     if resource_type == EKS_NODE_GROUP:
@@ -121,49 +151,85 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
             # The template's id is an output; which stack template it is, the engine's dependency list says.
             found += [(who, part, f"launch template {name}") for name in built_from["launchTemplate"]]
         else:
-            given = {key: text(mapping(template).get(key)) for key in ("id", "name") if text(mapping(template).get(key))}
+            given = {
+                key: text(mapping(template).get(key)) for key in ("id", "name") if text(mapping(template).get(key))
+            }
             found.append((who, part, f"launch template NOT made by this stack: {canonical(given)}"))
         if props.get("remoteAccess"):
             found.append((who, part, f"SSH remote access {canonical(props.get('remoteAccess'))}"))
-        return found + [(who, part, _subnets(props.get("subnetIds")))]
+        return [*found, (who, part, _subnets(props.get("subnetIds")))]
     if resource_type == IMAGE_INFRASTRUCTURE:
         who, part = f"image build host {resource_name}", "(build settings)"
         # terminate_instance_on_failure: Optional, Default false (terraform-provider-aws
         # internal/service/imagebuilder/infrastructure_configuration.go, commit 00a35305).
-        return [(who, part, f"key pair {text(props.get('keyPair')) or '(none)'}"),
-                (who, part, f"terminateInstanceOnFailure {canonical(bool(_flag(props.get('terminateInstanceOnFailure'))))}"),
-                # The profile by the stack resource its name is built from, else as written (one the
-                # stack does not make): which role the bake runs as is that profile's row.
-                *[(who, part, f"instance profile {profile}") for profile in
-                  built_from.get("instanceProfileName") or (f"NOT made by this stack: {text(props.get('instanceProfileName')) or '(none)'}",)],
-                (who, part, _metadata(dig(props, "instanceMetadataOptions"))),
-                (who, part, _subnets([props.get("subnetId")] if text(props.get("subnetId")) else []))]
+        return [
+            (who, part, f"key pair {text(props.get('keyPair')) or '(none)'}"),
+            (
+                who,
+                part,
+                f"terminateInstanceOnFailure {canonical(bool(_flag(props.get('terminateInstanceOnFailure'))))}",
+            ),
+            # The profile by the stack resource its name is built from, else as written (one the
+            # stack does not make): which role the bake runs as is that profile's row.
+            *[
+                (who, part, f"instance profile {profile}")
+                for profile in built_from.get("instanceProfileName")
+                or (f"NOT made by this stack: {text(props.get('instanceProfileName')) or '(none)'}",)
+            ],
+            (who, part, _metadata(dig(props, "instanceMetadataOptions"))),
+            (who, part, _subnets([props.get("subnetId")] if text(props.get("subnetId")) else [])),
+        ]
     if resource_type == DISTRIBUTION:
         found = []
         for d in map(mapping, sequence(props.get("distributions"))):
             who, part = f"image distribution {resource_name} to {text(d.get('region')) or '?'}", "(who may launch it)"
             ami = dig(d, "amiDistributionConfiguration")
-            found.append((who, part, f"launchPermission {canonical(ami.get('launchPermission')) if ami.get('launchPermission') else '(none: this account only)'}"))
+            found.append(
+                (
+                    who,
+                    part,
+                    f"launchPermission {canonical(ami.get('launchPermission')) if ami.get('launchPermission') else '(none: this account only)'}",
+                )
+            )
             if sequence(ami.get("targetAccountIds")):
-                found.append((who, part, f"copied to accounts {canonical(sorted(text(a) for a in sequence(ami.get('targetAccountIds'))))}"))
+                found.append(
+                    (
+                        who,
+                        part,
+                        f"copied to accounts {canonical(sorted(text(a) for a in sequence(ami.get('targetAccountIds'))))}",
+                    )
+                )
             if text(ami.get("kmsKeyId")):
                 found.append((who, part, f"AMI encrypted with KMS key {text(ami.get('kmsKeyId'))}"))
             # Every other way the image leaves the build (pulumi-aws 7.51 imagebuilder DistributionConfiguration
             # distributions[]: an S3 export, SSM parameters (in other accounts), fast launch and launch
             # template updates (per account), container images): each one set is a row of its whole value.
-            found += [(who, part, f"{key} {sha256(canonical(d.get(key)))} (SHA-256 of the canonical JSON)")
-                      for key in ("s3ExportConfiguration", "ssmParameterConfigurations", "fastLaunchConfigurations",
-                                  "launchTemplateConfigurations", "containerDistributionConfiguration")
-                      if mapping(d.get(key)) or sequence(d.get(key))]
+            found += [
+                (who, part, f"{key} {sha256(canonical(d.get(key)))} (SHA-256 of the canonical JSON)")
+                for key in (
+                    "s3ExportConfiguration",
+                    "ssmParameterConfigurations",
+                    "fastLaunchConfigurations",
+                    "launchTemplateConfigurations",
+                    "containerDistributionConfiguration",
+                )
+                if mapping(d.get(key)) or sequence(d.get(key))
+            ]
         return found
     if resource_type == IAM_INSTANCE_PROFILE:
         return [(f"instance profile {resource_name}", "(role)", f"role {without_autoname(props.get('role'))}")]
     if resource_type == EKS_CLUSTER:
         logs = sorted(text(t) for t in sequence(props.get("enabledClusterLogTypes")))
         secrets = "secrets" in {text(r) for r in sequence(dig(props, "encryptionConfig").get("resources"))}
-        return [("EKS cluster", "(control plane)", f"logs {', '.join(logs) if logs else 'NONE'}"),
-                ("EKS cluster", "(control plane)", _subnets(dig(props, "vpcConfig").get("subnetIds"))),
-                ("EKS cluster", "(control plane)", "secrets envelope-encrypted with a KMS key" if secrets else "secrets NOT envelope-encrypted")]
+        return [
+            ("EKS cluster", "(control plane)", f"logs {', '.join(logs) if logs else 'NONE'}"),
+            ("EKS cluster", "(control plane)", _subnets(dig(props, "vpcConfig").get("subnetIds"))),
+            (
+                "EKS cluster",
+                "(control plane)",
+                "secrets envelope-encrypted with a KMS key" if secrets else "secrets NOT envelope-encrypted",
+            ),
+        ]
     if resource_type == SERVICE_ACCOUNT:
         meta = dig(props, "metadata")
         who = subject("ServiceAccount", text(meta.get("namespace")), text(meta.get("name")) or resource_name)
@@ -171,6 +237,12 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
         if IRSA_ANNOTATION in dig(meta, "annotations"):
             found.append((who, "(identity)", f"an IAM role through {IRSA_ANNOTATION}"))
         if props.get("automountServiceAccountToken") is not None:
-            found.append((who, "(identity)", f"automountServiceAccountToken {canonical(props.get('automountServiceAccountToken'))}"))
+            found.append(
+                (
+                    who,
+                    "(identity)",
+                    f"automountServiceAccountToken {canonical(props.get('automountServiceAccountToken'))}",
+                )
+            )
         return found
     return []

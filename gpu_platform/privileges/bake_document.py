@@ -24,12 +24,13 @@ import binascii
 import gzip
 import re
 import zlib
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
-from gpu_platform.privileges.canonical_form import sha256
 from gpu_platform.interface.props import mapping, sequence, text
+from gpu_platform.privileges.canonical_form import sha256
 
 BUILD = "(build step)"
 
@@ -40,8 +41,6 @@ _ASSIGN = re.compile(r'^(?:readonly )?([A-Z_][A-Z0-9_]*)="([^"]*)"$')
 _PIN = re.compile(r"(FINGERPRINT|SHA256|CHECKSUM)$")
 _REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)(?::-([^}]*))?\}")
 _QUOTED = re.compile(r'"([^"]*)"')
-
-
 
 
 def _unquoted(value: str) -> str:
@@ -60,8 +59,10 @@ def build_commands(document: str) -> str:
         return ""
     return "\n".join(
         text(command)
-        for phase in map(mapping, sequence(mapping(doc).get("phases"))) if phase.get("name") == "build"
-        for step in map(mapping, sequence(phase.get("steps"))) if step.get("action") == "ExecuteBash"
+        for phase in map(mapping, sequence(mapping(doc).get("phases")))
+        if phase.get("name") == "build"
+        for step in map(mapping, sequence(phase.get("steps")))
+        if step.get("action") == "ExecuteBash"
         for command in sequence(mapping(step.get("inputs")).get("commands"))
     )
 
@@ -80,7 +81,7 @@ def _scripts(lines: list[str]) -> dict[str, bytes | str]:
         targets = _QUOTED.findall(head)
         target = (targets[-1] if targets else marker).replace("${ROOT:-}", "").replace("${work}/", "")
         try:
-            found[target] = gzip.decompress(base64.b64decode("".join(lines[i + 1:end]), validate=True))
+            found[target] = gzip.decompress(base64.b64decode("".join(lines[i + 1 : end]), validate=True))
         except (binascii.Error, OSError, EOFError, zlib.error) as exc:
             found[target] = f"cannot be unpacked ({type(exc).__name__})"
         i = end + 1
@@ -100,7 +101,7 @@ def _script_rows(subject: str, name: str, script: str, exports: Mapping[str, str
             if _PIN.search(assigned.group(1)):
                 found.append((subject, name, f"pin {assigned.group(1)} {names[assigned.group(1)]}"))
         elif line.startswith("baseurl="):
-            found.append((subject, name, f"package repository {_expand(line[len('baseurl='):], names)}"))
+            found.append((subject, name, f"package repository {_expand(line[len('baseurl=') :], names)}"))
         elif re.search(r"\bcurl\b", line):
             urls = [u for u in (_expand(q, names) for q in _QUOTED.findall(line)) if re.match(r"https?://", u)]
             found += [(subject, name, f"download {url}") for url in urls]

@@ -24,11 +24,17 @@ Rows, subject SUBJECT, part the principal (`principal`):
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from gpu_platform.interface import contract
 from gpu_platform.interface.props import dig, mapping, sequence, text
-from gpu_platform.interface.resource_types import EKS_ACCESS_ASSOCIATION as ASSOCIATION_TYPE, EKS_ACCESS_ENTRY as ENTRY_TYPE, EKS_CLUSTER as CLUSTER_TYPE, NAMESPACE as NAMESPACE_TYPE
+from gpu_platform.interface.resource_types import (
+    EKS_ACCESS_ASSOCIATION as ASSOCIATION_TYPE,
+    EKS_ACCESS_ENTRY as ENTRY_TYPE,
+    EKS_CLUSTER as CLUSTER_TYPE,
+    NAMESPACE as NAMESPACE_TYPE,
+)
 
 Row = tuple[str, str, str]
 SUBJECT = "EKS cluster access"
@@ -37,8 +43,11 @@ TYPES = (NAMESPACE_TYPE, ASSOCIATION_TYPE, ENTRY_TYPE, CLUSTER_TYPE)
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 _ACCESS_POLICY = re.compile(r"arn:aws(?:-cn|-us-gov)?:eks::aws:cluster-access-policy/(?P<name>[A-Za-z0-9]+)")
 # An IAM role or user ARN, path optional (EKS User Guide, "Create access entries": a role's ARN may carry one).
-_PRINCIPAL = re.compile(r"arn:(?P<partition>aws(?:-cn|-us-gov)?):iam::(?P<account>\d{12}):(?P<kind>role|user)/"
-                        r"(?:[^/]+/)*(?P<name>[^/]+)", re.ASCII)
+_PRINCIPAL = re.compile(
+    r"arn:(?P<partition>aws(?:-cn|-us-gov)?):iam::(?P<account>\d{12}):(?P<kind>role|user)/"
+    r"(?:[^/]+/)*(?P<name>[^/]+)",
+    re.ASCII,
+)
 ADMIN_GRANT = f"{CLUSTER_ADMIN_POLICY} (cluster scope)"
 CREATOR = "(cluster creator)"
 
@@ -102,8 +111,13 @@ def _cluster_rows(props: Mapping[str, Any]) -> list[Row]:
         found.append((SUBJECT, "(endpoint)", "private endpoint only"))
     mode = text(access.get("authenticationMode")) or "CONFIG_MAP"
     if mode != "API":
-        found.append((SUBJECT, "(aws-auth ConfigMap)", f"authenticationMode {mode}: IAM principals the kube-system "
-                                                       "aws-auth ConfigMap maps are admitted too"))
+        found.append(
+            (
+                SUBJECT,
+                "(aws-auth ConfigMap)",
+                f"authenticationMode {mode}: IAM principals the kube-system aws-auth ConfigMap maps are admitted too",
+            )
+        )
     return found
 
 
@@ -117,11 +131,19 @@ def _stack_rows(props: Mapping[str, Any]) -> list[Row]:
         found.append((SUBJECT, "(cluster)", f"cluster {text(notes.get(contract.CLUSTER_KEY))}"))
     if contract.NODE_IMAGE_KEY in notes:
         found.append(("GPU node image", "(boots as root)", text(notes.get(contract.NODE_IMAGE_KEY))))
-    found += [("AWS provider", "(where its calls go, as whom)", f"aws:{line}")
-              for line in text(notes.get(contract.AWS_PROVIDER_KEY)).splitlines() if line]
+    found += [
+        ("AWS provider", "(where its calls go, as whom)", f"aws:{line}")
+        for line in text(notes.get(contract.AWS_PROVIDER_KEY)).splitlines()
+        if line
+    ]
     if contract.AUDIT_APPROVAL in notes or contract.AUDIT_OWNER in notes:
-        found.append(("Approval record", "(gpu-platform:audit)", f"approval {text(notes.get(contract.AUDIT_APPROVAL))}, "
-                                                                 f"owner {text(notes.get(contract.AUDIT_OWNER))}"))
+        found.append(
+            (
+                "Approval record",
+                "(gpu-platform:audit)",
+                f"approval {text(notes.get(contract.AUDIT_APPROVAL))}, owner {text(notes.get(contract.AUDIT_OWNER))}",
+            )
+        )
     return found
 
 

@@ -19,11 +19,12 @@ Rows (subject, part, privilege):
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from gpu_platform.privileges.canonical_form import number, subject
 from gpu_platform.interface.props import dig, mapping, sequence, text
 from gpu_platform.interface.resource_types import NAMESPACE
+from gpu_platform.privileges.canonical_form import number, subject
 
 Row = tuple[str, str, str]
 # kubernetes/kubernetes pkg/apis/resource/types.go DRAAdminNamespaceLabelKey (1.34 on; 1.33 had
@@ -58,8 +59,13 @@ def claim_rows(kind: str, resource_name: str, props: Mapping[str, Any]) -> list[
         if asked.get("adminAccess") is True:
             mode = text(asked.get("allocationMode")) or "ExactCount"
             count = f" {number(asked.get('count'))}" if mode == "ExactCount" and asked.get("count") is not None else ""
-            found.append((key, f"request {name}",
-                          f"adminAccess to devices of class {text(asked.get('deviceClassName'))}, allocationMode {mode}{count}"))
+            found.append(
+                (
+                    key,
+                    f"request {name}",
+                    f"adminAccess to devices of class {text(asked.get('deviceClassName'))}, allocationMode {mode}{count}",
+                )
+            )
     return found
 
 
@@ -67,8 +73,13 @@ def namespace_rows(resource_name: str, props: Mapping[str, Any]) -> list[Row]:
     meta = dig(props, "metadata")
     if text(dig(meta, "labels").get(ADMIN_NAMESPACE_LABEL)) != "true":
         return []
-    return [(subject("Namespace", "", text(meta.get("name")) or resource_name), "(namespace)",
-             f"label {ADMIN_NAMESPACE_LABEL}=true: any ResourceClaim created in it may take admin access to devices")]
+    return [
+        (
+            subject("Namespace", "", text(meta.get("name")) or resource_name),
+            "(namespace)",
+            f"label {ADMIN_NAMESPACE_LABEL}=true: any ResourceClaim created in it may take admin access to devices",
+        )
+    ]
 
 
 def rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:

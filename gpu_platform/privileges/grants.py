@@ -47,16 +47,27 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from gpu_platform.interface import contract
+from gpu_platform.interface.props import dig, mapping, sequence, text
+from gpu_platform.interface.resource_types import (
+    IAM_ATTACHMENT,
+    IAM_EXCLUSIVE,
+    IAM_INLINE,
+    IAM_OIDC_PROVIDER,
+    IAM_POLICY,
+    IAM_ROLE,
+    KMS_KEY,
+    MUTATING_WEBHOOKS,
+    NAMESPACE as NAMESPACE_TYPE,
+    VALIDATING_WEBHOOKS,
+)
 from gpu_platform.privileges import server_defaults
 from gpu_platform.privileges.canonical_form import canonical, plain, sha256, subject, without_autoname
 from gpu_platform.privileges.iam_document import statements, values
-from gpu_platform.interface.props import dig, mapping, sequence, text
 from gpu_platform.privileges.workload_binding import shown
-from gpu_platform.interface.resource_types import (IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_OIDC_PROVIDER, IAM_POLICY, IAM_ROLE, KMS_KEY,
-                                         MUTATING_WEBHOOKS, NAMESPACE as NAMESPACE_TYPE, VALIDATING_WEBHOOKS)
 
 Row = tuple[str, str, str]
 _RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -68,9 +79,24 @@ _ADMISSION = "kubernetes:admissionregistration.k8s.io/"
 # would be as strong, so it is in the ledger too, whoever adds it.
 POLICY_TYPES = {_ADMISSION + f"{v}:ValidatingAdmissionPolicy" for v in ("v1", "v1beta1", "v1alpha1")}
 POLICY_BINDING_TYPES = {_ADMISSION + f"{v}:ValidatingAdmissionPolicyBinding" for v in ("v1", "v1beta1", "v1alpha1")}
-WEBHOOK_TYPES = {MUTATING_WEBHOOKS: "MutatingWebhookConfiguration", VALIDATING_WEBHOOKS: "ValidatingWebhookConfiguration"}
-TYPES = (*ROLE_TYPES, *BINDING_TYPES, *sorted(POLICY_TYPES), *sorted(POLICY_BINDING_TYPES), *WEBHOOK_TYPES,
-         IAM_ROLE, IAM_ATTACHMENT, IAM_EXCLUSIVE, IAM_INLINE, IAM_POLICY, KMS_KEY, IAM_OIDC_PROVIDER)
+WEBHOOK_TYPES = {
+    MUTATING_WEBHOOKS: "MutatingWebhookConfiguration",
+    VALIDATING_WEBHOOKS: "ValidatingWebhookConfiguration",
+}
+TYPES = (
+    *ROLE_TYPES,
+    *BINDING_TYPES,
+    *sorted(POLICY_TYPES),
+    *sorted(POLICY_BINDING_TYPES),
+    *WEBHOOK_TYPES,
+    IAM_ROLE,
+    IAM_ATTACHMENT,
+    IAM_EXCLUSIVE,
+    IAM_INLINE,
+    IAM_POLICY,
+    KMS_KEY,
+    IAM_OIDC_PROVIDER,
+)
 # An AWS account ID: 12 digits (AWS Account Management Reference Guide, "View AWS account identifiers").
 _ACCOUNT = re.compile(r"[0-9]{12}")
 OWN_ACCOUNT = "(stack account)"
@@ -79,8 +105,11 @@ OWN_ACCOUNT = "(stack account)"
 def own_account(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
     """The account the stack's namespaces declare (contract.AWS_ACCOUNT_KEY); "" when none declares
     one, when they differ, or when it is no account ID: then nothing is masked."""
-    declared = {text(dig(props, "metadata", "annotations").get(contract.AWS_ACCOUNT_KEY))
-                for type_, _, props in resources if type_ == NAMESPACE_TYPE}
+    declared = {
+        text(dig(props, "metadata", "annotations").get(contract.AWS_ACCOUNT_KEY))
+        for type_, _, props in resources
+        if type_ == NAMESPACE_TYPE
+    }
     declared.discard("")
     account = next(iter(declared)) if len(declared) == 1 else ""
     return account if _ACCOUNT.fullmatch(account) else ""
@@ -150,24 +179,49 @@ def _admission_rows(resource_type: str, resource_name: str, props: Mapping[str, 
         # the whole webhook (client, rules, selectors, failure policy) by SHA-256.
         who = _key(WEBHOOK_TYPES[resource_type], meta, resource_name)
         mutating = resource_type == MUTATING_WEBHOOKS
-        return [(who, "(webhook)", f"webhook {text(mapping(w).get('name'))} "
-                                   f"{sha256(canonical(server_defaults.webhook(w, mutating)))} (SHA-256 of the canonical JSON)")
-                for w in sequence(props.get("webhooks"))] or [(who, "(webhook)", "webhooks (none)")]
+        return [
+            (
+                who,
+                "(webhook)",
+                (
+                    f"webhook {text(mapping(w).get('name'))} "
+                    f"{sha256(canonical(server_defaults.webhook(w, mutating)))} (SHA-256 of the canonical JSON)"
+                ),
+            )
+            for w in sequence(props.get("webhooks"))
+        ] or [(who, "(webhook)", "webhooks (none)")]
     if resource_type in POLICY_TYPES:
         who = _key("ValidatingAdmissionPolicy", meta, resource_name)
         # With the API server's defaults, so the live policy (a real preview of a deployed stack) hashes alike.
-        return [(who, "(policy)", f"spec {sha256(canonical(server_defaults.policy_spec(spec)))} (SHA-256 of the canonical JSON)")]
+        return [
+            (
+                who,
+                "(policy)",
+                f"spec {sha256(canonical(server_defaults.policy_spec(spec)))} (SHA-256 of the canonical JSON)",
+            )
+        ]
     who = _key("ValidatingAdmissionPolicyBinding", meta, resource_name)
     actions = sorted({text(a) for a in sequence(spec.get("validationActions"))})
-    found = [(who, "(binding)", f"policyName {text(spec.get('policyName'))}"),
-             (who, "(binding)", f"validationActions {canonical(actions)}")]
+    found = [
+        (who, "(binding)", f"policyName {text(spec.get('policyName'))}"),
+        (who, "(binding)", f"validationActions {canonical(actions)}"),
+    ]
     if "matchResources" in spec:
-        found.append((who, "(binding)", shown("matchResources", server_defaults.binding_match(spec.get("matchResources")))))
+        found.append(
+            (who, "(binding)", shown("matchResources", server_defaults.binding_match(spec.get("matchResources"))))
+        )
     else:
         found.append((who, "(binding)", "matchResources (none)"))
     # paramRef.parameterNotFoundAction defaults to Deny (admissionregistration/v1beta1/defaults.go SetDefaults_ParamRef).
-    found.append((who, "(binding)", shown("paramRef", {"parameterNotFoundAction": "Deny", **plain(mapping(spec.get("paramRef")))})
-                  if "paramRef" in spec else "paramRef (none)"))
+    found.append(
+        (
+            who,
+            "(binding)",
+            shown("paramRef", {"parameterNotFoundAction": "Deny", **plain(mapping(spec.get("paramRef")))})
+            if "paramRef" in spec
+            else "paramRef (none)",
+        )
+    )
     return found
 
 
@@ -199,20 +253,46 @@ def _iam_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], 
         trust = props.get("assumeRolePolicy")
         found = [(who, "(trust)", _hashed("assumeRolePolicy", trust, account))]
         found += [(who, "(trust)", row) for row in _trusted(trust, account)]
-        found += [(who, "(policies)", f"policy {_masked(text(arn), account)}") for arn in sequence(props.get("managedPolicyArns"))]
-        found += [(who, "(policies)", _hashed(f"inline policy {text(p.get('name'))}", p.get("policy"), account))
-                  for p in map(mapping, sequence(props.get("inlinePolicies")))]
+        found += [
+            (who, "(policies)", f"policy {_masked(text(arn), account)}")
+            for arn in sequence(props.get("managedPolicyArns"))
+        ]
+        found += [
+            (who, "(policies)", _hashed(f"inline policy {text(p.get('name'))}", p.get("policy"), account))
+            for p in map(mapping, sequence(props.get("inlinePolicies")))
+        ]
         return found
     if resource_type == IAM_ATTACHMENT:
-        return [(f"IAM role {_role_name(props.get('role'))}", "(policies)", f"policy {_masked(text(props.get('policyArn')), account)}")]
+        return [
+            (
+                f"IAM role {_role_name(props.get('role'))}",
+                "(policies)",
+                f"policy {_masked(text(props.get('policyArn')), account)}",
+            )
+        ]
     if resource_type == IAM_EXCLUSIVE:
         who = f"IAM role {_role_name(props.get('roleName'))}"
-        return [(who, "(policies)", f"policy {_masked(text(arn), account)}") for arn in sequence(props.get("policyArns"))]
+        return [
+            (who, "(policies)", f"policy {_masked(text(arn), account)}") for arn in sequence(props.get("policyArns"))
+        ]
     if resource_type == IAM_INLINE:
-        return [(f"IAM role {_role_name(props.get('role'))}", "(policies)",
-                 _hashed(f"inline policy {_role_name(props.get('name')) or resource_name}", props.get("policy"), account))]
+        return [
+            (
+                f"IAM role {_role_name(props.get('role'))}",
+                "(policies)",
+                _hashed(
+                    f"inline policy {_role_name(props.get('name')) or resource_name}", props.get("policy"), account
+                ),
+            )
+        ]
     if resource_type == IAM_POLICY:
-        return [(f"IAM policy {_role_name(props.get('name')) or resource_name}", "(document)", _hashed("policy", props.get("policy"), account))]
+        return [
+            (
+                f"IAM policy {_role_name(props.get('name')) or resource_name}",
+                "(document)",
+                _hashed("policy", props.get("policy"), account),
+            )
+        ]
     return [(f"KMS key {resource_name}", "(document)", _hashed("policy", props.get("policy"), account))]
 
 
@@ -225,7 +305,13 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any], accou
     if resource_type == IAM_OIDC_PROVIDER:
         # A trust anchor: every role that trusts it as a Federated principal trusts what it signs.
         who = f"IAM OIDC provider {text(props.get('url')) or resource_name}"
-        return [(who, "(trust anchor)", f"clientIdList {canonical(sorted(text(c) for c in sequence(props.get('clientIdLists'))))}")]
+        return [
+            (
+                who,
+                "(trust anchor)",
+                f"clientIdList {canonical(sorted(text(c) for c in sequence(props.get('clientIdLists'))))}",
+            )
+        ]
     if resource_type in TYPES:
         return _iam_rows(resource_type, resource_name, props, account)
     return []

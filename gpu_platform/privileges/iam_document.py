@@ -8,7 +8,8 @@ proxies (Mappings and Sequences, not dicts and lists) read like plain values."""
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpu_platform.interface.props import mapping, sequence, text
 

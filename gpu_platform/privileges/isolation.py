@@ -21,53 +21,88 @@ Rows, part by kind:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
+from gpu_platform.interface.props import dig, mapping, sequence, text, unless_filled_in
+from gpu_platform.interface.resource_types import (
+    DEVICE_CLASS,
+    NETWORK_POLICY,
+    RUNTIME_CLASS,
+    SECURITY_GROUP,
+    SECURITY_GROUP_EGRESS as EGRESS_RULE,
+    SECURITY_GROUP_INGRESS as INGRESS_RULE,
+    SERVICE,
+)
 from gpu_platform.privileges import server_defaults
 from gpu_platform.privileges.canonical_form import canonical, number, sha256, subject
-from gpu_platform.interface.props import dig, mapping, sequence, text, unless_filled_in
-from gpu_platform.interface.resource_types import (DEVICE_CLASS, NETWORK_POLICY, RUNTIME_CLASS, SECURITY_GROUP, SERVICE,
-                                         SECURITY_GROUP_EGRESS as EGRESS_RULE, SECURITY_GROUP_INGRESS as INGRESS_RULE)
 
 Row = tuple[str, str, str]
 TYPES = (NETWORK_POLICY, RUNTIME_CLASS, DEVICE_CLASS, SERVICE, SECURITY_GROUP, INGRESS_RULE, EGRESS_RULE)
 _HASHED = "(SHA-256 of the canonical JSON)"
 
 
-def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
-         built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({})) -> list[Row]:
+def rows(
+    resource_type: str,
+    resource_name: str,
+    props: Mapping[str, Any],
+    built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
+) -> list[Row]:
     meta = dig(props, "metadata")
     name = text(meta.get("name")) or resource_name
     if resource_type == NETWORK_POLICY:
         who = subject("NetworkPolicy", text(meta.get("namespace")), name)
-        return [(who, "(network)", f"spec {sha256(canonical(server_defaults.network_policy_spec(dig(props, 'spec'))))} {_HASHED}")]
+        return [
+            (
+                who,
+                "(network)",
+                f"spec {sha256(canonical(server_defaults.network_policy_spec(dig(props, 'spec'))))} {_HASHED}",
+            )
+        ]
     if resource_type == RUNTIME_CLASS:
         who = subject("RuntimeClass", "", name)
         found = [(who, "(runtime)", f"handler {text(props.get('handler'))}")]
-        found += [(who, "(runtime)", f"{key} {canonical(props.get(key))}") for key in ("scheduling", "overhead") if key in props]
+        found += [
+            (who, "(runtime)", f"{key} {canonical(props.get(key))}")
+            for key in ("scheduling", "overhead")
+            if key in props
+        ]
         return found
     if resource_type == DEVICE_CLASS:
-        return [(subject("DeviceClass", "", name), "(devices)", f"spec {sha256(canonical(dig(props, 'spec')))} {_HASHED}")]
+        return [
+            (subject("DeviceClass", "", name), "(devices)", f"spec {sha256(canonical(dig(props, 'spec')))} {_HASHED}")
+        ]
     if resource_type == SERVICE:
         spec = dig(props, "spec")
         who = subject("Service", text(meta.get("namespace")), name)
         kind = text(spec.get("type")) or "ClusterIP"
         found = [(who, "(exposure)", f"type {kind}")]
-        found += [(who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
-                  for key in ("externalIPs", "loadBalancerSourceRanges") if sequence(spec.get(key))]
+        found += [
+            (who, "(exposure)", f"{key} {canonical(sorted(text(v) for v in sequence(spec.get(key))))}")
+            for key in ("externalIPs", "loadBalancerSourceRanges")
+            if sequence(spec.get(key))
+        ]
         if kind in ("NodePort", "LoadBalancer") or sequence(spec.get("externalIPs")):
             # What it opens to outside the cluster: the ports (a port's protocol defaults to TCP; the
             # node port the API server allocates is not read, it is no choice of the stack) and the pods
             # behind them; for a load balancer, the AWS controllers' annotations that decide whether it
             # faces the internet (aws-load-balancer-scheme, -internal, -type, ...: AWS Load Balancer
             # Controller docs, "Service annotations").
-            opened = sorted(f"{number(mapping(x).get('port'))}/{text(mapping(x).get('protocol')) or 'TCP'}" for x in sequence(spec.get("ports")))
+            opened = sorted(
+                f"{number(mapping(x).get('port'))}/{text(mapping(x).get('protocol')) or 'TCP'}"
+                for x in sequence(spec.get("ports"))
+            )
             found.append((who, "(exposure)", f"ports {canonical(opened)}"))
-            found.append((who, "(exposure)", f"selector {canonical(dict(sorted(mapping(spec.get('selector')).items())))}"))
+            found.append(
+                (who, "(exposure)", f"selector {canonical(dict(sorted(mapping(spec.get('selector')).items())))}")
+            )
             notes = dig(meta, "annotations")
-            found += [(who, "(exposure)", f"annotation {key}={text(notes.get(key))}") for key in sorted(map(str, notes))
-                      if key.startswith("service.beta.kubernetes.io/aws-load-balancer-")]
+            found += [
+                (who, "(exposure)", f"annotation {key}={text(notes.get(key))}")
+                for key in sorted(map(str, notes))
+                if key.startswith("service.beta.kubernetes.io/aws-load-balancer-")
+            ]
         return found
     if resource_type == SECURITY_GROUP:
         # Inline rules with address sources (the image build's egress): each address a row, under the
@@ -78,18 +113,25 @@ def rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
         found = []
         for key, way in (("ingress", "ingress from"), ("egress", "egress to")):
             for rule in map(dict, map(dig, sequence(unless_filled_in(props, key, built_from)))):
-                addresses = [text(a) for k in ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds") for a in sequence(rule.get(k))]
-                ports = "all ports" if text(rule.get("protocol")) == "-1" else \
-                    f"{text(rule.get('protocol'))} {number(rule.get('fromPort'))}-{number(rule.get('toPort'))}"
-                found += [(f"security group {resource_name}", "(network)", f"{way} {a}, {ports}")
-                          for a in addresses]
+                addresses = [
+                    text(a) for k in ("cidrBlocks", "ipv6CidrBlocks", "prefixListIds") for a in sequence(rule.get(k))
+                ]
+                ports = (
+                    "all ports"
+                    if text(rule.get("protocol")) == "-1"
+                    else f"{text(rule.get('protocol'))} {number(rule.get('fromPort'))}-{number(rule.get('toPort'))}"
+                )
+                found += [(f"security group {resource_name}", "(network)", f"{way} {a}, {ports}") for a in addresses]
         return found
     if resource_type in (INGRESS_RULE, EGRESS_RULE):
         source = next((text(props.get(k)) for k in ("cidrIpv4", "cidrIpv6", "prefixListId") if text(props.get(k))), "")
         if not source:
             return []
-        ports = "all ports" if text(props.get("ipProtocol")) == "-1" else \
-            f"{text(props.get('ipProtocol'))} {number(props.get('fromPort'))}-{number(props.get('toPort'))}"
+        ports = (
+            "all ports"
+            if text(props.get("ipProtocol")) == "-1"
+            else f"{text(props.get('ipProtocol'))} {number(props.get('fromPort'))}-{number(props.get('toPort'))}"
+        )
         way = "ingress from" if resource_type == INGRESS_RULE else "egress to"
         # The group by the stack's group resource the rule depends on (its id is an output, unknown in
         # a first preview), else as the program writes it (a group the stack does not make).

@@ -71,17 +71,32 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 import yaml
 
 from gpu_platform.catalog import addon_privileges
 from gpu_platform.interface import resource_types, workloads
-from gpu_platform.privileges import aws_settings, bake_document, cluster_admins, device_access, grants, isolation, workload_binding
-from gpu_platform.privileges.canonical_form import canonical as canonical_json, number, sha256, subject, without_autoname
 from gpu_platform.interface.props import dig, mapping, sequence, strings, text
 from gpu_platform.interface.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
+from gpu_platform.privileges import (
+    aws_settings,
+    bake_document,
+    cluster_admins,
+    device_access,
+    grants,
+    isolation,
+    workload_binding,
+)
+from gpu_platform.privileges.canonical_form import (
+    canonical as canonical_json,
+    number,
+    sha256,
+    subject,
+    without_autoname,
+)
 
 Row = tuple[str, str, str]
 CANONICAL_VERSION = "gpu-platform privilege ledger v1"
@@ -101,8 +116,11 @@ def workload_key(kind: str, namespace: str, name: str) -> str:
 def _unconfined(security: Mapping[str, Any]) -> list[str]:
     """The confinement profiles a securityContext turns off (Kubernetes API, SeccompProfile.type and
     AppArmorProfile.type: `Unconfined` runs without a profile)."""
-    return [f"{key} Unconfined" for key in ("seccompProfile", "appArmorProfile")
-            if text(dig(security, key).get("type")) == "Unconfined"]
+    return [
+        f"{key} Unconfined"
+        for key in ("seccompProfile", "appArmorProfile")
+        if text(dig(security, key).get("type")) == "Unconfined"
+    ]
 
 
 def _pod_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
@@ -113,8 +131,10 @@ def _pod_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     if spec.get("shareProcessNamespace") is True:
         found.append((key, POD, "shareProcessNamespace"))
     found += [(key, POD, item) for item in _unconfined(security)]
-    found += [(key, POD, f"sysctl {text(s.get('name'))}={text(s.get('value'))}")
-              for s in map(mapping, sequence(security.get("sysctls")))]
+    found += [
+        (key, POD, f"sysctl {text(s.get('name'))}={text(s.get('value'))}")
+        for s in map(mapping, sequence(security.get("sysctls")))
+    ]
     return found
 
 
@@ -141,23 +161,35 @@ def _container_rows(key: str, name: str, c: Mapping[str, Any], volumes: Mapping[
         path = volumes.get(text(mount.get("name")))
         if path is not None:
             propagation = text(mount.get("mountPropagation"))
-            modes.setdefault(path, set()).add(("ro" if mount.get("readOnly") is True else "rw")
-                                              + (f" mountPropagation {propagation}" if propagation not in ("", "None") else ""))
-    found += [(key, name, f"hostPath {path} {mode}") for path, found_modes in sorted(modes.items())
-              for mode in _strongest(found_modes)]
+            modes.setdefault(path, set()).add(
+                ("ro" if mount.get("readOnly") is True else "rw")
+                + (f" mountPropagation {propagation}" if propagation not in ("", "None") else "")
+            )
+    found += [
+        (key, name, f"hostPath {path} {mode}")
+        for path, found_modes in sorted(modes.items())
+        for mode in _strongest(found_modes)
+    ]
     # Weakened isolation (Kubernetes API, SecurityContext and ContainerPort).
     if security.get("allowPrivilegeEscalation") is True:
         found.append((key, name, "allowPrivilegeEscalation"))
     found += [(key, name, item) for item in _unconfined(security)]
     if text(security.get("procMount")) == "Unmasked":
         found.append((key, name, "procMount Unmasked"))
-    found += [(key, name, f"hostPort {number(p.get('hostPort'))}/{text(p.get('protocol')) or 'TCP'}")
-              for p in map(mapping, sequence(c.get("ports"))) if p.get("hostPort") not in (None, 0, 0.0)]
+    found += [
+        (key, name, f"hostPort {number(p.get('hostPort'))}/{text(p.get('protocol')) or 'TCP'}")
+        for p in map(mapping, sequence(c.get("ports")))
+        if p.get("hostPort") not in (None, 0, 0.0)
+    ]
     return found
 
 
-def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, Any],
-                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS) -> list[Row]:
+def workload_rows(
+    resource_type: str,
+    resource_name: str,
+    props: Mapping[str, Any],
+    config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
+) -> list[Row]:
     """The rows of one Kubernetes workload; none when it keeps no privilege. Each container (init or
     main) with a row of its own, or every container when the pod has one, also gets a row with its
     image reference as rendered (tag and digest) and rows with what it runs (command, args, env): the
@@ -171,8 +203,11 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
     meta = dig(props, "metadata")
     key = workload_key(kind, text(meta.get("namespace")), text(meta.get("name")) or resource_name)
     found = _pod_rows(key, spec)
-    volumes = {text(v.get("name")): text(dig(v, "hostPath").get("path"))
-               for v in map(mapping, sequence(spec.get("volumes"))) if "hostPath" in v}
+    volumes = {
+        text(v.get("name")): text(dig(v, "hostPath").get("path"))
+        for v in map(mapping, sequence(spec.get("volumes")))
+        if "hostPath" in v
+    }
     whole_pod = bool(found)
     every = workloads.containers(spec)
     for c in every:
@@ -184,11 +219,12 @@ def workload_rows(resource_type: str, resource_name: str, props: Mapping[str, An
             found += workload_binding.container_rows(key, name, c)
     if not found:
         return []
-    return (found + workload_binding.placement_rows(key, spec)
-            + workload_binding.confinement_rows(key, spec, every)
-            + workload_binding.config_rows(key, text(meta.get("namespace")), spec, every, config_maps))
-
-
+    return (
+        found
+        + workload_binding.placement_rows(key, spec)
+        + workload_binding.confinement_rows(key, spec, every)
+        + workload_binding.config_rows(key, text(meta.get("namespace")), spec, every, config_maps)
+    )
 
 
 def kubernetes_minor(resources: Iterable[tuple[str, str, Mapping[str, Any]]]) -> str:
@@ -210,8 +246,9 @@ def _configuration(raw: Any) -> str:
 
 
 def _associations(raw: Any) -> str:
-    found = sorted({(text(a.get("serviceAccount")), without_autoname(a.get("roleArn")))
-                    for a in map(mapping, sequence(raw))})
+    found = sorted(
+        {(text(a.get("serviceAccount")), without_autoname(a.get("roleArn"))) for a in map(mapping, sequence(raw))}
+    )
     return json.dumps([{"role": r, "serviceAccount": sa} for sa, r in found], sort_keys=True, separators=(",", ":"))
 
 
@@ -229,16 +266,27 @@ def addon_rows(props: Mapping[str, Any], kubernetes: str = "") -> list[Row]:
     shown = version or (f"EKS default for Kubernetes {kubernetes}" if kubernetes else "EKS default version")
     found: list[Row] = [
         (subject, ADDON_PART, f"version {shown}"),
-        (subject, ADDON_PART, f"configurationValues {sha256(_configuration(props.get('configurationValues')))} "
-                              "(SHA-256 of the canonical JSON)"),
-        (subject, ADDON_PART, f"podIdentityAssociations {sha256(_associations(props.get('podIdentityAssociations')))} "
-                              "(SHA-256 of the canonical JSON of service account and role name)"),
+        (
+            subject,
+            ADDON_PART,
+            (
+                f"configurationValues {sha256(_configuration(props.get('configurationValues')))} "
+                "(SHA-256 of the canonical JSON)"
+            ),
+        ),
+        (
+            subject,
+            ADDON_PART,
+            (
+                f"podIdentityAssociations {sha256(_associations(props.get('podIdentityAssociations')))} "
+                "(SHA-256 of the canonical JSON of service account and role name)"
+            ),
+        ),
     ]
     known = addon_privileges.workloads(name, version)
     if known is not None:
         return found + list(known)
-    return found + [(subject, ADDON_PART, "privileges of its DaemonSets unknown: none written down "
-                                          "for this version")]
+    return [*found, (subject, ADDON_PART, "privileges of its DaemonSets unknown: none written down for this version")]
 
 
 SCOPE_FILE = Path(__file__).with_name("ledger_scope.yaml")
@@ -247,7 +295,7 @@ SCOPE_FILE = Path(__file__).with_name("ledger_scope.yaml")
 _NO_ROW_PREFIXES = ("gpu-platform:", "pulumi:providers:", "pulumi:pulumi:Stack")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def no_privilege_types() -> frozenset[str]:
     """The types ledger_scope.yaml lists as holding no privilege of their own."""
     return frozenset(yaml.safe_load(SCOPE_FILE.read_text())["no_privilege"])
@@ -255,19 +303,32 @@ def no_privilege_types() -> frozenset[str]:
 
 def reviewed(resource_type: str) -> bool:
     """Whether the ledger knows the type: a module reads it, or it is listed as holding nothing."""
-    return (resource_type in (ADDON_TYPE, IMAGE_COMPONENT) or resource_type in cluster_admins.TYPES
-            or resource_type in grants.TYPES or resource_type in isolation.TYPES or resource_type in device_access.TYPES
-            or resource_type in aws_settings.TYPES
-            or workloads.kind(resource_type) is not None or resource_type in no_privilege_types()
-            or resource_type.startswith(_NO_ROW_PREFIXES))
+    return (
+        resource_type in (ADDON_TYPE, IMAGE_COMPONENT)
+        or resource_type in cluster_admins.TYPES
+        or resource_type in grants.TYPES
+        or resource_type in isolation.TYPES
+        or resource_type in device_access.TYPES
+        or resource_type in aws_settings.TYPES
+        or workloads.kind(resource_type) is not None
+        or resource_type in no_privilege_types()
+        or resource_type.startswith(_NO_ROW_PREFIXES)
+    )
 
 
 def unreviewed_rows(resource_type: str, resource_name: str, props: Mapping[str, Any]) -> list[Row]:
     """A resource of a type the ledger does not know (the program makes none): its whole input, so
     that adding it, or changing it, is a new approval."""
-    return [(f"{resource_type} {resource_name}", "(not reviewed)",
-             f"inputs {sha256(canonical_json(props))} (SHA-256 of the canonical JSON; the ledger does not read this type: "
-             f"approve it as a whole)")]
+    return [
+        (
+            f"{resource_type} {resource_name}",
+            "(not reviewed)",
+            (
+                f"inputs {sha256(canonical_json(props))} (SHA-256 of the canonical JSON; the ledger does not read this type: "
+                f"approve it as a whole)"
+            ),
+        )
+    ]
 
 
 References = Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]]
@@ -275,16 +336,23 @@ NO_REFERENCES: References = {}
 _NO_PROPERTIES: Mapping[str, tuple[str, ...]] = {}
 
 
-def resource_rows(resource_type: str, resource_name: str, props: Mapping[str, Any], kubernetes: str = "",
-                  config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
-                  account: str = "", built_from: Mapping[str, tuple[str, ...]] = _NO_PROPERTIES) -> list[Row]:
+def resource_rows(
+    resource_type: str,
+    resource_name: str,
+    props: Mapping[str, Any],
+    kubernetes: str = "",
+    config_maps: workload_binding.ConfigMaps = workload_binding.NO_CONFIG_MAPS,
+    account: str = "",
+    built_from: Mapping[str, tuple[str, ...]] = _NO_PROPERTIES,
+) -> list[Row]:
     if resource_type == ADDON_TYPE:
         return addon_rows(props, kubernetes)
     if resource_type == IMAGE_COMPONENT:
         return bake_document.rows(resource_name, props)
     if resource_type in device_access.TYPES:  # a Namespace has cluster-admin rows too
         return device_access.rows(resource_type, resource_name, props) + (
-            cluster_admins.rows(resource_type, props) if resource_type in cluster_admins.TYPES else [])
+            cluster_admins.rows(resource_type, props) if resource_type in cluster_admins.TYPES else []
+        )
     if resource_type in cluster_admins.TYPES:
         return cluster_admins.rows(resource_type, props) + aws_settings.rows(resource_type, resource_name, props)
     if resource_type in aws_settings.TYPES:
@@ -309,8 +377,11 @@ REFERENCED: Mapping[tuple[str, str], str] = {
 }
 
 
-def references(resource_type: str, dependencies: Iterable[tuple[str, str]],
-               property_dependencies: Optional[Mapping[str, Iterable[tuple[str, str]]]] = None) -> dict[str, tuple[str, ...]]:
+def references(
+    resource_type: str,
+    dependencies: Iterable[tuple[str, str]],
+    property_dependencies: Mapping[str, Iterable[tuple[str, str]]] | None = None,
+) -> dict[str, tuple[str, ...]]:
     """property -> the names of the stack resources it is built from; for a REFERENCED property, only
     those of the type it takes. `property_dependencies` (property -> (type, name) of each resource its
     value is built from): the engine's record, which the Pulumi CLI hands AnalyzeStack; then every
@@ -338,9 +409,15 @@ def rows(resources: Iterable[tuple[str, str, Mapping[str, Any]]], referenced: Re
     minor = kubernetes_minor(resources)
     maps = workload_binding.config_maps(resources)
     account = grants.own_account(resources)
-    return sorted({row for type_, name, props in resources
-                   for row in resource_rows(type_, name, props, minor, maps, account,
-                                            referenced.get((type_, name), _NO_PROPERTIES))})
+    return sorted(
+        {
+            row
+            for type_, name, props in resources
+            for row in resource_rows(
+                type_, name, props, minor, maps, account, referenced.get((type_, name), _NO_PROPERTIES)
+            )
+        }
+    )
 
 
 def _cell(value: str) -> str:

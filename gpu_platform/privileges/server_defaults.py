@@ -21,7 +21,8 @@ Applied to a plain copy: the input is left as it is."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gpu_platform.privileges.canonical_form import plain
 
@@ -87,9 +88,12 @@ def network_policy_spec(spec: Mapping[str, Any]) -> dict:
         found["policyTypes"] = ["Ingress", *(["Egress"] if found.get("egress") else [])]
     for direction in ("ingress", "egress"):
         if isinstance(found.get(direction), list):
-            found[direction] = [{**rule, "ports": [{"protocol": "TCP", **p} if isinstance(p, dict) else p for p in rule["ports"]]}
-                                if isinstance(rule, dict) and isinstance(rule.get("ports"), list) else rule
-                                for rule in found[direction]]
+            found[direction] = [
+                {**rule, "ports": [{"protocol": "TCP", **p} if isinstance(p, dict) else p for p in rule["ports"]]}
+                if isinstance(rule, dict) and isinstance(rule.get("ports"), list)
+                else rule
+                for rule in found[direction]
+            ]
     return found
 
 
@@ -98,8 +102,15 @@ def webhook(hook: Any, mutating: bool) -> Any:
     hook = plain(hook)
     if not isinstance(hook, dict):
         return hook
-    found = {"failurePolicy": "Fail", "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
-             "timeoutSeconds": 10, **({"reinvocationPolicy": "Never"} if mutating else {}), **hook}
+    found = {
+        "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {},
+        "objectSelector": {},
+        "timeoutSeconds": 10,
+        **({"reinvocationPolicy": "Never"} if mutating else {}),
+        **hook,
+    }
     if "rules" in found:
         found["rules"] = _rules(found["rules"])
     service = (found.get("clientConfig") or {}).get("service") if isinstance(found.get("clientConfig"), dict) else None

@@ -14,12 +14,13 @@ earlier ones (Kubernetes API, EnvVar.value)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
+from gpu_platform.interface.props import dig, mapping, sequence, text
 from gpu_platform.privileges import server_defaults
 from gpu_platform.privileges.canonical_form import canonical, number, sha256
-from gpu_platform.interface.props import dig, mapping, sequence, text
 
 Row = tuple[str, str, str]
 POD = "(pod)"
@@ -42,7 +43,9 @@ CLUSTER_MANAGED = {"kube-root-ca.crt": "Kubernetes publishes it in every namespa
 # key, not the value: a nodeSelector entry only narrows where the pods run, the program sets the
 # value from the node group it creates (no stack key reaches it), and the workload's other selectors
 # (the pool label) are bound as they are.
-NAMED_BY_OUTPUT = {"eks.amazonaws.com/nodegroup": "the name of a managed node group the stack creates, known once it exists"}
+NAMED_BY_OUTPUT = {
+    "eks.amazonaws.com/nodegroup": "the name of a managed node group the stack creates, known once it exists"
+}
 
 ConfigMaps = Mapping[tuple[str, str], list[str]]
 NO_CONFIG_MAPS: ConfigMaps = MappingProxyType({})
@@ -77,8 +80,16 @@ def toleration(t: Mapping[str, Any]) -> str:
 def placement_rows(key: str, spec: Mapping[str, Any]) -> list[Row]:
     """Where the pods run and as whom: nodeSelector, nodeName, affinity, tolerations, service account."""
     selector = mapping(spec.get("nodeSelector"))
-    found = [(key, POD, f"nodeSelector {k}=({NAMED_BY_OUTPUT[k]}; not bound)" if k in NAMED_BY_OUTPUT
-              else f"nodeSelector {k}={text(selector[k])}") for k in sorted(map(str, selector))]
+    found = [
+        (
+            key,
+            POD,
+            f"nodeSelector {k}=({NAMED_BY_OUTPUT[k]}; not bound)"
+            if k in NAMED_BY_OUTPUT
+            else f"nodeSelector {k}={text(selector[k])}",
+        )
+        for k in sorted(map(str, selector))
+    ]
     node = text(spec.get("nodeName"))
     if node:
         found.append((key, POD, f"nodeName {node}"))
@@ -143,7 +154,9 @@ def _config_map_sources(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The configMap sources of the pod's volumes, plain or projected."""
     found = []
     for volume in map(mapping, sequence(spec.get("volumes"))):
-        found += [dig(volume, "configMap")] + [dig(s, "configMap") for s in sequence(dig(volume, "projected").get("sources"))]
+        found += [dig(volume, "configMap")] + [
+            dig(s, "configMap") for s in sequence(dig(volume, "projected").get("sources"))
+        ]
     return [source for source in found if source]
 
 
@@ -157,16 +170,19 @@ def _referenced(spec: Mapping[str, Any], containers: Iterable[Mapping[str, Any]]
     return names
 
 
-def config_rows(key: str, namespace: str, spec: Mapping[str, Any], containers: list[Mapping[str, Any]],
-                maps: ConfigMaps) -> list[Row]:
+def config_rows(
+    key: str, namespace: str, spec: Mapping[str, Any], containers: list[Mapping[str, Any]], maps: ConfigMaps
+) -> list[Row]:
     """Each ConfigMap the pod reads, by name and the SHA-256 of its data as the stack sets it, or a row
     saying the stack does not set it (its content is then not covered by the approval)."""
     found = []
     for name in sorted(_referenced(spec, containers)):
         known = maps.get((namespace, name))
         if known:
-            found += [(key, POD, f"configMap {name} {what} (SHA-256 of the canonical JSON of data and binaryData)")
-                      for what in known]
+            found += [
+                (key, POD, f"configMap {name} {what} (SHA-256 of the canonical JSON of data and binaryData)")
+                for what in known
+            ]
         else:
             why = CLUSTER_MANAGED.get(name)
             found.append((key, POD, f"configMap {name} not in the stack" + (f" ({why})" if why else "")))
@@ -174,7 +190,9 @@ def config_rows(key: str, namespace: str, spec: Mapping[str, Any], containers: l
     # feeds another file (the MIG manager reads whatever lands at config.yaml).
     for source in _config_map_sources(spec):
         if sequence(source.get("items")):
-            found.append((key, POD, shown(f"configMap {text(source.get('name'))} items", source.get("items"), sets=True)))
+            found.append(
+                (key, POD, shown(f"configMap {text(source.get('name'))} items", source.get("items"), sets=True))
+            )
     return found
 
 
@@ -183,7 +201,9 @@ def container_rows(key: str, name: str, c: Mapping[str, Any]) -> list[Row]:
     entrypoint and env run, which the image row binds). The env one row per variable, so that a
     review sees which one changed (a feature gate turned on, a device list widened), and a row of the
     names in order (a later entry wins, and `$(VAR)` sees only earlier ones)."""
-    found = [(key, name, shown(field, c.get(field))) for field in ("command", "args", "envFrom") if sequence(c.get(field))]
+    found = [
+        (key, name, shown(field, c.get(field))) for field in ("command", "args", "envFrom") if sequence(c.get(field))
+    ]
     entries = [mapping(e) for e in sequence(server_defaults.env(c.get("env")))]
     for e in entries:
         var = text(e.get("name"))

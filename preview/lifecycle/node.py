@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Optional
 
 from components.aws.node_pool import NODE_GROUP_LABEL
 from components.kubernetes.operands import sharing
 from gpu_platform.interface import contract
 from preview.lifecycle import rules as lifecycle_rules
-from preview.lifecycle.stack import Pool, PodTemplate, Step, StackView
+from preview.lifecycle.stack import PodTemplate, Pool, StackView, Step
 
 RUNNING = "Running"
 NO_INSTANCES = ""  # MIG mode on (it persists), no instances carved (they do not persist)
@@ -35,7 +34,7 @@ class Node:
     markers: set[str] = field(default_factory=set)
     runtime: bool = False
     installed: bool = False  # the toolkit DaemonSet has put the runtime binaries on the node's disk
-    mig_layout: Optional[str] = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
+    mig_layout: str | None = None  # the applied MIG config's name; None: MIG off (as the GPUs boot)
     mig_state: str = ""  # "" (to apply) | success | failed:<config> | pending:<config> (the manager gave up)
     mig_why: str = ""  # why the last MIG change did not apply
     allocated: int = 0  # GPU devices held by workloads
@@ -46,7 +45,7 @@ class Node:
 
     # --- events -------------------------------------------------------------------------------------
     @classmethod
-    def boot(cls, stack: StackView, pool: Pool) -> "Node":
+    def boot(cls, stack: StackView, pool: Pool) -> Node:
         node = cls(stack, pool, labels=dict(pool.labels))
         # EKS labels each node with its node group: a readiness gate selects the pool's current group.
         for template in stack.pods:
@@ -86,7 +85,7 @@ class Node:
         for glob in pod.template.deletes:
             self.markers -= {m for m in self.markers if fnmatch.fnmatch(m, glob)}
 
-    def roll(self, daemonsets: Optional[list[str]] = None) -> None:
+    def roll(self, daemonsets: list[str] | None = None) -> None:
         for name in list(daemonsets if daemonsets is not None else self.pods):
             self.delete_pod(name)
 
@@ -106,7 +105,9 @@ class Node:
     def advertised(self) -> dict[str, int]:
         """What the kubelet lists in the node's capacity: the device plugin's, once it runs."""
         dra = self.stack.config.allocation.mode == "dra"
-        allocator = next((p for p in self.pods.values() if p.template.operand == ("dra-driver" if dra else "device-plugin")), None)
+        allocator = next(
+            (p for p in self.pods.values() if p.template.operand == ("dra-driver" if dra else "device-plugin")), None
+        )
         if allocator is None or allocator.phase != RUNNING:
             return {}
         return offers(self.stack, self.pool, self.mig_layout, self._plugin_config())
@@ -122,8 +123,11 @@ class Node:
         if condition == "free-gpu":
             return sum(self.advertised().values()) > self.allocated
         if condition == "mig-devices":
-            return step.privileged or (self.stack.toolkit_mode == "legacy" and "SYS_ADMIN" in step.capabilities
-                                       and dict(step.env).get("NVIDIA_MIG_MONITOR_DEVICES") == "all")
+            return step.privileged or (
+                self.stack.toolkit_mode == "legacy"
+                and "SYS_ADMIN" in step.capabilities
+                and dict(step.env).get("NVIDIA_MIG_MONITOR_DEVICES") == "all"
+            )
         if condition == "gpus-idle":
             return not self.busy
         raise ValueError(f"unknown lifecycle condition {condition!r} (preview/lifecycle/rules.yaml)")
@@ -132,7 +136,7 @@ class Node:
         return [c for c in conditions if not self._holds(c, step)]
 
     # --- one pass -------------------------------------------------------------------------------------
-    def _check(self, pod: Pod, step: Step) -> Optional[str]:
+    def _check(self, pod: Pod, step: Step) -> str | None:
         """Run a validator check; None when its marker is written, else what it waits for."""
         rules = lifecycle_rules.load()
         check = rules.checks.get(step.check or "")
@@ -164,7 +168,11 @@ class Node:
                 continue
             # Only a container that asks the runtime for GPUs opens them (not a config-manager sidecar).
             gpus = "NVIDIA_VISIBLE_DEVICES" in dict(step.env)
-            missing = self._missing(tuple(operand.get("needs_with_mig") or ()), step) if mig and gpus and self.mig_layout else []
+            missing = (
+                self._missing(tuple(operand.get("needs_with_mig") or ()), step)
+                if mig and gpus and self.mig_layout
+                else []
+            )
             if missing:
                 pod.phase, pod.why = "CrashLoopBackOff", f"{step.container} exits: needs {', '.join(missing)}"
                 return
@@ -190,8 +198,13 @@ class Node:
         operand, manager = rules.operand("mig-manager"), rules.mig_manager
         # The clients' gates (their DaemonSets' nvidia.com/gpu.deploy.* selectors) are paused, so their
         # pods leave the node; "false" stays "false", anything else comes back as "true".
-        gates = {key for t in self.stack.pods if t.operand in operand["pauses"]
-                 for key in t.selector if key.startswith(contract.GATE_PREFIX)}
+        gates = {
+            key
+            for t in self.stack.pods
+            if t.operand in operand["pauses"]
+            for key in t.selector
+            if key.startswith(contract.GATE_PREFIX)
+        }
         saved = {key: self.labels[key] for key in gates if key in self.labels}
         self.labels.update({key: "false" if v == "false" else operand["pause_value"] for key, v in saved.items()})
         leaving = [c.template for c in self.pods.values() if not c.template.selects(self.labels, self.pool.taints)]
@@ -201,15 +214,20 @@ class Node:
         if slow:
             paused = ", ".join(sorted(k for k, v in saved.items() if v != "false"))
             self.mig_state = f"pending:{wanted}"
-            self.mig_why = (f"{slow[0].daemonset} may take {slow[0].leaves_within} s to leave, the MIG manager waits "
-                            f"{manager.wait_seconds} s: it gave up on MIG config {wanted}, gates {paused} stay "
-                            f"{operand['pause_value']} until a new manager pod runs")
+            self.mig_why = (
+                f"{slow[0].daemonset} may take {slow[0].leaves_within} s to leave, the MIG manager waits "
+                f"{manager.wait_seconds} s: it gave up on MIG config {wanted}, gates {paused} stay "
+                f"{operand['pause_value']} until a new manager pod runs"
+            )
             self.log.append(f"MIG config {wanted} pending: the manager gave up waiting for {slow[0].daemonset}")
             return
         # A client the manager does not find by its app label is not waited for: it may still hold its
         # GPUs when the config is applied.
-        holding = [t.daemonset for t in leaving if t.app not in manager.waits_for_apps
-                   and any("NVIDIA_VISIBLE_DEVICES" in dict(s.env) for s in t.main)]
+        holding = [
+            t.daemonset
+            for t in leaving
+            if t.app not in manager.waits_for_apps and any("NVIDIA_VISIBLE_DEVICES" in dict(s.env) for s in t.main)
+        ]
         if holding or self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
             self.mig_state = f"failed:{wanted}"
             held = f" by {', '.join(holding)} (app label not waited for)" if holding else ""
@@ -217,10 +235,12 @@ class Node:
             self.log.append(self.mig_why)
         else:
             self.mig_layout, self.mig_state, self.mig_why = wanted, "success", ""
-            self.roll([p.template.daemonset for p in list(self.pods.values()) if p.template.operand in operand["restarts"]])
+            self.roll(
+                [p.template.daemonset for p in list(self.pods.values()) if p.template.operand in operand["restarts"]]
+            )
         self.labels.update({key: "false" if v == "false" else "true" for key, v in saved.items()})
 
-    def settle(self, limit: int = 100) -> "Node":
+    def settle(self, limit: int = 100) -> Node:
         for _ in range(limit):
             before = self._snapshot()
             for template in self.stack.pods:
@@ -238,8 +258,14 @@ class Node:
         raise AssertionError(f"node of pool {self.pool.name} never settles: {self._snapshot()}")
 
     def _snapshot(self) -> tuple:
-        return (frozenset(self.markers), self.runtime, self.mig_layout, self.mig_state, self.allocated,
-                tuple(sorted((n, p.done, p.phase, p.why) for n, p in self.pods.items())))
+        return (
+            frozenset(self.markers),
+            self.runtime,
+            self.mig_layout,
+            self.mig_state,
+            self.allocated,
+            tuple(sorted((n, p.done, p.phase, p.why) for n, p in self.pods.items())),
+        )
 
     # --- verdict ----------------------------------------------------------------------------------------
     def stuck(self) -> list[str]:
@@ -253,11 +279,13 @@ class Node:
             if pod.phase != RUNNING:
                 found.append(f"{name}: {pod.phase} ({pod.why})")
             elif unready:
-                found.append(f"{name}: Running, never Ready ({unready[0].container}'s probe waits for marker {unready[0].ready_marker})")
+                found.append(
+                    f"{name}: Running, never Ready ({unready[0].container}'s probe waits for marker {unready[0].ready_marker})"
+                )
         return found
 
 
-def offers(stack: StackView, pool: Pool, mig_layout: Optional[str], plugin_config: dict) -> dict[str, int]:
+def offers(stack: StackView, pool: Pool, mig_layout: str | None, plugin_config: dict) -> dict[str, int]:
     """What a node of the pool advertises with the rendered device plugin config and the MIG layout
     applied (the counting itself: components/kubernetes/operands/sharing.py `advertised`, which the
     pool's cluster autoscaler tags use too)."""

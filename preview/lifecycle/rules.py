@@ -68,8 +68,10 @@ def _app_selectors(clause_ids: list[str]) -> tuple[str, ...]:
     for clause_id in clause_ids:
         selector = ((clauses.get(clause_id) or {}).get("lookup") or {}).get("selector", "")
         if not selector.startswith("app="):
-            raise ValueError(f"{_FILE}: operands.mig-manager.waits_for: {clause_id!r} is not a clause of "
-                             f"{_MIG_MANAGER_CONTRACT.name} with a lookup selector app=<name> (found {selector!r})")
+            raise ValueError(
+                f"{_FILE}: operands.mig-manager.waits_for: {clause_id!r} is not a clause of "
+                f"{_MIG_MANAGER_CONTRACT.name} with a lookup selector app=<name> (found {selector!r})"
+            )
         apps.append(selector.removeprefix("app="))
     return tuple(apps)
 
@@ -77,9 +79,16 @@ def _app_selectors(clause_ids: list[str]) -> tuple[str, ...]:
 @functools.cache
 def load() -> Rules:
     data = yaml.safe_load(_FILE.read_text())
-    checks = {name: Check(name, row["writes"], dict(row.get("writes_before") or {}), tuple(row.get("needs") or ()),
-                          tuple(row.get("workload_needs") or ()))
-              for name, row in data["validator_checks"].items()}
+    checks = {
+        name: Check(
+            name,
+            row["writes"],
+            dict(row.get("writes_before") or {}),
+            tuple(row.get("needs") or ()),
+            tuple(row.get("workload_needs") or ()),
+        )
+        for name, row in data["validator_checks"].items()
+    }
     manager = data["operands"]["mig-manager"]
     return Rules(
         markers_dir=data["markers"]["dir"],

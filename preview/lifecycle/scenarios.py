@@ -4,8 +4,8 @@ the verdict: every operand that selects the node runs, and the node advertises w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from gpu_platform.interface import contract
 from preview.lifecycle.node import Node, offers
@@ -52,8 +52,14 @@ def first_up(stack: StackView, pool: Pool) -> Outcome:
     node = Node.boot(stack, pool)
     created = list(stack.pods)
     for count in range(1, len(created) + 1):
-        node.stack = StackView(stack.config, stack.pools, tuple(created[:count]), stack.plugin_configs, stack.mig_configs,
-                               stack.toolkit_mode)
+        node.stack = StackView(
+            stack.config,
+            stack.pools,
+            tuple(created[:count]),
+            stack.plugin_configs,
+            stack.mig_configs,
+            stack.toolkit_mode,
+        )
         node.settle()
     node.stack = stack
     return _verdict("first up", node.settle())
@@ -122,12 +128,19 @@ def image_roll(stack: StackView, pool: Pool) -> Outcome:
 def time_slicing_change(stack: StackView, pool: Pool) -> Outcome:
     """New replicas change the plugin's ConfigMap, whose hash is in the pod templates of the plugin and
     GFD: both roll, on a node with every GPU taken."""
-    return _on_a_full_node(stack, pool, "time-slicing change with every GPU taken",
-                           _restart("device-plugin", "gpu-feature-discovery"))
+    return _on_a_full_node(
+        stack, pool, "time-slicing change with every GPU taken", _restart("device-plugin", "gpu-feature-discovery")
+    )
 
 
 SCENARIOS: tuple[Callable[[StackView, Pool], Outcome], ...] = (
-    first_up, joins_later, reboot_full, validator_restart_full, roll_all_full, mig_change_busy, image_roll,
+    first_up,
+    joins_later,
+    reboot_full,
+    validator_restart_full,
+    roll_all_full,
+    mig_change_busy,
+    image_roll,
     time_slicing_change,
 )
 

@@ -9,12 +9,12 @@ import email
 import re
 import tomllib
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
-from gpu_platform.interface import contract
 from gpu_platform.config import StackConfig, parse
+from gpu_platform.interface import contract
 from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
 from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
@@ -33,13 +33,13 @@ class Step:
     """One container of a pod: a wait for a marker, a validator check, or an operand's process."""
 
     container: str
-    wait_for: Optional[str] = None  # a marker file name the container loops on
-    check: Optional[str] = None  # the validator's COMPONENT
+    wait_for: str | None = None  # a marker file name the container loops on
+    check: str | None = None  # the validator's COMPONENT
     with_workload: bool = False
     privileged: bool = False
     capabilities: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
-    ready_marker: Optional[str] = None  # the marker its readiness probe tests for
+    ready_marker: str | None = None  # the marker its readiness probe tests for
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,14 @@ class PodTemplate:
             for t in self.tolerations:
                 if t.get("operator") == "Exists" and not t.get("key"):
                     return True
-                if t.get("key") == taint["key"] and t.get("effect") in (None, "", taint["effect"]) and (
-                        t.get("operator") == "Exists" or t.get("value") == taint.get("value")):
+                if (
+                    t.get("key") == taint["key"]
+                    and t.get("effect") in (None, "", taint["effect"])
+                    and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+                ):
                     return True
             return False
+
         return all(covered(t) for t in taints if t["effect"] in ("NoSchedule", "NoExecute"))
 
     def selects(self, labels: dict[str, str], taints: tuple[dict[str, str], ...]) -> bool:
@@ -86,7 +90,7 @@ class Pool:
     gpu_model: str
     # The runtime binaries containerd's boot config (nodeadm's, merged with the pool's NodeConfig
     # spec.containerd.config) names for handler `nvidia`: registered from boot when installed.
-    boot_runtime: Optional[str] = None
+    boot_runtime: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,9 @@ class StackView:
 
 
 def _env(container: dict[str, Any]) -> dict[str, str]:
-    return {e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e}
+    return {
+        e["name"]: str(e.get("value", "")) for e in container.get("env") or [] if isinstance(e, dict) and "value" in e
+    }
 
 
 def _step(container: dict[str, Any], markers_dir: str) -> Step:
@@ -112,8 +118,10 @@ def _step(container: dict[str, Any], markers_dir: str) -> Step:
     waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] == markers_dir]
     if markers_dir in text and not waits and "COMPONENT" not in env:
         # A wait the model cannot read would be taken for none: refuse it, so it is taught the new form.
-        raise ValueError(f"container {container['name']!r} refers to {markers_dir} in a form the lifecycle model "
-                         f"does not read (it reads `until [ -f {markers_dir}/MARKER ]`): {text!r}")
+        raise ValueError(
+            f"container {container['name']!r} refers to {markers_dir} in a form the lifecycle model "
+            f"does not read (it reads `until [ -f {markers_dir}/MARKER ]`): {text!r}"
+        )
     security = container.get("securityContext") or {}
     probe = " ".join(map(str, (((container.get("readinessProbe") or {}).get("exec") or {}).get("command") or [])))
     ready = re.fullmatch(rf"test -f {re.escape(markers_dir)}/([\w.-]+)", probe)
@@ -135,10 +143,14 @@ def _deletes(containers: list[dict[str, Any]], markers_dir: str) -> tuple[str, .
         hook = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
         command = " ".join(map(str, hook.get("command") or []))
         if markers_dir in command and not _REMOVE.search(command):
-            raise ValueError(f"container {container['name']!r}'s pre-stop hook touches {markers_dir} in a form the "
-                             f"lifecycle model does not read (it reads `rm -f {markers_dir}/GLOB`): {command!r}")
+            raise ValueError(
+                f"container {container['name']!r}'s pre-stop hook touches {markers_dir} in a form the "
+                f"lifecycle model does not read (it reads `rm -f {markers_dir}/GLOB`): {command!r}"
+            )
         for match in _REMOVE.finditer(command):
-            globs += [p.removeprefix(markers_dir + "/") for p in match["paths"].split() if p.startswith(markers_dir + "/")]
+            globs += [
+                p.removeprefix(markers_dir + "/") for p in match["paths"].split() if p.startswith(markers_dir + "/")
+            ]
     return tuple(globs)
 
 
@@ -159,7 +171,8 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     grace = spec.get("terminationGracePeriodSeconds")
     return PodTemplate(
         daemonset=meta.get("name") or name,
-        operand=(meta.get("labels") or {}).get(OPERAND_LABEL) or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
+        operand=(meta.get("labels") or {}).get(OPERAND_LABEL)
+        or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
         selector=dict(spec.get("nodeSelector") or {}),
         tolerations=tuple(spec.get("tolerations") or ()),
         init=tuple(_step(c, markers_dir) for c in spec.get("initContainers") or []),
@@ -172,7 +185,7 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     )
 
 
-def _boot_runtime(user_data: str) -> Optional[str]:
+def _boot_runtime(user_data: str) -> str | None:
     """The `nvidia` runtime's BinaryName in the NodeConfig's containerd config of a pool's user data
     (a MIME multipart the launch template carries base64-encoded), if it registers one."""
     text = base64.b64decode(user_data).decode() if user_data else ""
@@ -181,8 +194,10 @@ def _boot_runtime(user_data: str) -> Optional[str]:
             continue
         document = yaml.safe_load(part.get_payload()) or {}
         config = ((document.get("spec") or {}).get("containerd") or {}).get("config") or ""
-        runtimes = (((tomllib.loads(config).get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {})
-                    .get("containerd") or {}).get("runtimes") or {}
+        runtimes = (
+            ((tomllib.loads(config).get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {}).get("containerd")
+            or {}
+        ).get("runtimes") or {}
         binary = ((runtimes.get("nvidia") or {}).get("options") or {}).get("BinaryName")
         if binary:
             return binary
@@ -191,23 +206,39 @@ def _boot_runtime(user_data: str) -> Optional[str]:
 
 def _pool(group: dict[str, Any], user_data: str = "") -> Pool:
     tags = group.get("tags") or {}
-    taints = tuple({"key": t["key"], "value": t.get("value", ""), "effect": _EFFECTS.get(t["effect"], t["effect"])}
-                   for t in group.get("taints") or ())
-    return Pool(name=tags[contract.POOL_LABEL], labels=dict(group.get("labels") or {}), taints=taints,
-                gpus=int(float(tags.get(contract.GPU_COUNT_TAG, 0))), gpu_model=tags.get(contract.GPU_MODEL_TAG, ""),
-                boot_runtime=_boot_runtime(user_data))
+    taints = tuple(
+        {"key": t["key"], "value": t.get("value", ""), "effect": _EFFECTS.get(t["effect"], t["effect"])}
+        for t in group.get("taints") or ()
+    )
+    return Pool(
+        name=tags[contract.POOL_LABEL],
+        labels=dict(group.get("labels") or {}),
+        taints=taints,
+        gpus=int(float(tags.get(contract.GPU_COUNT_TAG, 0))),
+        gpu_model=tags.get(contract.GPU_MODEL_TAG, ""),
+        boot_runtime=_boot_runtime(user_data),
+    )
 
 
 def view(recording: Recording) -> StackView:
     config = parse(recording.config)
-    groups = [r.inputs for r in recording.of_type(EKS_NODE_GROUP) if contract.POOL_LABEL in (r.inputs.get("tags") or {})]
-    user_data = {(r.inputs.get("tags") or {}).get(contract.POOL_LABEL): r.inputs.get("userData") or ""
-                 for r in recording.of_type(LAUNCH_TEMPLATE)}
-    pods = tuple(pod_template(r.inputs, r.name) for r in recording.of_type(DAEMONSET)
-                 if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})
-                 or labels.get("app.kubernetes.io/name") == GATE_NAME)
+    groups = [
+        r.inputs for r in recording.of_type(EKS_NODE_GROUP) if contract.POOL_LABEL in (r.inputs.get("tags") or {})
+    ]
+    user_data = {
+        (r.inputs.get("tags") or {}).get(contract.POOL_LABEL): r.inputs.get("userData") or ""
+        for r in recording.of_type(LAUNCH_TEMPLATE)
+    }
+    pods = tuple(
+        pod_template(r.inputs, r.name)
+        for r in recording.of_type(DAEMONSET)
+        if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})
+        or labels.get("app.kubernetes.io/name") == GATE_NAME
+    )
     maps = {r.inputs["metadata"]["name"]: r.inputs.get("data") or {} for r in recording.of_type(CONFIG_MAP)}
-    plugin = {name: yaml.safe_load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()}
+    plugin = {
+        name: yaml.safe_load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()
+    }
     mig_file = yaml.safe_load(maps.get("nvidia-mig-manager-mig-parted-config", {}).get("config.yaml", "") or "{}") or {}
     mig = {}
     for name, entries in (mig_file.get("mig-configs") or {}).items():
@@ -218,4 +249,11 @@ def view(recording: Recording) -> StackView:
                     layout[profile] = layout.get(profile, 0) + int(count)
         mig[name] = layout
     toolkit = config.release.toolkit_version
-    return StackView(config, tuple(_pool(g, user_data.get(g["tags"][contract.POOL_LABEL], "")) for g in groups), pods, plugin, mig, lifecycle_rules.load().toolkit_mode(toolkit))
+    return StackView(
+        config,
+        tuple(_pool(g, user_data.get(g["tags"][contract.POOL_LABEL], "")) for g in groups),
+        pods,
+        plugin,
+        mig,
+        lifecycle_rules.load().toolkit_mode(toolkit),
+    )

@@ -21,9 +21,10 @@ import runpy
 import selectors
 import subprocess
 import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional, Protocol
+from typing import Any, Protocol
 
 from pulumi.runtime.proto import analyzer_pb2
 
@@ -53,7 +54,12 @@ class Violation:
     fix: str = ""  # the policy's remediation steps: what to change
 
     def as_dict(self) -> dict[str, Any]:
-        found = {"policy": self.policy, "enforcementLevel": self.enforcement_level, "urn": self.urn, "message": self.message}
+        found = {
+            "policy": self.policy,
+            "enforcementLevel": self.enforcement_level,
+            "urn": self.urn,
+            "message": self.message,
+        }
         if self.fix:
             found["fix"] = self.fix
         if self.undecided:
@@ -62,10 +68,10 @@ class Violation:
 
 
 class Pack(Protocol):
-    def GetAnalyzerInfo(self, request) -> analyzer_pb2.AnalyzerInfo: ...  # noqa: N802, E704
-    def Configure(self, request) -> Any: ...  # noqa: N802, E704
-    def Analyze(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802, E704
-    def AnalyzeStack(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802, E704
+    def GetAnalyzerInfo(self, request) -> analyzer_pb2.AnalyzerInfo: ...  # noqa: N802
+    def Configure(self, request) -> Any: ...  # noqa: N802
+    def Analyze(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802
+    def AnalyzeStack(self, request) -> analyzer_pb2.AnalyzeResponse: ...  # noqa: N802
 
 
 class _Built(Exception):
@@ -169,7 +175,10 @@ class PackProcess:
         self._pack_dir = pack_dir
         self._process = subprocess.Popen(
             [python, "-u", "-m", "pulumi.policy", ENGINE_ADDRESS, str(pack_dir)],
-            cwd=pack_dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=pack_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         try:
             port = self._read_port()
@@ -181,8 +190,9 @@ class PackProcess:
             self._process.wait()
             raise
         self._channel = grpc.insecure_channel(
-            f"127.0.0.1:{port}", options=[("grpc.max_receive_message_length", _MAX_MESSAGE),
-                                          ("grpc.max_send_message_length", _MAX_MESSAGE)])
+            f"127.0.0.1:{port}",
+            options=[("grpc.max_receive_message_length", _MAX_MESSAGE), ("grpc.max_send_message_length", _MAX_MESSAGE)],
+        )
         self._stub = analyzer_pb2_grpc.AnalyzerStub(self._channel)
         self._grpc = grpc
 
@@ -196,8 +206,10 @@ class PackProcess:
                 self._process.kill()
             error = self._process.stderr.read().decode(errors="replace")[-2000:]
             self.close()
-            raise PackError(f"the policy pack did not start (python -m pulumi.policy {ENGINE_ADDRESS} {self._pack_dir}): "
-                            f"{line or 'no port within ' + str(_START_SECONDS) + ' s'}\n{error}".rstrip())
+            raise PackError(
+                f"the policy pack did not start (python -m pulumi.policy {ENGINE_ADDRESS} {self._pack_dir}): "
+                f"{line or 'no port within ' + str(_START_SECONDS) + ' s'}\n{error}".rstrip()
+            )
         return int(line)
 
     def _call(self, method: str, request):
@@ -228,14 +240,14 @@ class PackProcess:
         for stream in (self._process.stdout, self._process.stderr):
             stream.close()
 
-    def __enter__(self) -> "PackProcess":
+    def __enter__(self) -> PackProcess:
         return self
 
     def __exit__(self, *_exc) -> None:
         self.close()
 
 
-_IN_PROCESS: Optional[InProcessPack] = None
+_IN_PROCESS: InProcessPack | None = None
 
 
 def in_process() -> InProcessPack:
@@ -265,7 +277,7 @@ def message(diagnostic: analyzer_pb2.AnalyzeDiagnostic) -> str:
     # _create_report_violation); the report keeps the part the policy wrote.
     prefix = diagnostic.description + "\n"
     text = diagnostic.message
-    return text[len(prefix):] if diagnostic.description and text.startswith(prefix) else text
+    return text[len(prefix) :] if diagnostic.description and text.startswith(prefix) else text
 
 
 def _violations(response: analyzer_pb2.AnalyzeResponse, attribute, fixes: Mapping[str, str]) -> list[Violation]:
@@ -282,8 +294,9 @@ def _violations(response: analyzer_pb2.AnalyzeResponse, attribute, fixes: Mappin
     ]
 
 
-def analyze(recording: Recording, pack: Optional[Pack] = None,
-            config: Optional[Mapping[str, policy_config.PolicyConfig]] = None) -> list[Violation]:
+def analyze(
+    recording: Recording, pack: Pack | None = None, config: Mapping[str, policy_config.PolicyConfig] | None = None
+) -> list[Violation]:
     """Configure the pack, Analyze every resource, AnalyzeStack once; every diagnostic, sorted."""
     pack = pack or in_process()
     described = info(pack)
@@ -296,4 +309,3 @@ def analyze(recording: Recording, pack: Optional[Pack] = None,
     known = {r.urn for r in stack.resources}
     found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn, fixes)
     return sorted(set(found), key=lambda v: (v.policy, v.urn, v.message))
-

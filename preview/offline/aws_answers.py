@@ -15,8 +15,9 @@ import hashlib
 import importlib.util
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -29,12 +30,12 @@ class InvokeError(Exception):
     """What AWS would answer with an error; the program turns it into a config error."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fixtures() -> dict[str, Any]:
     return yaml.load(FIXTURES.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def instance_catalogue() -> dict[str, Any]:
     # Located, not imported: importing moto pulls in boto3 and its server machinery for nothing.
     spec = importlib.util.find_spec("moto")
@@ -48,8 +49,10 @@ def _instance_type(args: dict, config: dict) -> dict:
     name = args.get("instanceType")
     row = instance_catalogue().get(name)
     if row is None:
-        raise InvokeError(f"not in the offline instance catalogue, moto's copy of AWS's; if AWS offers {name!r} "
-                          f"in the region, only the offline preview cannot show it")
+        raise InvokeError(
+            f"not in the offline instance catalogue, moto's copy of AWS's; if AWS offers {name!r} "
+            f"in the region, only the offline preview cannot show it"
+        )
     gpus = (row.get("GpuInfo") or {}).get("Gpus", [])
     return {
         "id": name,
@@ -83,8 +86,10 @@ def _ssm_parameter(args: dict, config: dict) -> dict:
     ami = eks_ami_answers.answers().get(name)
     if ami:
         return {"id": name, "name": name, "type": "String", "value": ami, "version": 1}
-    raise InvokeError(f"ParameterNotFound: {name} (offline, the answers come from gpu_platform/catalog/eks_amis.yaml, the EKS AMI "
-                      f"releases amazon-eks-ami's CHANGELOG lists; pulumi preview asks AWS itself)")
+    raise InvokeError(
+        f"ParameterNotFound: {name} (offline, the answers come from gpu_platform/catalog/eks_amis.yaml, the EKS AMI "
+        f"releases amazon-eks-ami's CHANGELOG lists; pulumi preview asks AWS itself)"
+    )
 
 
 def _cluster(args: dict, config: dict) -> dict:
@@ -123,7 +128,13 @@ def _subnet(args: dict, config: dict) -> dict:
         raise InvokeError(f"InvalidSubnetID.NotFound: the subnet ID '{subnet}' does not exist")
     first = ((config.get("gpu-platform:cluster") or {}).get("subnetIds") or [subnet])[0]
     vpc = "vpc-" + hashlib.sha256(first.encode()).hexdigest()[:17]
-    return {"id": subnet, "vpcId": vpc, "availabilityZone": "us-west-2a", "mapPublicIpOnLaunch": False, "state": "available"}
+    return {
+        "id": subnet,
+        "vpcId": vpc,
+        "availabilityZone": "us-west-2a",
+        "mapPublicIpOnLaunch": False,
+        "state": "available",
+    }
 
 
 def partition_of(region: str) -> str:
@@ -148,8 +159,14 @@ def _session_context(args: dict, config: dict) -> dict:
     if session is None:
         return {"id": arn, "arn": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": ""}
     partition, account, role, name = session.groups()
-    return {"id": arn, "arn": arn, "issuerArn": f"arn:{partition}:iam::{account}:role/{role}",
-            "issuerId": "AROAPREVIEW", "issuerName": role, "sessionName": name}
+    return {
+        "id": arn,
+        "arn": arn,
+        "issuerArn": f"arn:{partition}:iam::{account}:role/{role}",
+        "issuerId": "AROAPREVIEW",
+        "issuerName": role,
+        "sessionName": name,
+    }
 
 
 _DNS_SUFFIXES = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn", "aws-us-gov": "amazonaws.com"}
@@ -165,9 +182,16 @@ def _access_entry(args: dict, config: dict) -> dict:
     cluster, principal = args.get("clusterName"), args.get("principalArn")
     entries = (_fixtures()["clusters"].get(cluster) or {}).get("accessEntries") or {}
     if principal not in entries:
-        raise InvokeError(f"ResourceNotFoundException: The specified access entry resource is not found (cluster {cluster}, principal {principal})")
-    return {"id": f"{cluster}:{principal}", "clusterName": cluster, "principalArn": principal,
-            "tags": dict(entries[principal].get("tags") or {}), "type": "STANDARD"}
+        raise InvokeError(
+            f"ResourceNotFoundException: The specified access entry resource is not found (cluster {cluster}, principal {principal})"
+        )
+    return {
+        "id": f"{cluster}:{principal}",
+        "clusterName": cluster,
+        "principalArn": principal,
+        "tags": dict(entries[principal].get("tags") or {}),
+        "type": "STANDARD",
+    }
 
 
 def _region(args: dict, config: dict) -> dict:
@@ -201,7 +225,9 @@ def answer(token: str, args: dict, config: dict) -> tuple[dict, list[tuple[str, 
     one, so the program can catch it where it made the call."""
     handler = _ANSWERS.get(token)
     if handler is None:
-        raise InvokeError(f"the offline preview has no answer for invoke {token}; add one to preview/offline/aws_answers.py")
+        raise InvokeError(
+            f"the offline preview has no answer for invoke {token}; add one to preview/offline/aws_answers.py"
+        )
     try:
         return handler(args, config), []
     except InvokeError as exc:

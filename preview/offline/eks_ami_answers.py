@@ -40,13 +40,20 @@ def generate() -> dict[str, dict[str, dict[str, str]]]:
     for minor, flavours in eks_amis.published().items():
         for flavour, releases in flavours.items():
             names = [eks_amis.ami_name(flavour, minor, release) for release in releases]
-            generated.setdefault(minor, {})[flavour] = {"recommended": ami_id(names[0]), **{n: ami_id(n) for n in names}}
+            generated.setdefault(minor, {})[flavour] = {
+                "recommended": ami_id(names[0]),
+                **{n: ami_id(n) for n in names},
+            }
     return generated
 
 
 def _flattened(generated: dict[str, dict[str, dict[str, str]]]) -> dict[str, str]:
-    return {parameter(minor, flavour, which): ami for minor, flavours in generated.items()
-            for flavour, amis in flavours.items() for which, ami in amis.items()}
+    return {
+        parameter(minor, flavour, which): ami
+        for minor, flavours in generated.items()
+        for flavour, amis in flavours.items()
+        for which, ami in amis.items()
+    }
 
 
 def render() -> str:
@@ -74,7 +81,7 @@ def write() -> None:
     FILE.write_text(render())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def answers() -> dict[str, str]:
     """Parameter path -> the id it answers, as the generated file has them."""
     return _flattened(yaml.load(FILE.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["parameters"])

@@ -20,19 +20,18 @@ import json
 import logging
 import runpy
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pulumi
 from google.protobuf import struct_pb2
-from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime import rpc
+from pulumi.runtime import mocks as pulumi_mocks, rpc
 from pulumi.runtime.settings import get_root_resource, set_root_resource
 from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.config import PROJECT
 from preview.offline import aws_answers, outputs
-from preview.recording import FIRST_PREVIEW, MODES, STACK_TYPE, UP, Recording, Registration  # noqa: F401 (re-exported)
+from preview.recording import FIRST_PREVIEW, MODES, STACK_TYPE, UP, Recording, Registration
 from preview.stack_file import ROOT, STACKS, read_stack_file, resolve_stack, stack_file, stack_name  # noqa: F401 (re-exported)
 
 PROGRAM = ROOT / "__main__.py"
@@ -111,10 +110,7 @@ class _OfflineMocks(pulumi_mocks.Mocks):
 
 def _as_pulumi_config(config: dict[str, Any]) -> dict[str, str]:
     # The language host hands structured values over as JSON text, and plain values as text.
-    return {
-        key: value if isinstance(value, str) else json.dumps(value)
-        for key, value in config.items()
-    }
+    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
 
 
 class _Warnings(logging.Handler):
@@ -134,8 +130,13 @@ def _program_log() -> tuple[logging.Logger, _Warnings]:
     return logger, logger.handlers[0]
 
 
-def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registration]] = None, mode: str = UP,
-        shown: Optional[str] = None) -> Recording:
+def run(
+    path: Path,
+    stack: str | None = None,
+    sink: list[Registration] | None = None,
+    mode: str = UP,
+    shown: str | None = None,
+) -> Recording:
     """Run the program for one stack file and return what it registered. A configuration error
     raises `gpu_platform.config.ConfigError` before anything is registered; `sink`, when given,
     receives registrations as they happen (so a caller can see what an error left behind)."""
@@ -151,7 +152,9 @@ def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registratio
     # top-level resource's parent is this stack's root, as under the engine.
     set_root_resource(None)
     logger, warnings = _program_log()
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=name, preview=mode == FIRST_PREVIEW, monitor=monitor, logger=logger)
+    pulumi.runtime.set_mocks(
+        mocks, project=PROJECT, stack=name, preview=mode == FIRST_PREVIEW, monitor=monitor, logger=logger
+    )
     pulumi.runtime.set_all_config(_as_pulumi_config(config))
     settings = pulumi.runtime.settings.SETTINGS
     settings.rpc_manager.clear()
@@ -160,8 +163,13 @@ def run(path: Path, stack: Optional[str] = None, sink: Optional[list[Registratio
     # engine's root stack holds the program's exports.
     root = get_root_resource()
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
-    recording = Recording(stack=name, config=config, resources=list(monitor.registrations), mode=mode,
-                          warnings=tuple(dict.fromkeys(warnings.messages)))
+    recording = Recording(
+        stack=name,
+        config=config,
+        resources=list(monitor.registrations),
+        mode=mode,
+        warnings=tuple(dict.fromkeys(warnings.messages)),
+    )
     recording.stack_outputs = _sync_await(rpc.serialize_properties(massage(dict(root.outputs), []), {}))
     recording.component_outputs = {urn: out for urn, out in monitor.outputs.items() if urn != recording.stack_urn}
     return recording

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pulumi.runtime import rpc
 
@@ -47,7 +48,9 @@ def _eks_cluster(name: str, inputs: dict) -> dict:
             "vpcId": f"vpc-{_hex(cluster + 'vpc', 17)}",
         },
         "kubernetesNetworkConfig": {"serviceIpv4Cidr": "172.20.0.0/16", "ipFamily": "ipv4"},
-        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/{_hex(cluster, 32).upper()}"}]}],
+        "identities": [
+            {"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/{_hex(cluster, 32).upper()}"}]}
+        ],
         "status": "ACTIVE",
     }
 
@@ -65,24 +68,40 @@ def _node_group(name: str, inputs: dict) -> dict:
     group = inputs.get("nodeGroupName") or inputs.get("nodeGroupNamePrefix", "") + _hex(name, 26)
     # The ASG EKS makes for it (botocore eks service-2.json, Nodegroup.resources): named eks-<group>-<uuid>
     # (terraform-aws-modules/terraform-aws-eks#3007; older groups: eks-<uuid>).
-    return {"arn": _arn("eks", "nodegroup", name), "status": "ACTIVE", "nodeGroupName": group,
-            "resources": [{"autoscalingGroups": [{"name": f"eks-{group}-{_uuid(name)}"}]}]}
+    return {
+        "arn": _arn("eks", "nodegroup", name),
+        "status": "ACTIVE",
+        "nodeGroupName": group,
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{group}-{_uuid(name)}"}]}],
+    }
 
 
 _COMPUTED: dict[str, Callable[[str, dict], dict]] = {
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws:imagebuilder/image:Image": _image,
-    "aws:iam/role:Role": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name', name)}", "name": i.get("name", name)},
-    "aws:iam/instanceProfile:InstanceProfile": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:instance-profile/{i.get('name', name)}", "name": i.get("name", name)},
-    "aws:iam/policy:Policy": lambda name, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}",
-                                              "policyId": f"ANPA{_hex(name, 17).upper()}"},
+    "aws:iam/role:Role": lambda name, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name', name)}",
+        "name": i.get("name", name),
+    },
+    "aws:iam/instanceProfile:InstanceProfile": lambda name, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:instance-profile/{i.get('name', name)}",
+        "name": i.get("name", name),
+    },
+    "aws:iam/policy:Policy": lambda name, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name', name)}",
+        "policyId": f"ANPA{_hex(name, 17).upper()}",
+    },
     # An add-on's ARN names its cluster, add-on and a UUID EKS makes (EKS API Addon.addonArn:
     # arn:aws:eks:<region>:<account>:addon/<cluster>/<addon>/<uuid>); its version is EKS's default
     # for the cluster unless given, which the offline preview does not know: left unknown.
     "aws:eks/addon:Addon": lambda name, i: {
-        "arn": _arn("eks", "addon", f"{i.get('clusterName', '')}/{i.get('addonName', name)}/{_uuid(name)}")},
+        "arn": _arn("eks", "addon", f"{i.get('clusterName', '')}/{i.get('addonName', name)}/{_uuid(name)}")
+    },
     "aws:kms/key:Key": lambda name, i: {"arn": _arn("kms", "key", _hex(name, 32)), "keyId": _hex(name, 32)},
-    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {"arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"), "latestVersion": 1},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda name, i: {
+        "arn": _arn("ec2", "launch-template", f"lt-{_hex(name, 17)}"),
+        "latestVersion": 1,
+    },
     "aws:eks/nodeGroup:NodeGroup": _node_group,
     "aws:cloudwatch/logGroup:LogGroup": lambda name, i: {"arn": _arn("logs", "log-group", i.get("name", name))},
 }
@@ -167,5 +186,10 @@ def preview(type_: str, name: str, inputs: dict[str, Any]) -> tuple[None, dict[s
     instead would reach the program as a known null."""
     inputs = _autonamed(type_, name, inputs)
     _, filled = fill(type_, name, inputs)
-    planned = _unknown_where_computed(inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)})
-    return None, {**planned, **{key: rpc.UNKNOWN for key in FILLED_IN_WHEN_LEFT_OUT.get(type_, ()) if key not in inputs}}
+    planned = _unknown_where_computed(
+        inputs, {k: v for k, v in filled.items() if k not in inputs or isinstance(v, dict)}
+    )
+    return None, {
+        **planned,
+        **{key: rpc.UNKNOWN for key in FILLED_IN_WHEN_LEFT_OUT.get(type_, ()) if key not in inputs},
+    }

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from google.protobuf import struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -82,10 +83,14 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
     if _depth(raw, MAX_DEPTH + 1) > MAX_DEPTH:
         raise ValueError(f"{flag}: nested deeper than {MAX_DEPTH} levels; a policy's config is a flat object")
     if not isinstance(raw, dict):
-        raise ValueError(f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}')
+        raise ValueError(
+            f'{flag}: must be a JSON object of policy -> level, e.g. {{"cluster-endpoint-private": "disabled"}}'
+        )
     if "environments" in raw:
-        raise ValueError(f"{flag}: 'environments' names Pulumi ESC environments, which only Pulumi Cloud resolves; "
-                         "the offline preview cannot read them (remove the key, or run pulumi preview)")
+        raise ValueError(
+            f"{flag}: 'environments' names Pulumi ESC environments, which only Pulumi Cloud resolves; "
+            "the offline preview cannot read them (remove the key, or run pulumi preview)"
+        )
     found = {}
     for name, value in raw.items():
         if isinstance(value, str):
@@ -96,12 +101,18 @@ def parse(text: str, flag: str) -> dict[str, PolicyConfig]:
             if level is None:
                 level = ""
             elif level not in LEVELS:
-                raise ValueError(f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})")
+                raise ValueError(
+                    f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})"
+                )
         else:
-            raise ValueError(f"{flag}: {name}: {_shown(value)} is neither an enforcement level nor an object "
-                             f'(e.g. "advisory" or {{"enforcementLevel": "advisory"}})')
+            raise ValueError(
+                f"{flag}: {name}: {_shown(value)} is neither an enforcement level nor an object "
+                f'(e.g. "advisory" or {{"enforcementLevel": "advisory"}})'
+            )
         if isinstance(value, str) and level not in LEVELS:
-            raise ValueError(f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})")
+            raise ValueError(
+                f"{flag}: {where}: {_shown(level)} is not an enforcement level (valid: {', '.join(LEVELS)})"
+            )
         if level or properties:
             found[name] = PolicyConfig(level, properties)
     return found
@@ -115,19 +126,23 @@ def _shown(value: Any) -> str:
 def validate(config: Mapping[str, PolicyConfig], policies: list[str], flag: str) -> None:
     unknown = sorted(set(config) - set(policies) - {ALL})
     if unknown:
-        raise ValueError(f"{flag}: {unknown[0]!r} is not a policy of the pack (valid: {', '.join(sorted(policies))}, "
-                         f"or '{ALL}'); pulumi preview would ignore it silently")
+        raise ValueError(
+            f"{flag}: {unknown[0]!r} is not a policy of the pack (valid: {', '.join(sorted(policies))}, "
+            f"or '{ALL}'); pulumi preview would ignore it silently"
+        )
     if ALL in config and not config[ALL].level:
         raise ValueError(f"{flag}: {ALL}: sets no enforcementLevel (valid: {', '.join(LEVELS)})")
 
 
-def configure_request(info: analyzer_pb2.AnalyzerInfo, config: Mapping[str, PolicyConfig]) -> analyzer_pb2.ConfigureAnalyzerRequest:
+def configure_request(
+    info: analyzer_pb2.AnalyzerInfo, config: Mapping[str, PolicyConfig]
+) -> analyzer_pb2.ConfigureAnalyzerRequest:
     """Every policy's level (its default, then `all`, then its own entry) and properties."""
     levels = {p.name: FROM_PROTO[p.enforcementLevel] for p in info.policies}
     properties: dict[str, dict[str, Any]] = {name: {} for name in levels}
     everything = config.get(ALL)
     if everything is not None and everything.level:
-        levels = {name: everything.level for name in levels}
+        levels = dict.fromkeys(levels, everything.level)
     for name, entry in config.items():
         if entry.level:
             levels[name] = entry.level
@@ -140,5 +155,7 @@ def configure_request(info: analyzer_pb2.AnalyzerInfo, config: Mapping[str, Poli
             raise ValueError(f"{name}: sets no enforcementLevel (valid: {', '.join(LEVELS)})")
         props = struct_pb2.Struct()
         props.update(properties.get(name) or {})
-        request.policyConfig[name].CopyFrom(analyzer_pb2.PolicyConfig(enforcementLevel=_TO_PROTO[levels[name]], properties=props))
+        request.policyConfig[name].CopyFrom(
+            analyzer_pb2.PolicyConfig(enforcementLevel=_TO_PROTO[levels[name]], properties=props)
+        )
     return request

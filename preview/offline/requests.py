@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Optional
 
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -62,7 +62,7 @@ class EngineResource:
     provider: str  # the provider reference "<urn>::<id>", or "" for providers, components, the stack
     dependencies: tuple[str, ...] = ()
     property_dependencies: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    options: Optional[analyzer_pb2.AnalyzerResourceOptions] = None
+    options: analyzer_pb2.AnalyzerResourceOptions | None = None
 
 
 def seconds(duration: str) -> float:
@@ -139,7 +139,9 @@ def _package_config(recording: Recording, package: str) -> struct_pb2.Struct:
         namespace, _, name = key.partition(":")
         if namespace == package and name:
             # Go's encoding/json: compact, keys sorted.
-            inputs.fields[name].string_value = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
+            inputs.fields[name].string_value = (
+                value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
+            )
     return inputs
 
 
@@ -166,7 +168,8 @@ def _default_providers(recording: Recording) -> dict[tuple[str, str], EngineReso
             outputs=inputs,
             provider="",
             options=analyzer_pb2.AnalyzerResourceOptions(
-                customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts()),
+                customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts()
+            ),
         )
     return found
 
@@ -176,9 +179,16 @@ def resources(recording: Recording) -> list[EngineResource]:
     provider just before its first user, then the program's registrations."""
     defaults = _default_providers(recording)
     stack = EngineResource(
-        urn=recording.stack_urn, type=STACK_TYPE, name=f"{recording.project}-{recording.stack}", parent="",
-        inputs=struct_pb2.Struct(), outputs=recording.stack_outputs, provider="",
-        options=analyzer_pb2.AnalyzerResourceOptions(customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts()),
+        urn=recording.stack_urn,
+        type=STACK_TYPE,
+        name=f"{recording.project}-{recording.stack}",
+        parent="",
+        inputs=struct_pb2.Struct(),
+        outputs=recording.stack_outputs,
+        provider="",
+        options=analyzer_pb2.AnalyzerResourceOptions(
+            customTimeouts=analyzer_pb2.AnalyzerResourceOptions.CustomTimeouts()
+        ),
     )
     found = [stack]
     placed: set[tuple[str, str]] = set()
@@ -199,15 +209,26 @@ def resources(recording: Recording) -> list[EngineResource]:
         outputs = r.state if r.custom else recording.component_outputs.get(r.urn, struct_pb2.Struct())
         if r.is_provider:
             outputs = inputs  # a provider's state is its inputs
-        found.append(EngineResource(
-            urn=r.urn, type=r.type, name=r.name, parent=r.parent,
-            inputs=inputs, outputs=outputs, provider=provider, dependencies=r.dependencies,
-            property_dependencies=r.property_dependencies, options=_options(r),
-        ))
+        found.append(
+            EngineResource(
+                urn=r.urn,
+                type=r.type,
+                name=r.name,
+                parent=r.parent,
+                inputs=inputs,
+                outputs=outputs,
+                provider=provider,
+                dependencies=r.dependencies,
+                property_dependencies=r.property_dependencies,
+                options=_options(r),
+            )
+        )
     return found
 
 
-def _provider_resource(reference: str, index: dict[str, EngineResource]) -> Optional[analyzer_pb2.AnalyzerProviderResource]:
+def _provider_resource(
+    reference: str, index: dict[str, EngineResource]
+) -> analyzer_pb2.AnalyzerProviderResource | None:
     if not reference:
         return None
     urn = reference.rsplit("::", 1)[0]
@@ -225,7 +246,11 @@ def analyze_requests(recording: Recording) -> Iterator[analyzer_pb2.AnalyzeReque
     index = {r.urn: r for r in found}
     for r in found:
         request = analyzer_pb2.AnalyzeRequest(
-            type=r.type, urn=r.urn, name=r.name, properties=_marshal_struct(r.inputs), options=r.options,
+            type=r.type,
+            urn=r.urn,
+            name=r.name,
+            properties=_marshal_struct(r.inputs),
+            options=r.options,
         )
         provider = _provider_resource(r.provider, index)
         if provider is not None:
@@ -239,8 +264,13 @@ def analyze_stack_request(recording: Recording) -> analyzer_pb2.AnalyzeStackRequ
     request = analyzer_pb2.AnalyzeStackRequest()
     for r in found:
         resource = request.resources.add(
-            type=r.type, urn=r.urn, name=r.name, properties=_marshal_struct(r.outputs), options=r.options,
-            parent=r.parent, dependencies=list(r.dependencies),
+            type=r.type,
+            urn=r.urn,
+            name=r.name,
+            properties=_marshal_struct(r.outputs),
+            options=r.options,
+            parent=r.parent,
+            dependencies=list(r.dependencies),
         )
         for key, urns in r.property_dependencies:
             if urns:

@@ -31,21 +31,20 @@ root) read-write; the summary counts such a path as writable.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional
 
 from gpu_platform.interface import contract
+from gpu_platform.interface.resource_types import NAMESPACE as _NAMESPACE
 from gpu_platform.privileges import cluster_admins, ledger as canonical
-from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.recording import Recording
+from preview.reports import aws_exposure, kubernetes_guards, ledger, privileges
 from preview.reports.privileges import Workload
 from preview.reports.report import clean
-from gpu_platform.interface.resource_types import NAMESPACE as _NAMESPACE
 
 _OPERAND_KINDS = ("DaemonSet", "Deployment")
 _MODE = {"rw": "read-write", "ro": "read-only"}
 
 
-def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> str:
+def report(recording: Recording, against: set[ledger.Row] | None = None) -> str:
     """The report; `against` is the ledger of an older report (`ledger.parse`)."""
     found = privileges.read(recording)
     privileged = [w for w in found if w.privileges]
@@ -73,8 +72,10 @@ def report(recording: Recording, against: Optional[set[ledger.Row]] = None) -> s
         "## Privilege ledger",
         "",
         "One row per privilege; `python -m preview --audit NEW --audit-against THIS_FILE` compares against it.",
-        f"Hash: `{canonical.digest(rows)}` (SHA-256 of the rows in the canonical form `{canonical.CANONICAL_VERSION}`, "
-        "gpu_platform/privileges/ledger.py); an approval of this report records it as `gpu-platform:audit.approvedLedger`.",
+        (
+            f"Hash: `{canonical.digest(rows)}` (SHA-256 of the rows in the canonical form `{canonical.CANONICAL_VERSION}`, "
+            "gpu_platform/privileges/ledger.py); an approval of this report records it as `gpu-platform:audit.approvedLedger`."
+        ),
         "",
         *ledger.write(rows),
     ]
@@ -97,23 +98,44 @@ def _bake_section(rows: list[ledger.Row]) -> list[str]:
     baked = [row for row in rows if row[0].startswith("node image bake ")]
     if not baked:
         return []
-    return ["## The node image bake", "",
+    return [
+        "## The node image bake",
+        "",
+        (
             "What the Image Builder component runs as root on the build instance (each script by its SHA-256), its "
             "inputs, what it downloads and the pins that check the downloads (read from the component document, "
-            "gpu_platform/privileges/bake_document.py):", "", *ledger.table(baked), ""]
+            "gpu_platform/privileges/bake_document.py):"
+        ),
+        "",
+        *ledger.table(baked),
+        "",
+    ]
 
 
 def _access_section(rows: list[ledger.Row]) -> list[str]:
     granted = [row for row in rows if row[0] == cluster_admins.SUBJECT]
     lines = ["## Cluster access", ""]
     if not granted:
-        return lines + ["The stack names no cluster admin and grants no cluster access (an adopted cluster keeps the access "
-                        "it had).", ""]
-    return lines + [
-        "Who may administer the cluster, by IAM principal (path left out, name in lower case): every "
-        "`gpu-platform:cluster.admins` entry, including one whose existing access entry the stack leaves as it is, "
-        "every access policy association with its policy and scope, and the cluster's own access settings "
-        "(gpu_platform/privileges/cluster_admins.py):", "", *ledger.table(granted), ""]
+        return [
+            *lines,
+            (
+                "The stack names no cluster admin and grants no cluster access (an adopted cluster keeps the access "
+                "it had)."
+            ),
+            "",
+        ]
+    return [
+        *lines,
+        (
+            "Who may administer the cluster, by IAM principal (path left out, name in lower case): every "
+            "`gpu-platform:cluster.admins` entry, including one whose existing access entry the stack leaves as it is, "
+            "every access policy association with its policy and scope, and the cluster's own access settings "
+            "(gpu_platform/privileges/cluster_admins.py):"
+        ),
+        "",
+        *ledger.table(granted),
+        "",
+    ]
 
 
 def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:
@@ -122,12 +144,16 @@ def _addon_section(recording: Recording, rows: list[ledger.Row]) -> list[str]:
     lines = ["## EKS add-ons and their privileged DaemonSets", ""]
     for props in _addons(recording):
         tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
-        lines += [f"Add-on `{props.get('addonName')}` version `{props.get('addonVersion') or 'EKS default'}` "
-                  f"(its DaemonSets are created by EKS, not by this stack):",
-                  "",
-                  f"- owner: {tags.get(contract.AUDIT_TAG_OWNER, '(not stated)')}",
-                  f"- approval: {tags.get(contract.AUDIT_TAG_APPROVAL, '(not stated)')}",
-                  ""]
+        lines += [
+            (
+                f"Add-on `{props.get('addonName')}` version `{props.get('addonVersion') or 'EKS default'}` "
+                f"(its DaemonSets are created by EKS, not by this stack):"
+            ),
+            "",
+            f"- owner: {tags.get(contract.AUDIT_TAG_OWNER, '(not stated)')}",
+            f"- approval: {tags.get(contract.AUDIT_TAG_APPROVAL, '(not stated)')}",
+            "",
+        ]
     lines += [*ledger.table(rows), ""]
     return lines
 
@@ -157,8 +183,10 @@ def _header(recording: Recording, privileged: list[Workload]) -> list[str]:
     return [
         f"# Privileged software audit: stack {recording.stack}",
         "",
-        "Generated by `python -m preview --audit` from the resources the stack registers (their inputs as "
-        "the Pulumi engine sees them). Do not edit: regenerate.",
+        (
+            "Generated by `python -m preview --audit` from the resources the stack registers (their inputs as "
+            "the Pulumi engine sees them). Do not edit: regenerate."
+        ),
         "",
         _values("Operator release", releases),
         _values("Owner", audit(contract.AUDIT_OWNER)),
@@ -198,14 +226,14 @@ def _summary(found: list[Workload]) -> list[str]:
             f"| {sum(m == 'rw' for m in modes.values())} | {sum(m == 'ro' for m in modes.values())} "
             f"| {_count(sorted({ns for w in group for ns in w.host_namespaces}))} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _changes(old: set[ledger.Row], rows: list[ledger.Row], approved: list[str]) -> list[str]:
     lines = ["## Changes since the previous report", "", _baseline(canonical.digest(old), approved), ""]
     added, removed = ledger.diff(old, set(rows))
     if not added and not removed:
-        return lines + [f"No privilege added or removed ({len(old)} in both).", ""]
+        return [*lines, f"No privilege added or removed ({len(old)} in both).", ""]
     for title, changed in (("Added", added), ("Removed", removed)):
         lines += [f"### {title} ({len(changed)})", ""]
         lines += [*ledger.table(changed), ""] if changed else ["None.", ""]
@@ -219,13 +247,19 @@ def _baseline(previous: str, approved: list[str]) -> str:
     under review with the stack file, tells such a report from the approved one."""
     said = f"The previous report's ledger hashes to `{previous}`"
     if not approved:
-        return (f"{said}; the stack records no approved hash (gpu-platform:audit.approvedLedger), so nothing "
-                "says whether that report is the one an approval covered.")
+        return (
+            f"{said}; the stack records no approved hash (gpu-platform:audit.approvedLedger), so nothing "
+            "says whether that report is the one an approval covered."
+        )
     if previous in approved:
-        return f"{said}, the approved hash (gpu-platform:audit.approvedLedger): below is what changed since the approval."
-    return (f"{said}: **NOT the approved {', '.join(f'`{h}`' for h in approved)}** (gpu-platform:audit.approvedLedger). "
-            "Below is what changed since that report, not since the approval: compare against the report the "
-            "approval covered.")
+        return (
+            f"{said}, the approved hash (gpu-platform:audit.approvedLedger): below is what changed since the approval."
+        )
+    return (
+        f"{said}: **NOT the approved {', '.join(f'`{h}`' for h in approved)}** (gpu-platform:audit.approvedLedger). "
+        "Below is what changed since that report, not since the approval: compare against the report the "
+        "approval covered."
+    )
 
 
 def _agreement(w: Workload) -> str:
@@ -235,9 +269,11 @@ def _agreement(w: Workload) -> str:
         return f"- {label}: **missing**; the mounts give `{_joined(w.host_paths)}`"
     if declared == w.host_paths:
         return f"- {label}: agree with the mounts"
-    problems = [f"declared only: {', '.join(f'`{p}:{m}`' for p, m in declared.items() if p not in w.host_paths)}",
-                f"mounted only: {', '.join(f'`{p}:{m}`' for p, m in w.host_paths.items() if p not in declared)}",
-                f"mode differs: {', '.join(f'`{p}` declared {declared[p]}, mounted {m}' for p, m in w.host_paths.items() if p in declared and declared[p] != m)}"]
+    problems = [
+        f"declared only: {', '.join(f'`{p}:{m}`' for p, m in declared.items() if p not in w.host_paths)}",
+        f"mounted only: {', '.join(f'`{p}:{m}`' for p, m in w.host_paths.items() if p not in declared)}",
+        f"mode differs: {', '.join(f'`{p}` declared {declared[p]}, mounted {m}' for p, m in w.host_paths.items() if p in declared and declared[p] != m)}",
+    ]
     return f"- {label}: **disagree with the mounts**; " + "; ".join(p for p in problems if not p.endswith(": "))
 
 
@@ -269,12 +305,16 @@ def _workload(w: Workload) -> list[str]:
         _agreement(w),
     ]
     if w.unmounted_host_paths:
-        lines.append(f"- hostPath volumes no container mounts (no access): {', '.join(f'`{p}`' for p in w.unmounted_host_paths)}")
+        lines.append(
+            f"- hostPath volumes no container mounts (no access): {', '.join(f'`{p}`' for p in w.unmounted_host_paths)}"
+        )
     lines += ["", "Containers:", ""]
     for c in w.containers:
         caps = ", ".join(c.capabilities) or "none"
-        lines.append(f"- `{c.name}`{' (init)' if c.init else ''}: {'privileged' if c.privileged else 'not privileged'}; added capabilities: {caps}")
+        lines.append(
+            f"- `{c.name}`{' (init)' if c.init else ''}: {'privileged' if c.privileged else 'not privileged'}; added capabilities: {caps}"
+        )
         lines += [f"  - `{m.host_path}` {_mount(m.mode, c)} at `{m.at}`" for m in c.mounts]
         if not c.mounts:
             lines.append("  - no host paths")
-    return lines + [""]
+    return [*lines, ""]

@@ -12,12 +12,20 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_platform.interface import contract
-from gpu_platform.privileges.iam_document import statements, values
 from gpu_platform.interface.props import mapping
+from gpu_platform.interface.resource_types import (
+    EKS_ACCESS_ASSOCIATION as ACCESS_ASSOCIATION,
+    EKS_ADDON as ADDON,
+    IAM_ATTACHMENT as POLICY_ATTACHMENT,
+    IAM_POLICY as POLICY,
+    IAM_ROLE as ROLE,
+    IMAGE_INFRASTRUCTURE as INFRASTRUCTURE,
+    IMAGE_RECIPE,
+)
+from gpu_platform.privileges.iam_document import statements, values
 from policy.facts import EKS_CLUSTER, IMAGE, LAUNCH_TEMPLATE, NODE_GROUP, is_gpu_resource
 from preview.recording import Recording, Registration
 from preview.reports.report import clean
-from gpu_platform.interface.resource_types import EKS_ACCESS_ASSOCIATION as ACCESS_ASSOCIATION, EKS_ADDON as ADDON, IAM_ATTACHMENT as POLICY_ATTACHMENT, IAM_POLICY as POLICY, IAM_ROLE as ROLE, IMAGE_INFRASTRUCTURE as INFRASTRUCTURE, IMAGE_RECIPE
 
 UNSET = "(not set)"
 
@@ -45,8 +53,12 @@ def _row(*cells: Any) -> str:
 
 def _trusted(policy: Any) -> str:
     """Who may assume the role: the trust policy's principals."""
-    names = {f"{kind} {who}" for s in statements(policy) for kind, any_of in mapping(s.get("Principal")).items()
-             for who in values(any_of)}
+    names = {
+        f"{kind} {who}"
+        for s in statements(policy)
+        for kind, any_of in mapping(s.get("Principal")).items()
+        for who in values(any_of)
+    }
     return ", ".join(sorted(names)) or UNSET
 
 
@@ -81,20 +93,28 @@ def _roles(recording: Recording) -> list[str]:
         lines += [f"  - trusted only if `{c}`" for c in _conditions(props.get("assumeRolePolicy"))]
         # Policies arrive as RolePolicyAttachments (managedPolicyArns is deprecated), found by the
         # role they depend on; sorted, as they register in no fixed order.
-        attached = sorted(a.inputs.get("policyArn") for a in recording.of_type(POLICY_ATTACHMENT) if r.urn in a.dependencies)
+        attached = sorted(
+            a.inputs.get("policyArn") for a in recording.of_type(POLICY_ATTACHMENT) if r.urn in a.dependencies
+        )
         policies = [*(props.get("managedPolicyArns") or []), *attached]
         for arn in policies:
             mine = own.get(str(arn).rsplit("/", 1)[-1]) if ":iam::aws:" not in str(arn) else None
-            lines.append(f"  - customer-managed policy `{arn}`: {_actions(mine)}" if mine else f"  - managed policy `{arn}`")
+            lines.append(
+                f"  - customer-managed policy `{arn}`: {_actions(mine)}" if mine else f"  - managed policy `{arn}`"
+            )
         if not policies:
             lines.append("  - no managed policies")
-        lines += [f"  - inline policy `{p.get('name', '?')}`" for p in props.get("inlinePolicies") or () if isinstance(p, dict)]
-    return lines + [""]
+        lines += [
+            f"  - inline policy `{p.get('name', '?')}`"
+            for p in props.get("inlinePolicies") or ()
+            if isinstance(p, dict)
+        ]
+    return [*lines, ""]
 
 
 def _access(recording: Recording) -> list[str]:
     lines = ["### Cluster access (EKS access entries)", ""]
-    for r, props in _of(recording, ACCESS_ASSOCIATION):
+    for _, props in _of(recording, ACCESS_ASSOCIATION):
         scope = props.get("accessScope") or {}
         where = scope.get("type") or UNSET
         if scope.get("namespaces"):
@@ -102,29 +122,54 @@ def _access(recording: Recording) -> list[str]:
         lines.append(f"- `{_shown(props.get('principalArn'))}`: `{_shown(props.get('policyArn'))}`, scope {where}")
     if len(lines) == 2:
         lines.append("- no access entry in this stack (an adopted cluster keeps the access it had)")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _imds(recording: Recording) -> list[str]:
-    lines = ["### Instance metadata (IMDS)", "", "| resource | httpTokens | hop limit | endpoint | instance tags |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "### Instance metadata (IMDS)",
+        "",
+        "| resource | httpTokens | hop limit | endpoint | instance tags |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for r, props in _of(recording, LAUNCH_TEMPLATE, INFRASTRUCTURE):
         options = props.get("metadataOptions" if r.type == LAUNCH_TEMPLATE else "instanceMetadataOptions") or {}
-        lines.append(_row(_what(r), options.get("httpTokens"), options.get("httpPutResponseHopLimit"),
-                          options.get("httpEndpoint"), options.get("instanceMetadataTags")))
-    return lines + [""]
+        lines.append(
+            _row(
+                _what(r),
+                options.get("httpTokens"),
+                options.get("httpPutResponseHopLimit"),
+                options.get("httpEndpoint"),
+                options.get("instanceMetadataTags"),
+            )
+        )
+    return [*lines, ""]
 
 
 def _volumes(recording: Recording) -> list[str]:
-    lines = ["### Volume encryption", "", "| resource | device | encrypted | KMS key | type | GiB |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "### Volume encryption",
+        "",
+        "| resource | device | encrypted | KMS key | type | GiB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r, props in _of(recording, LAUNCH_TEMPLATE, IMAGE_RECIPE):
         disks = [m for m in props.get("blockDeviceMappings") or () if isinstance(m, dict)]
         if not disks:
             lines.append(_row(_what(r), "no block device mappings: the AMI's defaults", "-", "-", "-", "-"))
         for m in disks:
             ebs = m.get("ebs") or {}
-            lines.append(_row(_what(r), m.get("deviceName"), ebs.get("encrypted"), ebs.get("kmsKeyId"), ebs.get("volumeType"), ebs.get("volumeSize")))
-    return lines + [""]
+            lines.append(
+                _row(
+                    _what(r),
+                    m.get("deviceName"),
+                    ebs.get("encrypted"),
+                    ebs.get("kmsKeyId"),
+                    ebs.get("volumeType"),
+                    ebs.get("volumeSize"),
+                )
+            )
+    return [*lines, ""]
 
 
 def _exposure(recording: Recording) -> list[str]:
@@ -135,10 +180,14 @@ def _exposure(recording: Recording) -> list[str]:
             # EC2 assigns no public address to an instance launched with more than one interface
             # (botocore ec2 service-2.json, InstanceNetworkInterfaceSpecification.AssociatePublicIpAddress).
             kinds = sorted({(n or {}).get("interfaceType") or "interface" for n in nics})
-            lines.append(f"- {_what(r)}: {len(nics)} interfaces ({', '.join(kinds)}): no public address "
-                         "(EC2 assigns none to an instance launched with more than one interface)")
+            lines.append(
+                f"- {_what(r)}: {len(nics)} interfaces ({', '.join(kinds)}): no public address "
+                "(EC2 assigns none to an instance launched with more than one interface)"
+            )
             continue
-        public = ", ".join(f"interface {i}: {_shown((n or {}).get('associatePublicIpAddress'))}" for i, n in enumerate(nics))
+        public = ", ".join(
+            f"interface {i}: {_shown((n or {}).get('associatePublicIpAddress'))}" for i, n in enumerate(nics)
+        )
         lines.append(f"- {_what(r)}: associatePublicIpAddress {public or UNSET + ' (the subnet decides)'}")
     clusters = _of(recording, EKS_CLUSTER)
     for r, props in clusters:
@@ -150,7 +199,7 @@ def _exposure(recording: Recording) -> list[str]:
         )
     if not clusters:
         lines.append("- no EKS cluster in this stack (an adopted cluster: its endpoint is not recorded here)")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _tags(recording: Recording) -> list[str]:
@@ -166,9 +215,7 @@ def _tags(recording: Recording) -> list[str]:
             continue
         tags = props.get("tags") if isinstance(props.get("tags"), dict) else {}
         lines.append(_row(_what(r), *(tags.get(k) for k in keys)))
-    return lines + [""]
-
-
+    return [*lines, ""]
 
 
 def _health(recording: Recording) -> list[str]:
@@ -176,19 +223,30 @@ def _health(recording: Recording) -> list[str]:
     the GPU nodes) and what may reboot or replace a node: each GPU node group's node auto repair."""
     lines = ["### EKS add-ons and node health (monitoring agent, node auto repair)", ""]
     addons = _of(recording, ADDON)
-    lines += [f"- {_what(r)}: add-on `{_shown(props.get('addonName'))}`, version "
-              f"{_shown(props.get('addonVersion') or 'EKS default for the cluster version')}"
-              for r, props in addons] or ["- no EKS add-on: no node monitoring agent reports GPU conditions"]
+    lines += [
+        f"- {_what(r)}: add-on `{_shown(props.get('addonName'))}`, version "
+        f"{_shown(props.get('addonVersion') or 'EKS default for the cluster version')}"
+        for r, props in addons
+    ] or ["- no EKS add-on: no node monitoring agent reports GPU conditions"]
     for r, props in _of(recording, NODE_GROUP):
         if is_gpu_resource(r.type, props):
             repair = props.get("nodeRepairConfig") or {}
             lines.append(f"- {_what(r)}: node auto repair {_shown(repair.get('enabled'))}")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def section(recording: Recording) -> list[str]:
-    return ["## AWS", "", *_roles(recording), *_access(recording), *_imds(recording), *_volumes(recording), *_exposure(recording),
-            *_health(recording), *_tags(recording)]
+    return [
+        "## AWS",
+        "",
+        *_roles(recording),
+        *_access(recording),
+        *_imds(recording),
+        *_volumes(recording),
+        *_exposure(recording),
+        *_health(recording),
+        *_tags(recording),
+    ]
 
 
 def audit_tag_values(recording: Recording, key: str) -> list[str]:

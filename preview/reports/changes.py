@@ -141,7 +141,7 @@ def _differences(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any
                 found += _differences(old[key], new[key], sub)
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")]
+        return [d for i, (a, b) in enumerate(zip(old, new, strict=True)) for d in _differences(a, b, f"{path}[{i}]")]
     return [] if old == new else [(path or ".", old, new)]
 
 
@@ -201,7 +201,9 @@ def _cascade(new: dict[str, dict[str, Any]], entries: dict[str, list[KeyChange]]
             if any(e.because == because and e.key == changed_key for e in listed):
                 continue
             before = replacements.verdict(e.effect for e in listed if not e.ignored)
-            listed.append(KeyChange(changed_key, MISSING, MISSING, _effect(new[ident], changed_key, kind), because=because))
+            listed.append(
+                KeyChange(changed_key, MISSING, MISSING, _effect(new[ident], changed_key, kind), because=because)
+            )
             if replacements.verdict(e.effect for e in listed if not e.ignored) != before:
                 pending.append(ident)
 
@@ -240,8 +242,10 @@ _VERDICTS = {
 # readiness gate in between: "deleted and created again" would read as delete-first. (The cluster's
 # system group has a fixed name, so not it.)
 _POOL_NODE_GROUP = "$gpu-platform:aws:GpuNodePool$aws:eks/nodeGroup:NodeGroup::"
-_POOL_NODE_GROUP_REPLACED = ("REPLACED (create-before-delete: the new node group is created beside the old one, "
-                        "which is deleted with its nodes at the end of the update)")
+_POOL_NODE_GROUP_REPLACED = (
+    "REPLACED (create-before-delete: the new node group is created beside the old one, "
+    "which is deleted with its nodes at the end of the update)"
+)
 _SHOWN = 60
 
 
@@ -254,11 +258,11 @@ def _shown(old: Any, new: Any) -> str:
     a, b = _text(old), _text(new)
     if len(a) <= _SHOWN and len(b) <= _SHOWN:
         return f"{a} -> {b}"
-    start = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    start = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
     start = max(0, start - 12)
 
     def cut(text: str, value: Any) -> str:
-        part = text[start:start + _SHOWN // 2]
+        part = text[start : start + _SHOWN // 2]
         size = len(value) if isinstance(value, str) else len(text)
         return f"{'...' if start else ''}{part}{'...' if start + len(part) < len(text) else ''} ({size} chars)"
 
@@ -279,22 +283,42 @@ def _entry(e: KeyChange) -> str:
 
 
 def describe(changes: Changes) -> str:
-    stacks = (printable(changes.new_stack) if changes.old_stack == changes.new_stack
-              else f"{printable(changes.old_stack)} -> {printable(changes.new_stack)}")
+    stacks = (
+        printable(changes.new_stack)
+        if changes.old_stack == changes.new_stack
+        else f"{printable(changes.old_stack)} -> {printable(changes.new_stack)}"
+    )
     verdicts = [c.verdict for c in changes.changed]
-    counted = [f"{verdicts.count(k)} {label}" for k, label in (
-        (replacements.REFUSED, "refused"), (replacements.REPLACES, "replaced"), (replacements.MAY_REPLACE, "may be replaced"),
-        (replacements.ROLLS_NODES, "rolling their nodes"), (replacements.UNKNOWN, "unknown")) if verdicts.count(k)]
-    lines = ["", f"Changes against the old report ({stacks}): "
-             + ("no changes" if changes.empty else
-                f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} changed"
-                + (f" ({', '.join(counted)})" if counted else ""))
-             + f", {changes.unchanged} unchanged"]
+    counted = [
+        f"{verdicts.count(k)} {label}"
+        for k, label in (
+            (replacements.REFUSED, "refused"),
+            (replacements.REPLACES, "replaced"),
+            (replacements.MAY_REPLACE, "may be replaced"),
+            (replacements.ROLLS_NODES, "rolling their nodes"),
+            (replacements.UNKNOWN, "unknown"),
+        )
+        if verdicts.count(k)
+    ]
+    lines = [
+        "",
+        f"Changes against the old report ({stacks}): "
+        + (
+            "no changes"
+            if changes.empty
+            else f"{len(changes.added)} added, {len(changes.removed)} removed, {len(changes.changed)} changed"
+            + (f" ({', '.join(counted)})" if counted else "")
+        )
+        + f", {changes.unchanged} unchanged",
+    ]
     lines += [f"  + {printable(r.type)} {printable(r.name)}" for r in changes.added]
     lines += [f"  - {printable(r.type)} {printable(r.name)}" for r in changes.removed]
     for c in changes.changed:
-        verdict = (_POOL_NODE_GROUP_REPLACED if c.verdict == replacements.REPLACES and _POOL_NODE_GROUP in c.resource.urn
-                   else _VERDICTS[c.verdict])
+        verdict = (
+            _POOL_NODE_GROUP_REPLACED
+            if c.verdict == replacements.REPLACES and _POOL_NODE_GROUP in c.resource.urn
+            else _VERDICTS[c.verdict]
+        )
         lines.append(f"  ~ {printable(c.resource.type)} {printable(c.resource.name)}: {verdict}")
         lines += [_entry(e) for e in c.entries]
     return "\n".join(lines) + "\n"

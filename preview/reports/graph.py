@@ -13,13 +13,13 @@ with the block in `docs/what-gets-created.md`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from preview.recording import Recording
-from preview.stack_file import ROOT
 from preview.reports.report import operand_order
+from preview.stack_file import ROOT
 
 OPERAND_PREFIX = "gpu-platform:operands:"
 # The components the picture shows, in the order it lists them (operands follow, in rollout order).
@@ -61,8 +61,9 @@ class Picture:
 
 
 def picture(recording: Recording) -> Picture:
-    shown = sorted((r for r in recording.resources if r.type in KINDS),
-                   key=lambda r: (list(KINDS).index(r.type), r.name, r.urn))
+    shown = sorted(
+        (r for r in recording.resources if r.type in KINDS), key=lambda r: (list(KINDS).index(r.type), r.name, r.urn)
+    )
     nodes = [Node(r.urn, r.name, KINDS[r.type]) for r in shown]
     order = tuple(
         Node(r.urn, r.name, f"operand {r.type.removeprefix(OPERAND_PREFIX)}", step)
@@ -71,14 +72,14 @@ def picture(recording: Recording) -> Picture:
     nodes += order
     waits = component_waits(recording, [n.urn for n in nodes])
     position = {n.urn: i for i, n in enumerate(nodes)}
-    edges = sorted(((b, a) for a in waits for b in _reduced(waits, a)),
-                   key=lambda e: (position[e[0]], position[e[1]]))
+    edges = sorted(((b, a) for a in waits for b in _reduced(waits, a)), key=lambda e: (position[e[0]], position[e[1]]))
     return Picture(tuple(nodes), order, waits, tuple(edges))
 
 
 def component_waits(recording: Recording, components: Sequence[str]) -> dict[str, frozenset[str]]:
     """For each of `components`, the others it waits for through anything under it."""
-    def owner(urn: str) -> Optional[str]:
+
+    def owner(urn: str) -> str | None:
         found = recording.owner(urn, components)
         return found.urn if found is not None else None
 
@@ -100,6 +101,7 @@ def component_waits(recording: Recording, components: Sequence[str]) -> dict[str
 def _reduced(waits: dict[str, frozenset[str]], node: str) -> set[str]:
     """What `node` waits for directly: drop a prerequisite that another prerequisite already waits
     for. On a cycle (Pulumi cannot record one) nothing is dropped, so the picture stays total."""
+
     def reach(start: str) -> set[str]:
         seen, frontier = set(), set(waits.get(start, ()))
         while frontier:
@@ -154,7 +156,7 @@ def dot(recording: Recording) -> str:
     lines = [f"digraph {quote('rollout-' + recording.stack)} {{", "  rankdir=TB;", "  node [shape=box];"]
     lines += [f"  {quote(n.name)} [label={quote(n.label)}];" for n in pic.nodes if n.urn not in operands]
     if pic.order:
-        lines.append('  subgraph cluster_operands {')
+        lines.append("  subgraph cluster_operands {")
         lines.append('    label="operands, in rollout order";')
         lines += [f"    {quote(n.name)} [label={quote(n.label)}];" for n in pic.order]
         lines.append("  }")
@@ -169,19 +171,21 @@ def _order_line(pic: Picture) -> str:
 
 def page_block(recording: Recording) -> str:
     pic = picture(recording)
-    return "\n".join([
-        BEGIN,
-        f"<!-- generated from stacks/Pulumi.{recording.stack}.yaml by `{REGENERATE}`; CI fails when it is stale -->",
-        f"Operands, in rollout order: {_order_line(pic)}.",
-        "",
-        "An arrow goes from what is created first to what waits for it; arrows implied by a longer path",
-        f"are left out (each component's full list: [rollout-{recording.stack}.md](rollout-{recording.stack}.md)).",
-        "",
-        "```mermaid",
-        mermaid(recording).rstrip("\n"),
-        "```",
-        END,
-    ])
+    return "\n".join(
+        [
+            BEGIN,
+            f"<!-- generated from stacks/Pulumi.{recording.stack}.yaml by `{REGENERATE}`; CI fails when it is stale -->",
+            f"Operands, in rollout order: {_order_line(pic)}.",
+            "",
+            "An arrow goes from what is created first to what waits for it; arrows implied by a longer path",
+            f"are left out (each component's full list: [rollout-{recording.stack}.md](rollout-{recording.stack}.md)).",
+            "",
+            "```mermaid",
+            mermaid(recording).rstrip("\n"),
+            "```",
+            END,
+        ]
+    )
 
 
 def doc(recording: Recording) -> str:
@@ -192,8 +196,10 @@ def doc(recording: Recording) -> str:
         "",
         f"<!-- generated from stacks/Pulumi.{recording.stack}.yaml by `{REGENERATE}`; do not edit -->",
         "",
-        "Drawn from the recorded graph of the offline preview (`python -m preview --stack "
-        f"{recording.stack} --graph FILE` writes the same picture, `.dot` for Graphviz).",
+        (
+            "Drawn from the recorded graph of the offline preview (`python -m preview --stack "
+            f"{recording.stack} --graph FILE` writes the same picture, `.dot` for Graphviz)."
+        ),
         "",
         "## Operands, in rollout order",
         "",
@@ -222,7 +228,7 @@ def _replace_block(text: str, block: str) -> str:
     start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
         raise ValueError(f"no {BEGIN} ... {END} block")
-    return text[:start] + block + text[end + len(END):]
+    return text[:start] + block + text[end + len(END) :]
 
 
 def stale(recording: Recording, page: Path = PAGE, doc_path: Path = DOC) -> list[str]:

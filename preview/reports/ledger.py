@@ -22,7 +22,7 @@ Markdown decoration, so reading the table back is a split on `|` (a `|` inside a
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from gpu_platform.interface import contract
 from gpu_platform.privileges import ledger as canonical
@@ -52,7 +52,7 @@ def write(rows: Iterable[Row]) -> list[str]:
     return [BEGIN, *table(sorted(set(rows))), END]
 
 
-def parse(text: str) -> Optional[set[Row]]:
+def parse(text: str) -> set[Row] | None:
     """The rows of the ledger in a report, or None when the report has none (an older format, or
     not an audit report at all)."""
     lines = text.splitlines()
@@ -74,13 +74,13 @@ def parse(text: str) -> Optional[set[Row]]:
 _STATED = re.compile(rf"^Hash: `({canonical.HASH.pattern})`", re.M)
 
 
-def stated_hash(text: str) -> Optional[str]:
+def stated_hash(text: str) -> str | None:
     """The ledger hash a report states (None for a report written before reports carried one)."""
     found = _STATED.search(text)
     return found.group(1) if found else None
 
 
-def checked(text: str, where: str) -> Optional[set[Row]]:
+def checked(text: str, where: str) -> set[Row] | None:
     """parse(), and the rows must hash to the hash the report states: an approver reads a diff
     against this report, so a report edited after it was written (a row deleted, its hash swapped
     for the approved one) would show a change as "no privilege added". ValueError (exit 2) if not."""
@@ -88,15 +88,19 @@ def checked(text: str, where: str) -> Optional[set[Row]]:
     if lines.count(BEGIN) > 1 or len(_STATED.findall(text)) > 1:
         # parse() reads the first block and stated_hash() the first hash line: a second one
         # prepended or appended would let a report show one ledger and be read as another.
-        raise ValueError(f"{where}: holds more than one privilege ledger or ledger hash; give a report as --audit wrote it")
+        raise ValueError(
+            f"{where}: holds more than one privilege ledger or ledger hash; give a report as --audit wrote it"
+        )
     rows = parse(text)
     stated = stated_hash(text)
     if rows is not None and stated is not None:
         actual = canonical.digest(rows)
         if actual != stated:
-            raise ValueError(f"{where}: its ledger rows hash to {actual}, not to the {stated} it states above them: "
-                             "the report was edited after it was written; compare against the report as "
-                             "the approval received it")
+            raise ValueError(
+                f"{where}: its ledger rows hash to {actual}, not to the {stated} it states above them: "
+                "the report was edited after it was written; compare against the report as "
+                "the approval received it"
+            )
     return rows
 
 
@@ -113,16 +117,26 @@ def of(recording: Recording) -> list[Row]:
         return [(by_urn[u].type, by_urn[u].name) for u in urns if u in by_urn]
 
     # The engine records property dependencies, as the CLI hands them to the pack (policy/audit.py).
-    references = {(r.type, r.name): canonical.references(r.type, named(r.dependencies),
-                                                          {key: named(urns) for key, urns in r.property_dependencies})
-                  for r in recording.resources if r.dependencies or r.property_dependencies}
+    references = {
+        (r.type, r.name): canonical.references(
+            r.type, named(r.dependencies), {key: named(urns) for key, urns in r.property_dependencies}
+        )
+        for r in recording.resources
+        if r.dependencies or r.property_dependencies
+    }
     return canonical.rows(((r.type, r.name, clean(r.inputs)) for r in recording.resources), references)
 
 
 def approved(recording: Recording) -> list[str]:
     """The approved hashes the stack records (gpu-platform:audit.approvedLedger, on its namespace)."""
-    return sorted({str(notes[contract.APPROVED_LEDGER_KEY]) for r in recording.of_type("kubernetes:core/v1:Namespace")
-                   if contract.APPROVED_LEDGER_KEY in (notes := (clean(r.inputs).get("metadata") or {}).get("annotations") or {})})
+    return sorted(
+        {
+            str(notes[contract.APPROVED_LEDGER_KEY])
+            for r in recording.of_type("kubernetes:core/v1:Namespace")
+            if contract.APPROVED_LEDGER_KEY
+            in (notes := (clean(r.inputs).get("metadata") or {}).get("annotations") or {})
+        }
+    )
 
 
 def status(recording: Recording) -> str:
@@ -144,7 +158,12 @@ def baseline(old: set[Row], recording: Recording, where: str) -> str:
     a forged or wrong baseline shows without opening the report."""
     previous = canonical.digest(old)
     recorded = approved(recording)
-    said = ("the approved hash" if previous in recorded else
-            f"NOT the approved {', '.join(recorded)}" if recorded else "no approved hash recorded to compare with")
+    said = (
+        "the approved hash"
+        if previous in recorded
+        else f"NOT the approved {', '.join(recorded)}"
+        if recorded
+        else "no approved hash recorded to compare with"
+    )
     added, removed = diff(old, set(of(recording)))
     return f"Audit baseline {where}: {previous}, {said}; {len(added)} rows added, {len(removed)} removed since"

@@ -11,15 +11,21 @@ from components.aws.node_image import kernel_module_declared
 from components.aws.node_pool import CA_RESOURCE_TAG
 from components.kubernetes.operands import stages
 from gpu_platform.catalog import matrix
-from gpu_platform.interface import admission, contract
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.config.node_pool import NodePool
+from gpu_platform.interface import admission, contract
+from gpu_platform.interface.resource_types import (
+    ADMISSION_BINDING as _BINDING,
+    ADMISSION_POLICY as _POLICY,
+    ASG_TAG as _ASG_TAG,
+    DAEMONSET as _DAEMONSET,
+    EKS_NODE_GROUP as _NODE_GROUP,
+    IMAGE as _IMAGE,
+)
+from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.offline.requests import seconds
 from preview.recording import Recording, Registration
-from preview.lifecycle import scenarios, stack as lifecycle_stack
 from preview.reports import rollouts
-from gpu_platform.interface.resource_types import ASG_TAG as _ASG_TAG
-from gpu_platform.interface.resource_types import ADMISSION_BINDING as _BINDING, ADMISSION_POLICY as _POLICY, DAEMONSET as _DAEMONSET, EKS_NODE_GROUP as _NODE_GROUP, IMAGE as _IMAGE
 
 _OPERAND_PREFIX = "gpu-platform:operands:"
 
@@ -31,8 +37,13 @@ def _minutes(duration: str) -> str:
 def _header(config: StackConfig, recording: Recording) -> list[str]:
     cluster, image = config.cluster, config.node_image
     # An adopted cluster's endpoint is whatever its owner set (the config refuses endpoint keys for it).
-    endpoint = ("endpoint not managed by this stack" if not cluster.create else
-                "public endpoint" if cluster.endpoint_public_access else "private endpoint")
+    endpoint = (
+        "endpoint not managed by this stack"
+        if not cluster.create
+        else "public endpoint"
+        if cluster.endpoint_public_access
+        else "private endpoint"
+    )
     made = "new (this stack creates it)" if cluster.create else "adopted (exists already)"
     overrides = ", ".join(f"{k}={v}" for k, v in config.operator.overrides.items()) or "none"
     if image.source == "bake":
@@ -43,8 +54,11 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
         source = f"AWS's accelerated (nvidia) EKS AL2023 AMI of release {image.release} (nothing to bake)"
     else:
         source = f"pinned AMI {image.ami_id}"
-    toolkit = ("baked into the image (it registers the nvidia runtime)" if image.toolkit_baked
-               else "the container-toolkit DaemonSet installs it on each node")
+    toolkit = (
+        "baked into the image (it registers the nvidia runtime)"
+        if image.toolkit_baked
+        else "the container-toolkit DaemonSet installs it on each node"
+    )
     admins = ", ".join(cluster.admins) or "none named"
     return [
         f"  Cluster     {cluster.name} in {config.region}: {made}, Kubernetes {cluster.kubernetes_version}, {endpoint}",
@@ -58,10 +72,16 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
 
 def _admission(recording: Recording) -> str:
     """What the GPU-privilege policy does, and where it does not apply, as the program registered it."""
-    actions = [b.inputs.get("spec", {}).get("validationActions") for b in recording.of_type(_BINDING)
-               if b.inputs.get("spec", {}).get("policyName") == admission.GPU_PRIVILEGE]
-    policy = [p.inputs.get("spec", {}) for p in recording.of_type(_POLICY)
-              if p.inputs.get("metadata", {}).get("name") == admission.GPU_PRIVILEGE]
+    actions = [
+        b.inputs.get("spec", {}).get("validationActions")
+        for b in recording.of_type(_BINDING)
+        if b.inputs.get("spec", {}).get("policyName") == admission.GPU_PRIVILEGE
+    ]
+    policy = [
+        p.inputs.get("spec", {})
+        for p in recording.of_type(_POLICY)
+        if p.inputs.get("metadata", {}).get("name") == admission.GPU_PRIVILEGE
+    ]
     if not actions or not policy:
         return "no admission policy on privileged pods (Kubernetes before 1.30)"
     outside = policy[0]["matchConstraints"]["namespaceSelector"]["matchExpressions"][0]["values"]
@@ -109,16 +129,27 @@ def _efa(pool: NodePool, tags: dict[str, Any]) -> str:
     if not count:
         return "no EFA"
     subnet = pool.subnet_ids[0] if pool.subnet_ids else "the first cluster subnet"
-    where = (f"its capacity block's placement, in {subnet}" if pool.capacity_type == "CAPACITY_BLOCK"
-             else f"a cluster placement group in {subnet}")
+    where = (
+        f"its capacity block's placement, in {subnet}"
+        if pool.capacity_type == "CAPACITY_BLOCK"
+        else f"a cluster placement group in {subnet}"
+    )
     return f"EFA x{count} per node ({where})"
 
 
 def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate: Registration | None) -> str:
-    guard = (f"guarded by the readiness gate {gate.name}" if gate else
-             "no readiness gate" + (" (missing: a bug)" if pool.rollout == "blue-green" else ""))
-    facts = [f"rollout {pool.rollout}, {guard}", f"nodeRepair {'on' if pool.node_repair else 'off'}",
-             _kernel_modules(config, tags), _fabric_manager(tags), _efa(pool, tags)]
+    guard = (
+        f"guarded by the readiness gate {gate.name}"
+        if gate
+        else "no readiness gate" + (" (missing: a bug)" if pool.rollout == "blue-green" else "")
+    )
+    facts = [
+        f"rollout {pool.rollout}, {guard}",
+        f"nodeRepair {'on' if pool.node_repair else 'off'}",
+        _kernel_modules(config, tags),
+        _fabric_manager(tags),
+        _efa(pool, tags),
+    ]
     if config.node_image.source == "ami":
         facts.append(f"AMI {config.node_image.ami_id} declared, not verified: run python -m preview verify-ami")
     return ", ".join(facts)
@@ -128,10 +159,14 @@ def _autoscaler(recording: Recording, group: Registration | None) -> str:
     """What the cluster autoscaler's template node of the pool's empty group offers, from the ASG tags
     beside its node group (components/aws/node_pool.py CA_RESOURCE_TAG): a pod that asks for more stays
     pending at zero nodes."""
-    tags = [(r.inputs.get("tag") or {}) for r in recording.children(group.parent)
-            if r.type == _ASG_TAG] if group else []
-    offered = [f"{t.get('key', '').removeprefix(CA_RESOURCE_TAG)} x{t.get('value')}" for t in tags
-               if str(t.get("key", "")).startswith(CA_RESOURCE_TAG)]
+    tags = (
+        [(r.inputs.get("tag") or {}) for r in recording.children(group.parent) if r.type == _ASG_TAG] if group else []
+    )
+    offered = [
+        f"{t.get('key', '').removeprefix(CA_RESOURCE_TAG)} x{t.get('value')}"
+        for t in tags
+        if str(t.get("key", "")).startswith(CA_RESOURCE_TAG)
+    ]
     return ", ".join(sorted(offered)) or "nothing tagged (only the instance type's GPU count)"
 
 
@@ -141,10 +176,17 @@ def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) 
     for pool in config.node_pools:
         tags = (groups[pool.name].inputs.get("tags") or {}) if pool.name in groups else {}
         gpu = f"{tags.get(contract.GPU_MODEL_TAG, '?')} x{tags.get(contract.GPU_COUNT_TAG, '?')}"
-        sharing = (f"MIG {pool.mig.config}" if pool.mig else
-                   f"time-sliced x{pool.time_slicing.replicas}" if pool.time_slicing else "whole GPUs")
-        lines.append(f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
-                     f"nodes (min/desired/max), {pool.capacity_type}, {sharing}")
+        sharing = (
+            f"MIG {pool.mig.config}"
+            if pool.mig
+            else f"time-sliced x{pool.time_slicing.replicas}"
+            if pool.time_slicing
+            else "whole GPUs"
+        )
+        lines.append(
+            f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
+            f"nodes (min/desired/max), {pool.capacity_type}, {sharing}"
+        )
         lines.append(f"  {'':<12} {_pool_facts(config, pool, tags, gates.get(pool.name))}")
         lines.append(f"  {'':<12} workloads can request per node: {requests.get(pool.name, 'nothing')}")
         autoscaler = _autoscaler(recording, groups.get(pool.name))
@@ -170,15 +212,21 @@ def _waits(daemonset: dict[str, Any]) -> str:
 
 
 def _operands(config: StackConfig, recording: Recording, order: list[Registration]) -> list[str]:
-    lines = ["Operands, in rollout order (each created after the one before, the first after the GPU pools; Pulumi waits for",
-             "each DaemonSet's controller, not for every node: on each node, the waits below hold the order):"]
+    lines = [
+        "Operands, in rollout order (each created after the one before, the first after the GPU pools; Pulumi waits for",
+        "each DaemonSet's controller, not for every node: on each node, the waits below hold the order):",
+    ]
     for number, operand in enumerate(order, 1):
         daemonsets = [r for r in recording.children(operand.urn) if r.type == _DAEMONSET]
         ds = daemonsets[0] if daemonsets else None
-        selector = ((ds.inputs.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}) if ds else {}
+        selector = (
+            ((ds.inputs.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}) if ds else {}
+        )
         where = ", ".join(f"{k}={v}" for k, v in selector.items()) or "every node"
         waits = _waits(ds.inputs) if ds else "nothing"
-        lines.append(f"  {number}. {operand.type.removeprefix(_OPERAND_PREFIX):<20} on {where}; on each node waits for {waits}")
+        lines.append(
+            f"  {number}. {operand.type.removeprefix(_OPERAND_PREFIX):<20} on {where}; on each node waits for {waits}"
+        )
     present = {o.type.removeprefix(_OPERAND_PREFIX) for o in order}
     any_mig = any(p.mig for p in config.node_pools)
     for stage in stages.STAGES:
@@ -202,18 +250,25 @@ def _roll(pool: NodePool, group: Registration, gate: Registration | None) -> str
     """How a new node image reaches one pool, and how long Pulumi waits for it."""
     if pool.rollout == "blue-green":
         wait = f"up to {_minutes(gate.custom_timeouts[1] or gate.custom_timeouts[0])}" if gate else "no gate (a bug)"
-        return (f"blue-green: a new node group beside the old one (both run at once), then its readiness gate "
-                f"({wait}) before the old group and its nodes are deleted")
+        return (
+            f"blue-green: a new node group beside the old one (both run at once), then its readiness gate "
+            f"({wait}) before the old group and its nodes are deleted"
+        )
     at_once = rollouts.max_unavailable({"inputs": group.inputs})
-    every = (f"old nodes first, {at_once} at a time" if pool.rollout == "in-place" else
-             f"new nodes first, at most {at_once} unavailable")
+    every = (
+        f"old nodes first, {at_once} at a time"
+        if pool.rollout == "in-place"
+        else f"new nodes first, at most {at_once} unavailable"
+    )
     return f"{pool.rollout}: rolls inside the group, {every}, no GPU check; Pulumi waits up to {_minutes(group.custom_timeouts[1])}"
 
 
 def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
     lines = []
     for r in recording.of_type(_IMAGE):
-        lines.append(f"  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to {_minutes(r.custom_timeouts[0])})")
+        lines.append(
+            f"  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to {_minutes(r.custom_timeouts[0])})"
+        )
     groups, gates = _groups(recording), _gates(recording)
     rolled = [pool for pool in config.node_pools if pool.name in groups]
     if rolled:
@@ -225,16 +280,20 @@ def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
 def _requests(view: lifecycle_stack.StackView) -> dict[str, str]:
     """pool -> what workloads can ask for on one of its nodes: the lifecycle model's end state of a node
     (preview/lifecycle/scenarios.py `expected`)."""
-    return {pool.name: ", ".join(f"{name} x{count}" for name, count in scenarios.expected(view, pool).items()) or "nothing"
-            for pool in view.pools}
+    return {
+        pool.name: ", ".join(f"{name} x{count}" for name, count in scenarios.expected(view, pool).items()) or "nothing"
+        for pool in view.pools
+    }
 
 
 def _lifecycle(view: lifecycle_stack.StackView) -> list[str]:
     """The node-lifecycle scenarios' verdict: every pod that would wait forever, by pool and scenario."""
     outcomes = scenarios.run(view)
     stuck = [o for o in outcomes if not o.live]
-    lines = [f"  node lifecycle: {len(scenarios.SCENARIOS)} scenarios per pool (preview/lifecycle), "
-             + ("every operand runs, every node offers what it should" if not stuck else f"{len(stuck)} end stuck")]
+    lines = [
+        f"  node lifecycle: {len(scenarios.SCENARIOS)} scenarios per pool (preview/lifecycle), "
+        + ("every operand runs, every node offers what it should" if not stuck else f"{len(stuck)} end stuck")
+    ]
     lines += [f"    STUCK {o.pool} / {o.scenario}: {problem}" for o in stuck for problem in o.problems]
     return lines
 
@@ -244,8 +303,12 @@ def plan(recording: Recording, order: list[Registration]) -> list[str]:
     config = parse(recording.config)
     view = lifecycle_stack.view(recording)
     return [
-        *_header(config, recording), "",
-        *_pools(config, recording, _requests(view)), "",
-        *_operands(config, recording, order), *_lifecycle(view), "",
+        *_header(config, recording),
+        "",
+        *_pools(config, recording, _requests(view)),
+        "",
+        *_operands(config, recording, order),
+        *_lifecycle(view),
+        "",
         *_long_steps(config, recording),
     ]

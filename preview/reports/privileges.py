@@ -10,7 +10,6 @@ paths a workload really mounts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 from gpu_platform.interface import contract, workloads
 from gpu_platform.privileges import ledger
@@ -54,7 +53,7 @@ class Workload:
     namespace: str
     name: str
     resource: str  # the Pulumi resource name, to find it in the preview's other outputs
-    operand: Optional[str]
+    operand: str | None
     stage: int  # the operand's rollout position; 0 outside the operands
     containers: tuple[Container, ...]
     host_namespaces: tuple[str, ...]
@@ -68,7 +67,7 @@ class Workload:
         """How the ledger names the workload (gpu_platform/privileges/ledger.py, which the pack uses too)."""
         return ledger.workload_key(self.kind, self.namespace, self.name)
 
-    def declared_host_paths(self) -> Optional[dict[str, str]]:
+    def declared_host_paths(self) -> dict[str, str] | None:
         text = self.annotations.get(contract.AUDIT_HOST_PATHS)
         return None if text is None else workloads.declared_host_paths(str(text))
 

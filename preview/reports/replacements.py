@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any
 
 import yaml
 
@@ -72,7 +73,9 @@ class TypeRule:
         # A whole block added or removed above a replacing path (e.g. `remoteAccess` itself when only
         # `remoteAccess.ec2SshKey` is listed) may replace.
         if any(_at_or_below(p, path) for p in self.replaces_on):
-            return Effect(MAY_REPLACE, f"if {path} holds one of {', '.join(p for p in self.replaces_on if _at_or_below(p, path))}")
+            return Effect(
+                MAY_REPLACE, f"if {path} holds one of {', '.join(p for p in self.replaces_on if _at_or_below(p, path))}"
+            )
         return Effect(UPDATE)
 
 
@@ -92,19 +95,21 @@ def _rule(entry: Mapping[str, Any]) -> TypeRule:
         all_inputs=bool(entry.get("all_inputs", False)),
         all_inputs_except=tuple(entry.get("except", [])),
         new_version_on=_paths(entry.get("new_version_on", [])),
-        follows=tuple((f["input"], f.get("on_replace", f["input"]), f.get("on_update", "")) for f in entry.get("follows", [])),
+        follows=tuple(
+            (f["input"], f.get("on_replace", f["input"]), f.get("on_update", "")) for f in entry.get("follows", [])
+        ),
         refused_on=tuple((p, c.get("note", "")) for c in entry.get("refused_on", []) for p in c["paths"]),
         no_op=tuple((p, c.get("note", "")) for c in entry.get("no_op", []) for p in c["paths"]),
     )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rules() -> dict[str, TypeRule]:
     data = yaml.safe_load(DATA.read_text())
     return {token: _rule(entry) for token, entry in data["types"].items()}
 
 
-def rule_for(resource_type: str) -> Optional[TypeRule]:
+def rule_for(resource_type: str) -> TypeRule | None:
     known = rules()
     if resource_type in known:
         return known[resource_type]
@@ -129,7 +134,9 @@ def verdict(effects: Iterable[Effect]) -> str:
     return next((k for k in STRENGTH if k in kinds), NO_CHANGE)
 
 
-def follows(dependent_type: str, key: str, source_type: str, source_verdict: str, source_keys: Iterable[str]) -> Optional[str]:
+def follows(
+    dependent_type: str, key: str, source_type: str, source_verdict: str, source_keys: Iterable[str]
+) -> str | None:
     """The key of a dependent's input `key` that changes when the resource it refers to (of
     `source_type`, changed at `source_keys`) gets `source_verdict`; None when nothing it reads changes."""
     rule = rule_for(dependent_type)
@@ -137,7 +144,13 @@ def follows(dependent_type: str, key: str, source_type: str, source_verdict: str
     if source_verdict in (REPLACES, MAY_REPLACE):
         return narrowed[1] if narrowed else key
     source = rule_for(source_type)
-    if source_verdict in (UPDATE, ROLLS_NODES) and source and source.new_version(source_keys) and narrowed and narrowed[2]:
+    if (
+        source_verdict in (UPDATE, ROLLS_NODES)
+        and source
+        and source.new_version(source_keys)
+        and narrowed
+        and narrowed[2]
+    ):
         return narrowed[2]
     return None
 

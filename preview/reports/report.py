@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
-from typing import Any, Optional
+from typing import Any
 
 from pulumi.runtime import rpc
 
@@ -29,7 +29,7 @@ def clean(value: Any) -> Any:
     return value
 
 
-def fails(violations: list[Violation], first_preview: Optional[list[Violation]] = None) -> bool:
+def fails(violations: list[Violation], first_preview: list[Violation] | None = None) -> bool:
     """A mandatory violation in either view fails: `pulumi up` would stop at it, and a real first
     `pulumi preview` would report it."""
     return any(v.enforcement_level == "mandatory" for v in (*violations, *(first_preview or ())))
@@ -56,7 +56,7 @@ def as_of() -> str:
     return f"{day.isoformat()}, from {source}"
 
 
-def as_json(recording: Recording, violations: list[Violation], first_preview: Optional[list[Violation]] = None) -> str:
+def as_json(recording: Recording, violations: list[Violation], first_preview: list[Violation] | None = None) -> str:
     document = {
         "stack": recording.stack,
         "asOf": as_of().split(",", 1)[0],
@@ -88,8 +88,12 @@ def _ledger(recording: Recording) -> dict:
     from preview.reports import ledger
 
     rows = ledger.of(recording)
-    return {"canonicalForm": canonical.CANONICAL_VERSION, "hash": canonical.digest(rows),
-            "approved": ledger.approved(recording), "rows": [list(row) for row in rows]}
+    return {
+        "canonicalForm": canonical.CANONICAL_VERSION,
+        "hash": canonical.digest(rows),
+        "approved": ledger.approved(recording),
+        "rows": [list(row) for row in rows],
+    }
 
 
 def operand_order(recording: Recording) -> list[Registration]:
@@ -100,8 +104,7 @@ def operand_order(recording: Recording) -> list[Registration]:
     remaining = dict(by_urn)
     while remaining:
         ready = sorted(
-            (r for r in remaining.values()
-             if not any(d in remaining for d in _operand_waits(recording, r, by_urn))),
+            (r for r in remaining.values() if not any(d in remaining for d in _operand_waits(recording, r, by_urn))),
             key=lambda r: r.urn,
         )
         if not ready:  # a cycle cannot happen in Pulumi; keep the report total anyway
@@ -135,8 +138,14 @@ def _tree(recording: Recording) -> list[str]:
     return lines
 
 
-def summary(recording: Recording, violations: list[Violation], source: str,
-            first_preview: Optional[list[Violation]] = None, tree: bool = False, disabled: tuple[str, ...] = ()) -> str:
+def summary(
+    recording: Recording,
+    violations: list[Violation],
+    source: str,
+    first_preview: list[Violation] | None = None,
+    tree: bool = False,
+    disabled: tuple[str, ...] = (),
+) -> str:
     from preview.reports.plan import plan
 
     lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", ""]
@@ -146,25 +155,42 @@ def summary(recording: Recording, violations: list[Violation], source: str,
     if recording.warnings:
         lines += ["", "Warnings from the program (pulumi up prints them too):"]
         # Wrapped for a terminal: a warning is a paragraph, and a line of 350 characters is not read.
-        lines += [line for w in recording.warnings
-                  for line in textwrap.wrap(w, width=120, initial_indent="  ", subsequent_indent="    ",
-                                            break_long_words=False, break_on_hyphens=False)]
+        lines += [
+            line
+            for w in recording.warnings
+            for line in textwrap.wrap(
+                w,
+                width=120,
+                initial_indent="  ",
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        ]
     mandatory = [v for v in violations if v.enforcement_level == "mandatory"]
     advisory = [v for v in violations if v.enforcement_level != "mandatory"]
-    lines += ["", f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory",
-              f"  (EKS support dates as of {as_of()})"]
+    lines += [
+        "",
+        f"Policy violations (every value known, as pulumi up checks the stack): {len(mandatory)} mandatory, {len(advisory)} advisory",
+        f"  (EKS support dates as of {as_of()})",
+    ]
     for v in violations:
         lines.append(f"  [{v.enforcement_level}] {v.policy}: {v.message}")
         if v.fix:
             lines.append(f"      change: {v.fix}")
     if mandatory:
-        lines.append("  (pulumi up stops at the first resource with a mandatory violation, before creating it; "
-                     "what was created before it stays, and stack policies run only when every resource passed)")
+        lines.append(
+            "  (pulumi up stops at the first resource with a mandatory violation, before creating it; "
+            "what was created before it stays, and stack policies run only when every resource passed)"
+        )
     if first_preview is not None:
         undecided, only_up, only_first = differences(violations, first_preview, recording.stack_urn)
         same = not (undecided or only_up or only_first)
-        lines += ["", "First pulumi preview of a new stack (ids and computed outputs unknown): "
-                  + ("the same verdicts" if same else "differs")]
+        lines += [
+            "",
+            "First pulumi preview of a new stack (ids and computed outputs unknown): "
+            + ("the same verdicts" if same else "differs"),
+        ]
         for v in undecided:
             lines.append(f"  [cannot decide until the values exist; pulumi up decides] {v.policy}: {v.message}")
         for v in only_up:

@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from gpu_platform.interface import contract
+from gpu_platform.interface.resource_types import EKS_NODE_GROUP as NODE_GROUP, LAUNCH_TEMPLATE
 from preview.reports import changes, replacements
 from preview.reports.changes import identity
-from gpu_platform.interface.resource_types import EKS_NODE_GROUP as NODE_GROUP, LAUNCH_TEMPLATE
 
 GATE_NAME = "gpu-readiness-gate"
 GATE_KINDS = ("kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job")  # a Job in reports before the DaemonSet
@@ -47,7 +47,7 @@ class PoolRollout:
     nodes: int  # GPU nodes replaced (the old report's desired size)
     gpus: int
     why: tuple[str, ...]  # the changed keys that replace them
-    gate: Optional[str] = None  # the readiness gate, for blue-green
+    gate: str | None = None  # the readiness gate, for blue-green
     max_unavailable: str = ""
     group_replaced: bool = False  # a new node group beside the old, not a roll inside it
     new_nodes: int = 0  # the new group's nodes: the new report's desired size
@@ -138,48 +138,73 @@ def _p_family_on_demand(group: dict[str, Any]) -> str:
     return instance if on_demand and _P_FAMILY.match(instance) else ""
 
 
-def _reasons(change: Optional[changes.Changed]) -> list[str]:
+def _reasons(change: changes.Changed | None) -> list[str]:
     """The node group's changed keys that replace or roll its nodes, with what caused a cascaded one."""
     if change is None:
         return []
-    return [f"NodeGroup {e.key}" + (f" ({e.because})" if e.because else "")
-            for e in change.entries if not e.ignored and e.effect.kind in _REPLACING]
+    return [
+        f"NodeGroup {e.key}" + (f" ({e.because})" if e.because else "")
+        for e in change.entries
+        if not e.ignored and e.effect.kind in _REPLACING
+    ]
 
 
 def _gates(resources: dict[str, dict[str, Any]]) -> dict[str, str]:
     found = {}
     for r in resources.values():
         labels = (_inputs(r).get("metadata") or {}).get("labels") or {}
-        if r.get("type") in GATE_KINDS and isinstance(labels, dict) and labels.get("app.kubernetes.io/name") == GATE_NAME:
+        if (
+            r.get("type") in GATE_KINDS
+            and isinstance(labels, dict)
+            and labels.get("app.kubernetes.io/name") == GATE_NAME
+        ):
             found[labels.get(contract.POOL_LABEL)] = r["name"]
     return found
 
 
-def _notes(pool: str, old_group: dict, new_group: dict, rolls: bool, replaced: bool,
-           template_change: Optional[changes.Changed], new_template: Optional[dict]) -> list[str]:
+def _notes(
+    pool: str,
+    old_group: dict,
+    new_group: dict,
+    rolls: bool,
+    replaced: bool,
+    template_change: changes.Changed | None,
+    new_template: dict | None,
+) -> list[str]:
     notes = []
     old_rollout, new_rollout = _tags(old_group).get(contract.ROLLOUT_TAG), _tags(new_group).get(contract.ROLLOUT_TAG)
     if rolls and not replaced and old_rollout and new_rollout and old_rollout != new_rollout:
         # The AWS provider applies a version change before the config change of the same update
         # (tf-aws v5.42.0 internal/service/eks/node_group.go resourceNodeGroupUpdate: UpdateNodegroupVersion
         # at lines 461-509, then UpdateNodegroupConfig with updateConfig at 511-546).
-        notes.append(f"rollout changes from {old_rollout} to {new_rollout} in the same update: EKS rolls these nodes with the "
-                     f"old updateConfig ({old_rollout}) first, and the new one applies from the next roll; change rollout "
-                     "in an update of its own first")
+        notes.append(
+            f"rollout changes from {old_rollout} to {new_rollout} in the same update: EKS rolls these nodes with the "
+            f"old updateConfig ({old_rollout}) first, and the new one applies from the next roll; change rollout "
+            "in an update of its own first"
+        )
     source = _tags(new_group).get(contract.IMAGE_SOURCE_TAG)
-    if rolls and source == "ami" and template_change is not None and new_template is not None:
-        if not any(e.key == "imageId" for e in template_change.entries):
-            image = _inputs(new_template).get("imageId", "?")
-            notes.append(f"every node rolls onto the same AMI {image}: the launch template changes only in "
-                         f"{', '.join(sorted({e.key.split('[')[0].split('.')[0] for e in template_change.entries}))}; a new "
-                         "nodeImage.driverVersion needs a new amiId of an AMI that has that driver "
-                         "(python -m preview verify-ami checks its tags)")
+    if (
+        rolls
+        and source == "ami"
+        and template_change is not None
+        and new_template is not None
+        and not any(e.key == "imageId" for e in template_change.entries)
+    ):
+        image = _inputs(new_template).get("imageId", "?")
+        notes.append(
+            f"every node rolls onto the same AMI {image}: the launch template changes only in "
+            f"{', '.join(sorted({e.key.split('[')[0].split('.')[0] for e in template_change.entries}))}; a new "
+            "nodeImage.driverVersion needs a new amiId of an AMI that has that driver "
+            "(python -m preview verify-ami checks its tags)"
+        )
     instance = _p_family_on_demand(new_group)
     if rolls and not replaced and instance and (_tags(new_group).get(contract.ROLLOUT_TAG) or "surge") == "surge":
-        notes.append(f"the surge may launch up to {_plural(surge_nodes(new_group), f'extra {instance} On-Demand instance')} "
-                     "beside the pool's running nodes: P-family On-Demand capacity counts against the account's "
-                     "\"Running On-Demand P instances\" vCPU quota in the region, which must hold them too (Service Quotas), "
-                     "or they do not launch and the roll cannot go on; check the quota first, or use rollout: in-place")
+        notes.append(
+            f"the surge may launch up to {_plural(surge_nodes(new_group), f'extra {instance} On-Demand instance')} "
+            "beside the pool's running nodes: P-family On-Demand capacity counts against the account's "
+            '"Running On-Demand P instances" vCPU quota in the region, which must hold them too (Service Quotas), '
+            "or they do not launch and the roll cannot go on; check the quota first, or use rollout: in-place"
+        )
     return notes
 
 
@@ -194,23 +219,54 @@ def compare(old_report: dict[str, Any], new_report: dict[str, Any]) -> list[Pool
         if pool not in new_groups:
             _, old_group = old_groups[pool]
             nodes = _desired(old_group)
-            found.append(PoolRollout(pool, str(_tags(old_group).get(contract.ROLLOUT_TAG) or "surge"), nodes,
-                                     nodes * _count(_tags(old_group).get(contract.GPU_COUNT_TAG)), (), removed=True))
+            found.append(
+                PoolRollout(
+                    pool,
+                    str(_tags(old_group).get(contract.ROLLOUT_TAG) or "surge"),
+                    nodes,
+                    nodes * _count(_tags(old_group).get(contract.GPU_COUNT_TAG)),
+                    (),
+                    removed=True,
+                )
+            )
             continue
         if pool not in old_groups:
             continue  # a new pool replaces no node
         (old_key, old_group), (new_key, new_group) = old_groups[pool], new_groups[pool]
         change = changed.get(new_key)
-        replaced = old_key != new_key or (change is not None and change.verdict in (replacements.REPLACES, replacements.MAY_REPLACE))
+        replaced = old_key != new_key or (
+            change is not None and change.verdict in (replacements.REPLACES, replacements.MAY_REPLACE)
+        )
         why = ["the node group itself (a new resource)"] if old_key != new_key else _reasons(change)
         nodes = _desired(old_group) if why else 0
         gpus = nodes * _count(_tags(old_group).get(contract.GPU_COUNT_TAG))  # the GPUs of the nodes that go
         strategy = str(_tags(new_group).get(contract.ROLLOUT_TAG) or "surge")
         template_key, template = new_templates.get(pool, (None, None))
-        notes = _notes(pool, old_group, new_group, bool(why), replaced, changed.get(template_key) if template_key else None, template)
-        found.append(PoolRollout(pool, strategy, nodes, gpus, tuple(why), gates.get(pool), max_unavailable(new_group),
-                                 group_replaced=replaced and bool(why), new_nodes=_desired(new_group), notes=tuple(notes),
-                                 surge_nodes=surge_nodes(new_group), zones=zones(new_group)))
+        notes = _notes(
+            pool,
+            old_group,
+            new_group,
+            bool(why),
+            replaced,
+            changed.get(template_key) if template_key else None,
+            template,
+        )
+        found.append(
+            PoolRollout(
+                pool,
+                strategy,
+                nodes,
+                gpus,
+                tuple(why),
+                gates.get(pool),
+                max_unavailable(new_group),
+                group_replaced=replaced and bool(why),
+                new_nodes=_desired(new_group),
+                notes=tuple(notes),
+                surge_nodes=surge_nodes(new_group),
+                zones=zones(new_group),
+            )
+        )
     return found
 
 
@@ -220,9 +276,11 @@ def _plural(n: int, word: str) -> str:
 
 def _how(r: PoolRollout) -> str:
     if r.group_replaced:
-        start = (f"by a new node group created beside the old one (create-before-delete) with {_plural(r.new_nodes, 'node')} "
-                 f"(the pool's desiredSize, whatever the autoscaler runs now), then the old group deleted with all its nodes: "
-                 f"room for {_plural(r.new_nodes, 'more node')} while both run (instance quotas; a capacity block must hold both)")
+        start = (
+            f"by a new node group created beside the old one (create-before-delete) with {_plural(r.new_nodes, 'node')} "
+            f"(the pool's desiredSize, whatever the autoscaler runs now), then the old group deleted with all its nodes: "
+            f"room for {_plural(r.new_nodes, 'more node')} while both run (instance quotas; a capacity block must hold both)"
+        )
         if r.strategy == "blue-green":
             gate = f"its readiness gate ({r.gate})" if r.gate else "its readiness gate"
             if r.new_nodes == 0:
@@ -230,14 +288,18 @@ def _how(r: PoolRollout) -> str:
             return start + f"; the old group is deleted only after {gate} has seen every new node serve GPUs"
         return start + f"; no GPU check in between (rollout {r.strategy}: only blue-green has a readiness gate)"
     if r.strategy == "in-place":
-        return (f"inside the node group, old nodes terminated before new ones launch (EKS MINIMAL), "
-                f"{r.max_unavailable} at a time: the pool runs short while it rolls; EKS waits for each new node to be Ready, "
-                "no GPU check")
-    return (f"inside the node group, new nodes launched first (EKS DEFAULT), at most {r.max_unavailable} unavailable at a time, "
-            f"on spare capacity: EKS may launch up to {_plural(r.surge_nodes, 'extra node')} beside the pool's (an upper bound: EKS "
-            f"raises the group by up to twice its Availability Zones, at most {r.zones} for its {_plural(r.zones, 'subnet')}, "
-            "or by maxUnavailable if larger); "
-            "EKS waits for each new node to be Ready, no GPU check")
+        return (
+            f"inside the node group, old nodes terminated before new ones launch (EKS MINIMAL), "
+            f"{r.max_unavailable} at a time: the pool runs short while it rolls; EKS waits for each new node to be Ready, "
+            "no GPU check"
+        )
+    return (
+        f"inside the node group, new nodes launched first (EKS DEFAULT), at most {r.max_unavailable} unavailable at a time, "
+        f"on spare capacity: EKS may launch up to {_plural(r.surge_nodes, 'extra node')} beside the pool's (an upper bound: EKS "
+        f"raises the group by up to twice its Availability Zones, at most {r.zones} for its {_plural(r.zones, 'subnet')}, "
+        "or by maxUnavailable if larger); "
+        "EKS waits for each new node to be Ready, no GPU check"
+    )
 
 
 def _grouped(why: tuple[str, ...]) -> list[str]:
@@ -257,17 +319,24 @@ def _grouped(why: tuple[str, ...]) -> list[str]:
 def describe(rollouts: list[PoolRollout]) -> str:
     if not rollouts:
         return ""
-    lines = ["", "GPU node rollouts (per pool; node counts are the old report's desiredSize, not what the autoscaler runs):"]
+    lines = [
+        "",
+        "GPU node rollouts (per pool; node counts are the old report's desiredSize, not what the autoscaler runs):",
+    ]
     width = max(len(r.pool) for r in rollouts)
     for r in rollouts:
         if r.removed:
-            lines.append(f"  {r.pool:<{width}}  removed (or renamed): its node group is deleted with its nodes, "
-                         f"{_plural(r.nodes, 'GPU node')} ({_plural(r.gpus, 'GPU')}), and no gate waits for anything")
+            lines.append(
+                f"  {r.pool:<{width}}  removed (or renamed): its node group is deleted with its nodes, "
+                f"{_plural(r.nodes, 'GPU node')} ({_plural(r.gpus, 'GPU')}), and no gate waits for anything"
+            )
             continue
         if not r.nodes and not r.why:
             lines.append(f"  {r.pool:<{width}}  {r.strategy}: no GPU node replaced")
             continue
-        lines.append(f"  {r.pool:<{width}}  {r.strategy}: replaces {_plural(r.nodes, 'GPU node')} ({_plural(r.gpus, 'GPU')}) {_how(r)}")
+        lines.append(
+            f"  {r.pool:<{width}}  {r.strategy}: replaces {_plural(r.nodes, 'GPU node')} ({_plural(r.gpus, 'GPU')}) {_how(r)}"
+        )
         lines.append(f"  {'':<{width}}  because of: {', '.join(_grouped(r.why))}")
         lines += [f"  {'':<{width}}  warning: {note}" for note in r.notes]
     return "\n".join(lines) + "\n"

@@ -26,8 +26,11 @@ def test_platform_imports_of_the_cloud_layer_are_the_builder_and_discovery_only(
 
 def test_the_aws_resources_keep_their_urns(dev):
     # Registered by components/aws/gpu_cluster.py with the platform as parent, as before the boundary.
-    for type_, name in (("aws:eks/cluster:Cluster", "gpu-cluster"), ("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng"),
-                        ("aws:imagebuilder/image:Image", "gpu-node-image-image")):
+    for type_, name in (
+        ("aws:eks/cluster:Cluster", "gpu-cluster"),
+        ("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng"),
+        ("aws:imagebuilder/image:Image", "gpu-node-image-image"),
+    ):
         urn = dev.one(type_, name).urn
         assert urn.startswith("urn:pulumi:dev::gpu-platform::gpu-platform:index:GpuPlatform$gpu-platform:aws:"), urn
 

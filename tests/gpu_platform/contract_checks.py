@@ -11,8 +11,9 @@ name the object, so a failure reads with its clause id and source.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from gpu_platform.interface import contract
 from preview.recording import Recording, Registration
@@ -21,9 +22,14 @@ DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 NAMESPACE = "kubernetes:core/v1:Namespace"
-ROLES = {"Role": "kubernetes:rbac.authorization.k8s.io/v1:Role",
-         "ClusterRole": "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"}
-BINDINGS = ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+ROLES = {
+    "Role": "kubernetes:rbac.authorization.k8s.io/v1:Role",
+    "ClusterRole": "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+}
+BINDINGS = (
+    "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+    "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+)
 
 _VERSION_PART = re.compile(r"^\d+(?:\.\d+)*$")
 
@@ -58,7 +64,7 @@ def applies(spec: str, tag: str) -> bool:
         op = re.match(r"^(>=|<=|==|>|<)", term)
         if not op:
             raise ValueError(f"applies {spec!r}: {term!r} has no comparison")
-        c = _cmp(have, version_key(term[len(op.group(1)):].strip()))
+        c = _cmp(have, version_key(term[len(op.group(1)) :].strip()))
         if not {">=": c >= 0, "<=": c <= 0, "==": c == 0, ">": c > 0, "<": c < 0}[op.group(1)]:
             return False
     return True
@@ -76,7 +82,7 @@ class Facts:
     # NVIDIA_MIG_MONITOR_DEVICES (its legacy hook, `auto`'s mode before 1.18.0); from 1.18.0 none does.
     toolkit_mig_by_env: bool
 
-    def match(self, when: Optional[dict]) -> bool:
+    def match(self, when: dict | None) -> bool:
         return all(getattr(self, key) == value for key, value in (when or {}).items())
 
 
@@ -85,18 +91,24 @@ class Operand:
 
     def __init__(self, rec: Recording, operand: str):
         self.rec, self.operand = rec, operand
-        found = [r for r in rec.of_type(DAEMONSET)
-                 if (r.inputs.get("metadata", {}).get("labels") or {}).get(contract.OPERAND_KEY) == operand]
-        self.daemonset: Optional[Registration] = found[0] if found else None
+        found = [
+            r
+            for r in rec.of_type(DAEMONSET)
+            if (r.inputs.get("metadata", {}).get("labels") or {}).get(contract.OPERAND_KEY) == operand
+        ]
+        self.daemonset: Registration | None = found[0] if found else None
 
-    def part(self, suffix: str) -> "Operand":
+    def part(self, suffix: str) -> Operand:
         """The operand's cluster-wide Deployment part (NFD's `master`, `gc`), seen through the same
         checks: its pod, containers, service account and bound rules stand in for the DaemonSet's."""
         view = Operand.__new__(Operand)
         view.rec, view.operand = self.rec, self.operand
-        found = [r for r in self.rec.of_type(DEPLOYMENT)
-                 if (r.inputs.get("metadata", {}).get("labels") or {}).get(contract.OPERAND_KEY) == self.operand
-                 and (r.inputs["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == f"{self.operand}-{suffix}"]
+        found = [
+            r
+            for r in self.rec.of_type(DEPLOYMENT)
+            if (r.inputs.get("metadata", {}).get("labels") or {}).get(contract.OPERAND_KEY) == self.operand
+            and (r.inputs["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == f"{self.operand}-{suffix}"
+        ]
         view.daemonset = found[0] if found else None
         return view
 
@@ -131,8 +143,12 @@ class Operand:
         for binding_type in BINDINGS:
             for binding in self.rec.of_type(binding_type):
                 subjects = binding.inputs.get("subjects") or []
-                if not any(s.get("kind") == "ServiceAccount" and s.get("name") == account
-                           and s.get("namespace") == self.namespace for s in subjects):
+                if not any(
+                    s.get("kind") == "ServiceAccount"
+                    and s.get("name") == account
+                    and s.get("namespace") == self.namespace
+                    for s in subjects
+                ):
                     continue
                 ref = binding.inputs["roleRef"]
                 if binding_type.endswith("RoleBinding") and not binding_type.endswith("ClusterRoleBinding"):
@@ -142,12 +158,14 @@ class Operand:
                         continue
                 for role in self.rec.of_type(ROLES[ref["kind"]]):
                     meta = role.inputs["metadata"]
-                    if meta["name"] == ref["name"] and (ref["kind"] == "ClusterRole" or meta.get("namespace") == self.namespace):
+                    if meta["name"] == ref["name"] and (
+                        ref["kind"] == "ClusterRole" or meta.get("namespace") == self.namespace
+                    ):
                         bound += role.inputs.get("rules") or []
         return bound
 
 
-def _grants(rules: list[dict], group: str, resource: str, verb: str, name: Optional[str]) -> bool:
+def _grants(rules: list[dict], group: str, resource: str, verb: str, name: str | None) -> bool:
     for rule in rules:
         if not ({group, "*"} & set(rule.get("apiGroups") or [])):
             continue
@@ -179,13 +197,17 @@ def _volumes(op: Operand) -> dict[str, dict]:
 
 # --- the checks: (operand, image, argument) -> problems ------------------------------------------
 
+
 def _daemonset_name(op: Operand, image: str, want: str) -> list[str]:
     return [] if op.name == want else [f"the DaemonSet is named {op.name!r}, the image looks up {want!r}"]
 
 
 def _service_account(op: Operand, image: str, want: str) -> list[str]:
-    accounts = [r for r in op.rec.of_type(SERVICE_ACCOUNT)
-                if r.inputs["metadata"]["name"] == want and r.inputs["metadata"].get("namespace") == op.namespace]
+    accounts = [
+        r
+        for r in op.rec.of_type(SERVICE_ACCOUNT)
+        if r.inputs["metadata"]["name"] == want and r.inputs["metadata"].get("namespace") == op.namespace
+    ]
     return [] if accounts else [f"no ServiceAccount {want!r} in namespace {op.namespace!r}"]
 
 
@@ -193,18 +215,29 @@ def _rbac(op: Operand, image: str, want: dict) -> list[str]:
     resources = want.get("resources") or [want["resource"]]
     names = want.get("names") or [None]
     rules = op.rules(want["scope"])
-    missing = [f"{v} {want.get('group') or 'core'}/{r}{'/' + n if n else ''}"
-               for r in resources for v in want["verbs"] for n in names
-               if not _grants(rules, want.get("group", ""), r, v, n)]
+    missing = [
+        f"{v} {want.get('group') or 'core'}/{r}{'/' + n if n else ''}"
+        for r in resources
+        for v in want["verbs"]
+        for n in names
+        if not _grants(rules, want.get("group", ""), r, v, n)
+    ]
     where = "cluster-wide" if want["scope"] == "cluster" else f"in namespace {op.namespace}"
-    return [f"service account {op.pod.get('serviceAccountName')!r} may not {', '.join(missing)} {where}"] if missing else []
+    return (
+        [f"service account {op.pod.get('serviceAccountName')!r} may not {', '.join(missing)} {where}"]
+        if missing
+        else []
+    )
 
 
 def _no_api_token(op: Operand, image: str, want: bool) -> list[str]:
     account = op.pod.get("serviceAccountName", "default")
     pod_says = op.pod.get("automountServiceAccountToken")
-    sa = [r for r in op.rec.of_type(SERVICE_ACCOUNT) if r.inputs["metadata"]["name"] == account
-          and r.inputs["metadata"].get("namespace") == op.namespace]
+    sa = [
+        r
+        for r in op.rec.of_type(SERVICE_ACCOUNT)
+        if r.inputs["metadata"]["name"] == account and r.inputs["metadata"].get("namespace") == op.namespace
+    ]
     sa_says = sa[0].inputs.get("automountServiceAccountToken") if sa else None
     mounted = pod_says if pod_says is not None else (sa_says if sa_says is not None else True)
     return [f"an API token is mounted into its pods (service account {account!r})"] if mounted == want else []
@@ -223,14 +256,20 @@ def _env_check(op: Operand, image: str, want: dict) -> list[str]:
                 problems.append(f"container {c['name']!r} sets {name}={env[name]!r}; the image must see it unset")
         elif "field" in want:
             if env.get(name) != {"fieldPath": want["field"]}:
-                problems.append(f"container {c['name']!r}: {name} is {env.get(name)!r}, wants the downward API field {want['field']}")
+                problems.append(
+                    f"container {c['name']!r}: {name} is {env.get(name)!r}, wants the downward API field {want['field']}"
+                )
         elif "value" in want:
             if env.get(name) != str(want["value"]):
-                problems.append(f"container {c['name']!r}: {name} is {env.get(name, '(unset)')!r}, wants {str(want['value'])!r}")
+                problems.append(
+                    f"container {c['name']!r}: {name} is {env.get(name, '(unset)')!r}, wants {str(want['value'])!r}"
+                )
         elif "one_of" in want:
             # A null in one_of admits the variable unset (the image's default).
             if env.get(name) not in [None if v is None else str(v) for v in want["one_of"]]:
-                problems.append(f"container {c['name']!r}: {name} is {env.get(name, '(unset)')!r}, wants one of {want['one_of']}")
+                problems.append(
+                    f"container {c['name']!r}: {name} is {env.get(name, '(unset)')!r}, wants one of {want['one_of']}"
+                )
         elif name not in env:
             problems.append(f"container {c['name']!r} does not set {name}")
     return problems
@@ -246,10 +285,14 @@ def _mount(op: Operand, image: str, want: dict) -> list[str]:
             continue
         mount, volume = mounts[0], volumes.get(mounts[0]["name"], {})
         if "host_path" in want and (volume.get("hostPath") or {}).get("path") != want["host_path"]:
-            problems.append(f"container {c['name']!r}: {want['path']} is {volume.get('hostPath') or volume}, wants host path {want['host_path']}")
+            problems.append(
+                f"container {c['name']!r}: {want['path']} is {volume.get('hostPath') or volume}, wants host path {want['host_path']}"
+            )
         if "read_only" in want and bool(mount.get("readOnly", False)) != want["read_only"]:
-            problems.append(f"container {c['name']!r}: {want['path']} is {'read-only' if mount.get('readOnly') else 'read-write'}, "
-                            f"wants {'read-only' if want['read_only'] else 'read-write'}")
+            problems.append(
+                f"container {c['name']!r}: {want['path']} is {'read-only' if mount.get('readOnly') else 'read-write'}, "
+                f"wants {'read-only' if want['read_only'] else 'read-write'}"
+            )
         for kind in ("configMap", "emptyDir"):
             key = {"configMap": "config_map", "emptyDir": "empty_dir"}[kind]
             if want.get(key) and kind not in volume:
@@ -259,7 +302,9 @@ def _mount(op: Operand, image: str, want: dict) -> list[str]:
 
 def _pod_label(op: Operand, image: str, want: dict) -> list[str]:
     labels = op.pod_metadata.get("labels") or {}
-    return [f"its pods carry {k}={labels.get(k, '(none)')!r}, wants {v!r}" for k, v in want.items() if labels.get(k) != v]
+    return [
+        f"its pods carry {k}={labels.get(k, '(none)')!r}, wants {v!r}" for k, v in want.items() if labels.get(k) != v
+    ]
 
 
 def _security(op: Operand, image: str, want: dict) -> list[str]:
@@ -280,8 +325,11 @@ def _security(op: Operand, image: str, want: dict) -> list[str]:
 
 def _pod(op: Operand, image: str, want: dict) -> list[str]:
     defaults = {"hostPID": False, "hostIPC": False, "hostNetwork": False, "shareProcessNamespace": False}
-    return [f"pod {k} is {op.pod.get(k, defaults.get(k))!r}, wants {v!r}" for k, v in want.items()
-            if op.pod.get(k, defaults.get(k)) != v]
+    return [
+        f"pod {k} is {op.pod.get(k, defaults.get(k))!r}, wants {v!r}"
+        for k, v in want.items()
+        if op.pod.get(k, defaults.get(k)) != v
+    ]
 
 
 def _probe(op: Operand, image: str, want: dict) -> list[str]:
@@ -291,7 +339,9 @@ def _probe(op: Operand, image: str, want: dict) -> list[str]:
             if kind in want:
                 present = f"{kind}Probe" in c
                 if present != (want[kind] == "present"):
-                    problems.append(f"container {c['name']!r} {'has' if present else 'has no'} {kind} probe, wants it {want[kind]}")
+                    problems.append(
+                        f"container {c['name']!r} {'has' if present else 'has no'} {kind} probe, wants it {want[kind]}"
+                    )
     return problems
 
 
@@ -308,8 +358,11 @@ def _namespace_label(op: Operand, image: str, want: dict) -> list[str]:
     an image creates there itself)."""
     found = [r for r in op.rec.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == op.namespace]
     labels = (found[0].inputs["metadata"].get("labels") or {}) if found else {}
-    return [f"namespace {op.namespace!r} carries {k}={labels.get(k, '(none)')!r}, wants {v!r}"
-            for k, v in want.items() if labels.get(k) != v]
+    return [
+        f"namespace {op.namespace!r} carries {k}={labels.get(k, '(none)')!r}, wants {v!r}"
+        for k, v in want.items()
+        if labels.get(k) != v
+    ]
 
 
 def _can_signal(op: Operand, image: str, want: dict) -> list[str]:
@@ -321,27 +374,38 @@ def _can_signal(op: Operand, image: str, want: dict) -> list[str]:
     if not op.pod.get("shareProcessNamespace") and not op.pod.get("hostPID"):
         return [f"{want['from']!r} cannot see {want['to']!r}'s processes: the pod shares no process namespace"]
     s, r = senders[0].get("securityContext") or {}, receivers[0].get("securityContext") or {}
-    if s.get("privileged") or s.get("runAsUser") == r.get("runAsUser") and s.get("runAsUser") is not None:
+    if s.get("privileged") or (s.get("runAsUser") == r.get("runAsUser") and s.get("runAsUser") is not None):
         return []
     if s.get("runAsUser") == 0 and "KILL" in ((s.get("capabilities") or {}).get("add") or []):
         return []
-    return [f"{want['from']!r} (uid {s.get('runAsUser')}) may not signal {want['to']!r} (uid {r.get('runAsUser')}) without CAP_KILL"]
+    return [
+        f"{want['from']!r} (uid {s.get('runAsUser')}) may not signal {want['to']!r} (uid {r.get('runAsUser')}) without CAP_KILL"
+    ]
 
 
 def _api_token(op: Operand, image: str, want: dict) -> list[str]:
     """Whether a container can read the pod's API token: every container when the pod automounts it
     (the pod's flag, else its service account's), else one that mounts the token directory itself."""
     account = op.pod.get("serviceAccountName", "default")
-    sa = [r for r in op.rec.of_type(SERVICE_ACCOUNT) if r.inputs["metadata"]["name"] == account
-          and r.inputs["metadata"].get("namespace") == op.namespace]
+    sa = [
+        r
+        for r in op.rec.of_type(SERVICE_ACCOUNT)
+        if r.inputs["metadata"]["name"] == account and r.inputs["metadata"].get("namespace") == op.namespace
+    ]
     pod_says = op.pod.get("automountServiceAccountToken")
-    automount = pod_says if pod_says is not None else (sa[0].inputs.get("automountServiceAccountToken", True) if sa else True)
+    automount = (
+        pod_says if pod_says is not None else (sa[0].inputs.get("automountServiceAccountToken", True) if sa else True)
+    )
     problems = []
     for c in op.containers(want["container"], image) or [{"name": want["container"]}]:
-        own = any(m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in c.get("volumeMounts") or [])
+        own = any(
+            m["mountPath"] == "/var/run/secrets/kubernetes.io/serviceaccount" for m in c.get("volumeMounts") or []
+        )
         if bool(automount or own) != want["mounted"]:
-            problems.append(f"container {c['name']!r} {'can' if automount or own else 'cannot'} read the API token; "
-                            f"wants it {'mounted' if want['mounted'] else 'not mounted'}")
+            problems.append(
+                f"container {c['name']!r} {'can' if automount or own else 'cannot'} read the API token; "
+                f"wants it {'mounted' if want['mounted'] else 'not mounted'}"
+            )
     return problems
 
 
@@ -351,7 +415,9 @@ def _pre_stop(op: Operand, image: str, want: dict) -> list[str]:
     for c in op.containers(want["container"], image) or [{"name": want["container"]}]:
         command = (((c.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command") or []
         if not (command[:2] == ["sh", "-c"] and f"rm -f {want['removes']}" in " ".join(command[2:])):
-            problems.append(f"container {c['name']!r} has no preStop hook that removes {want['removes']} (has {command or 'none'})")
+            problems.append(
+                f"container {c['name']!r} has no preStop hook that removes {want['removes']} (has {command or 'none'})"
+            )
     return problems
 
 
@@ -392,11 +458,17 @@ def _peer_pods(op: Operand, image: str, want: dict) -> list[str]:
     if peer.namespace != op.namespace:
         problems.append(f"{want['operand']} runs in namespace {peer.namespace!r}, this image looks in {op.namespace!r}")
     labels = peer.pod_metadata.get("labels") or {}
-    problems += [f"{want['operand']}'s pods carry {k}={labels.get(k, '(none)')!r}, wants {v!r}"
-                 for k, v in (want.get("labels") or {}).items() if labels.get(k) != v]
+    problems += [
+        f"{want['operand']}'s pods carry {k}={labels.get(k, '(none)')!r}, wants {v!r}"
+        for k, v in (want.get("labels") or {}).items()
+        if labels.get(k) != v
+    ]
     selector = peer.pod.get("nodeSelector") or {}
-    problems += [f"{want['operand']}'s pods select nodes on {k}={selector.get(k, '(none)')!r}, wants {v!r}"
-                 for k, v in (want.get("node_selector") or {}).items() if selector.get(k) != v]
+    problems += [
+        f"{want['operand']}'s pods select nodes on {k}={selector.get(k, '(none)')!r}, wants {v!r}"
+        for k, v in (want.get("node_selector") or {}).items()
+        if selector.get(k) != v
+    ]
     return problems
 
 
@@ -404,8 +476,11 @@ CHECKS["peer_pods"] = _peer_pods
 
 
 def _crd(op: Operand, image: str, want: str) -> list[str]:
-    found = [r for r in op.rec.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
-             if r.inputs.get("metadata", {}).get("name") == want]
+    found = [
+        r
+        for r in op.rec.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+        if r.inputs.get("metadata", {}).get("name") == want
+    ]
     return [] if found else [f"no CustomResourceDefinition {want} in the stack"]
 
 
@@ -420,8 +495,11 @@ def _args(op: Operand, image: str, want: dict) -> list[str]:
     for c in op.containers(want.get("container", "*"), image):
         args = list(c.get("args") or [])
         problems += [f"container {c['name']!r} does not pass {a}" for a in want.get("has") or [] if a not in args]
-        problems += [f"container {c['name']!r} passes {a}, a flag this image does not take"
-                     for a in args if _flag(a) in (want.get("lacks") or [])]
+        problems += [
+            f"container {c['name']!r} passes {a}, a flag this image does not take"
+            for a in args
+            if _flag(a) in (want.get("lacks") or [])
+        ]
     return problems
 
 
@@ -437,8 +515,11 @@ def _signal_target(op: Operand, image: str, want: dict) -> list[str]:
         return [f"no container {want['from']!r} or {want['to']!r}"]
     target = _env(senders[0]).get("PROCESS_TO_SIGNAL")
     argv0 = (receivers[0].get("command") or [None])[0]
-    return [] if target is not None and target == argv0 else [
-        f"{want['from']!r} signals the process named {target!r}; {want['to']!r} starts as {argv0!r}"]
+    return (
+        []
+        if target is not None and target == argv0
+        else [f"{want['from']!r} signals the process named {target!r}; {want['to']!r} starts as {argv0!r}"]
+    )
 
 
 def _container_image(op: Operand, image: str, want: dict) -> list[str]:
@@ -447,7 +528,11 @@ def _container_image(op: Operand, image: str, want: dict) -> list[str]:
     if not found:
         return [f"no container {want['container']!r}"]
     have = found[0]["image"].rsplit(":", 1)[0]
-    return [] if have == want["repository"] else [f"container {want['container']!r} runs {have!r}, wants {want['repository']!r}"]
+    return (
+        []
+        if have == want["repository"]
+        else [f"container {want['container']!r} runs {have!r}, wants {want['repository']!r}"]
+    )
 
 
 CHECKS["signal_target"] = _signal_target
@@ -456,8 +541,12 @@ CHECKS["container_image"] = _container_image
 
 CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 # A ResourceClaimTemplate request's fields under `exactly` (resource.k8s.io/v1), by the clause's key.
-_REQUEST_FIELDS = {"device_class": "deviceClassName", "allocation_mode": "allocationMode", "count": "count",
-                   "admin_access": "adminAccess"}
+_REQUEST_FIELDS = {
+    "device_class": "deviceClassName",
+    "allocation_mode": "allocationMode",
+    "count": "count",
+    "admin_access": "adminAccess",
+}
 
 
 def _resource_claim(op: Operand, image: str, want: dict) -> list[str]:
@@ -467,19 +556,29 @@ def _resource_claim(op: Operand, image: str, want: dict) -> list[str]:
     of the claim's devices)."""
     claims = {c.get("name"): c.get("resourceClaimTemplateName") for c in op.pod.get("resourceClaims") or []}
     if claims.get(want["claim"]) != want["template"]:
-        return [f"the pod's claim {want['claim']!r} is made from {claims.get(want['claim'])!r}, wants {want['template']!r}"]
-    templates = [r.inputs for r in op.rec.of_type(CLAIM_TEMPLATE)
-                 if r.inputs["metadata"]["name"] == want["template"] and r.inputs["metadata"].get("namespace") == op.namespace]
+        return [
+            f"the pod's claim {want['claim']!r} is made from {claims.get(want['claim'])!r}, wants {want['template']!r}"
+        ]
+    templates = [
+        r.inputs
+        for r in op.rec.of_type(CLAIM_TEMPLATE)
+        if r.inputs["metadata"]["name"] == want["template"] and r.inputs["metadata"].get("namespace") == op.namespace
+    ]
     if not templates:
         return [f"no ResourceClaimTemplate {want['template']!r} in namespace {op.namespace!r}"]
     requests = {r["name"]: r.get("exactly") or {} for r in templates[0]["spec"]["spec"]["devices"]["requests"]}
     if "request" in want and want["request"] not in requests:
-        return [f"ResourceClaimTemplate {want['template']!r} has no request {want['request']!r} (has {sorted(requests)})"]
+        return [
+            f"ResourceClaimTemplate {want['template']!r} has no request {want['request']!r} (has {sorted(requests)})"
+        ]
     problems = []
     if "request" in want:
         exactly = requests[want["request"]]
-        problems += [f"request {want['request']!r}: {field} is {exactly.get(field)!r}, wants {want[key]!r}"
-                     for key, field in _REQUEST_FIELDS.items() if key in want and exactly.get(field) != want[key]]
+        problems += [
+            f"request {want['request']!r}: {field} is {exactly.get(field)!r}, wants {want[key]!r}"
+            for key, field in _REQUEST_FIELDS.items()
+            if key in want and exactly.get(field) != want[key]
+        ]
     if "container" in want:
         found = op.containers(want["container"], image)
         listed = [c.get("name") for c in ((found[0].get("resources") or {}).get("claims") or [])] if found else []
@@ -494,7 +593,7 @@ CHECKS["resource_claim"] = _resource_claim
 def check(op: Operand, image: str, expectation: dict) -> list[str]:
     """One expectation; a mapping argument with `part: <suffix>` is checked against the operand's
     Deployment part of that suffix (NFD's master and gc) instead of its DaemonSet."""
-    (kind, argument), = expectation.items()
+    ((kind, argument),) = expectation.items()
     if isinstance(argument, dict) and "part" in argument:
         argument = dict(argument)
         view = op.part(argument.pop("part"))

@@ -21,7 +21,7 @@ class Resource:
     name: str
     props: dict[str, Any] = field(hash=False)
     # property -> the resources it was built from, as the engine hands them to stack policies
-    property_dependencies: dict[str, tuple["Resource", ...]] = field(default_factory=dict, hash=False)
+    property_dependencies: dict[str, tuple[Resource, ...]] = field(default_factory=dict, hash=False)
 
     @property
     def urn(self) -> str:
@@ -52,7 +52,9 @@ def namespace(release: str = RELEASE, cuda: str = CUDA, kubernetes: str = KUBERN
         contract.KUBERNETES_VERSION_TAG: kubernetes,
         contract.OVERRIDES_KEY: overrides,
     }
-    return resource("kubernetes:core/v1:Namespace", "gpu-namespace", {"metadata": {"name": "gpu-operator", "annotations": notes}})
+    return resource(
+        "kubernetes:core/v1:Namespace", "gpu-namespace", {"metadata": {"name": "gpu-operator", "annotations": notes}}
+    )
 
 
 def audit_tags(driver: str = DRIVER) -> dict[str, str]:
@@ -63,8 +65,14 @@ def audit_tags(driver: str = DRIVER) -> dict[str, str]:
     }
 
 
-def facts(driver: str = DRIVER, release: str = RELEASE, cuda: str = CUDA, kubernetes: str = KUBERNETES,
-          source: str = "bake", toolkit_baked: bool = False) -> dict[str, str]:
+def facts(
+    driver: str = DRIVER,
+    release: str = RELEASE,
+    cuda: str = CUDA,
+    kubernetes: str = KUBERNETES,
+    source: str = "bake",
+    toolkit_baked: bool = False,
+) -> dict[str, str]:
     """The version facts every GPU resource declares in its tags."""
     return {
         contract.DRIVER_VERSION_TAG: driver,
@@ -78,21 +86,39 @@ def facts(driver: str = DRIVER, release: str = RELEASE, cuda: str = CUDA, kubern
 
 def node_image(driver: str = DRIVER, audit: bool = True, gpu_models: str = "L4", **declared) -> Resource:
     """The baked node image: its facts, the GPU models of the pools it is built for, the audit tags."""
-    tags = {**facts(driver=driver, **declared), contract.GPU_MODELS_TAG: gpu_models, **(audit_tags(driver) if audit else {})}
+    tags = {
+        **facts(driver=driver, **declared),
+        contract.GPU_MODELS_TAG: gpu_models,
+        **(audit_tags(driver) if audit else {}),
+    }
     return resource("aws:imagebuilder/image:Image", "gpu-node-image-image", {"tags": tags})
 
 
-def launch_template(driver: str = DRIVER, pool: str = "l4", gpu_model: str = "L4", audit: bool = True,
-                    props: dict | None = None, **declared) -> Resource:
+def launch_template(
+    driver: str = DRIVER,
+    pool: str = "l4",
+    gpu_model: str = "L4",
+    audit: bool = True,
+    props: dict | None = None,
+    **declared,
+) -> Resource:
     """A GPU pool's launch template with the inputs the program records (strings where the schema says so)."""
     tags = {
-        **facts(driver=driver, **declared), contract.GPU_MODEL_TAG: gpu_model, contract.POOL_LABEL: pool,
+        **facts(driver=driver, **declared),
+        contract.GPU_MODEL_TAG: gpu_model,
+        contract.POOL_LABEL: pool,
         **(audit_tags(driver) if audit else {}),
     }
     body = {
-        "metadataOptions": {"httpEndpoint": "enabled", "httpPutResponseHopLimit": 1, "httpTokens": "required",
-                            "instanceMetadataTags": "disabled"},
-        "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "volumeSize": 200, "volumeType": "gp3"}}],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+            "instanceMetadataTags": "disabled",
+        },
+        "blockDeviceMappings": [
+            {"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "volumeSize": 200, "volumeType": "gp3"}}
+        ],
         "networkInterfaces": [{"associatePublicIpAddress": "false", "deleteOnTermination": "true"}],
         "tags": tags,
         **(props or {}),
@@ -121,7 +147,9 @@ def node_group(
     tags.pop(contract.IMAGE_SOURCE_TAG)
     labels = contract.pool_labels(pool, gpu_model, gates, mig_config)
     taints = [{"key": contract.GPU_TAINT_KEY, "value": contract.GPU_TAINT_VALUE, "effect": taint_effect}]
-    return resource("aws:eks/nodeGroup:NodeGroup", f"gpu-pool-{pool}-ng", {"tags": tags, "labels": labels, "taints": taints})
+    return resource(
+        "aws:eks/nodeGroup:NodeGroup", f"gpu-pool-{pool}-ng", {"tags": tags, "labels": labels, "taints": taints}
+    )
 
 
 def workload(
@@ -142,14 +170,17 @@ def workload(
     socket directory read-write with SYS_ADMIN, a wait init container reading the validations; the
     workload declares the release (and overrides) it follows, as the program's do."""
     container = {
-        "name": "main", "image": image,
+        "name": "main",
+        "image": image,
         "securityContext": {"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}},
         "volumeMounts": [{"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins", "readOnly": False}],
         **(main_container or {}),
     }
     spec = {
         "containers": [container],
-        "tolerations": tolerations if tolerations is not None else [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+        "tolerations": tolerations
+        if tolerations is not None
+        else [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
         "volumes": [
             {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins", "type": "Directory"}},
             {"name": "run-nvidia-validations", "hostPath": {"path": "/run/nvidia/validations"}},
@@ -158,18 +189,31 @@ def workload(
         **(pod or {}),
     }
     if wait_image:
-        spec["initContainers"] = [{
-            "name": "wait-for-toolkit-ready", "image": wait_image,
-            "volumeMounts": [{"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}],
-        }]
-    notes = annotations if annotations is not None else {
-        contract.AUDIT_REASON: "registers nvidia.com/gpu with the kubelet",
-        contract.AUDIT_HOST_PATHS: "/run/nvidia/validations:ro,/var/lib/kubelet/device-plugins:rw",
-        contract.AUDIT_OWNER: "ml-platform",
-        contract.AUDIT_APPROVAL: "SEC-1042",
-    }
+        spec["initContainers"] = [
+            {
+                "name": "wait-for-toolkit-ready",
+                "image": wait_image,
+                "volumeMounts": [
+                    {"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}
+                ],
+            }
+        ]
+    notes = (
+        annotations
+        if annotations is not None
+        else {
+            contract.AUDIT_REASON: "registers nvidia.com/gpu with the kubelet",
+            contract.AUDIT_HOST_PATHS: "/run/nvidia/validations:ro,/var/lib/kubelet/device-plugins:rw",
+            contract.AUDIT_OWNER: "ml-platform",
+            contract.AUDIT_APPROVAL: "SEC-1042",
+        }
+    )
     if operand and release:
-        notes = {**notes, contract.OPERATOR_RELEASE_KEY: release, **({contract.OVERRIDES_KEY: overrides} if overrides else {})}
+        notes = {
+            **notes,
+            contract.OPERATOR_RELEASE_KEY: release,
+            **({contract.OVERRIDES_KEY: overrides} if overrides else {}),
+        }
     metadata = {"name": name, "labels": {contract.OPERAND_KEY: operand} if operand else {}, "annotations": notes}
     api = {"Pod": "core/v1", "Job": "batch/v1", "CronJob": "batch/v1"}.get(kind, "apps/v1")
     if kind == "Pod":

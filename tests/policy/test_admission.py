@@ -21,24 +21,47 @@ SERVES = [
 POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-NAMES = ("gpu-platform-gpu-access", "gpu-platform-gpu-privilege", "gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes")
+NAMES = (
+    "gpu-platform-gpu-access",
+    "gpu-platform-gpu-privilege",
+    "gpu-platform-validator-pods",
+    "gpu-platform-mig-manager-nodes",
+    "gpu-platform-nfd-master-nodes",
+)
 
 
 def _policy(name: str, failure: str = "Fail") -> Resource:
-    return resource(POLICY, f"p-{name}", {"metadata": {"name": name}, "spec": {"failurePolicy": failure, "validations": [{"expression": "true"}]}})
+    return resource(
+        POLICY,
+        f"p-{name}",
+        {"metadata": {"name": name}, "spec": {"failurePolicy": failure, "validations": [{"expression": "true"}]}},
+    )
 
 
 def _binding(name: str, actions=("Deny",)) -> Resource:
-    return resource(BINDING, f"b-{name}", {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": list(actions)}})
+    return resource(
+        BINDING,
+        f"b-{name}",
+        {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": list(actions)}},
+    )
 
 
 def _operands() -> list[Resource]:
-    return [workload(name=f"w-{o}", operand=o) for o in ("validator", "mig-manager", "node-feature-discovery", "device-plugin")]
+    return [
+        workload(name=f"w-{o}", operand=o)
+        for o in ("validator", "mig-manager", "node-feature-discovery", "device-plugin")
+    ]
 
 
 def _deny_all() -> Resource:
-    return resource(NETWORK_POLICY, "deny", {"metadata": {"name": "default-deny-ingress", "namespace": "gpu-operator"},
-                                             "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})
+    return resource(
+        NETWORK_POLICY,
+        "deny",
+        {
+            "metadata": {"name": "default-deny-ingress", "namespace": "gpu-operator"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+        },
+    )
 
 
 def _guarded(**kw) -> list[Resource]:
@@ -64,8 +87,12 @@ def test_a_missing_admission_policy_fails_naming_it(missing):
 
 
 def test_a_binding_that_only_warns_fails():
-    stack = [r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-validator-pods"]
-    found = violations(gpu_admission_policies_deployed, [*stack, _binding("gpu-platform-validator-pods", ("Warn", "Audit"))])
+    stack = [
+        r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-validator-pods"
+    ]
+    found = violations(
+        gpu_admission_policies_deployed, [*stack, _binding("gpu-platform-validator-pods", ("Warn", "Audit"))]
+    )
     assert len(found) == 1 and "no binding with validationActions Deny" in found[0][0]
 
 
@@ -78,7 +105,9 @@ def test_only_the_privilege_policy_may_warn(name, passes):
 
 
 def test_a_privilege_policy_bound_to_audit_only_fails():
-    stack = [r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-gpu-privilege"]
+    stack = [
+        r for r in _guarded() if r.type != BINDING or r.props["spec"]["policyName"] != "gpu-platform-gpu-privilege"
+    ]
     found = violations(gpu_admission_policies_deployed, [*stack, _binding("gpu-platform-gpu-privilege", ("Audit",))])
     assert len(found) == 1 and "Deny (or Warn, for this one)" in found[0][0]
 
@@ -90,8 +119,12 @@ def test_a_policy_that_ignores_its_errors_fails():
 
 
 def test_a_policy_for_an_operand_that_does_not_run_is_not_required():
-    stack = [r for r in _guarded() if not (r.type == POLICY and r.props["metadata"]["name"] == "gpu-platform-mig-manager-nodes")
-             and r.name != "w-mig-manager"]
+    stack = [
+        r
+        for r in _guarded()
+        if not (r.type == POLICY and r.props["metadata"]["name"] == "gpu-platform-mig-manager-nodes")
+        and r.name != "w-mig-manager"
+    ]
     assert violations(gpu_admission_policies_deployed, stack) == []
 
 
@@ -101,9 +134,14 @@ def test_a_cluster_before_1_30_is_not_asked_for_them():
 
 
 def test_the_operator_namespace_without_default_deny_fails():
-    allow_only = resource(NETWORK_POLICY, "allow", {"metadata": {"name": "allow-metrics", "namespace": "gpu-operator"},
-                                                    "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
-                                                             "ingress": [{"ports": [{"port": "metrics"}]}]}})
+    allow_only = resource(
+        NETWORK_POLICY,
+        "allow",
+        {
+            "metadata": {"name": "allow-metrics", "namespace": "gpu-operator"},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{"ports": [{"port": "metrics"}]}]},
+        },
+    )
     stack = [r for r in _guarded() if r.type != NETWORK_POLICY] + [allow_only]
     found = violations(operator_namespace_default_deny, stack)
     assert len(found) == 1 and "'gpu-operator'" in found[0][0] and "default-deny" in found[0][0]

@@ -16,10 +16,13 @@ ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 DEPLOYER = "arn:aws:iam::123456789012:role/gpu-platform-deployer"
 MALLORY = "arn:aws:iam::123456789012:user/mallory"
 # The ledger of a namespace naming DEPLOYER and nothing else, in the canonical form, by hand.
-APPROVED = "sha256:" + hashlib.sha256(
-    b"gpu-platform privilege ledger v1\n"
-    b"EKS cluster access\tarn:aws:iam::123456789012:role/gpu-platform-deployer\tAmazonEKSClusterAdminPolicy (cluster scope)\n"
-).hexdigest()
+APPROVED = (
+    "sha256:"
+    + hashlib.sha256(
+        b"gpu-platform privilege ledger v1\n"
+        b"EKS cluster access\tarn:aws:iam::123456789012:role/gpu-platform-deployer\tAmazonEKSClusterAdminPolicy (cluster scope)\n"
+    ).hexdigest()
+)
 
 
 def _namespace(admins: str | None, approved: str | None = None):
@@ -33,9 +36,16 @@ def _namespace(admins: str | None, approved: str | None = None):
 
 
 def _association(principal: str, name: str = "gpu-cluster-admin"):
-    return resource(ASSOCIATION, name, {"clusterName": "gpu-test", "principalArn": principal,
-                                        "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-                                        "accessScope": {"type": "cluster"}})
+    return resource(
+        ASSOCIATION,
+        name,
+        {
+            "clusterName": "gpu-test",
+            "principalArn": principal,
+            "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+            "accessScope": {"type": "cluster"},
+        },
+    )
 
 
 def test_associations_for_named_admins_pass():
@@ -48,8 +58,9 @@ def test_a_named_admin_spelt_with_a_path_and_capitals_is_the_same_principal():
 
 
 def test_an_association_for_a_principal_the_namespace_does_not_name_fails_naming_both():
-    found = violations(cluster_access_declared, [_namespace(DEPLOYER), _association(DEPLOYER),
-                                                 _association(MALLORY, "backdoor")])
+    found = violations(
+        cluster_access_declared, [_namespace(DEPLOYER), _association(DEPLOYER), _association(MALLORY, "backdoor")]
+    )
     assert len(found) == 1
     message, _ = found[0]
     assert "'backdoor'" in message and MALLORY in message and "AmazonEKSClusterAdminPolicy (cluster scope)" in message
@@ -64,8 +75,10 @@ def test_an_association_when_no_namespace_names_admins_fails():
 
 def test_the_approved_admin_list_passes_and_an_added_admin_fails_the_approval():
     assert violations(privilege_ledger_approved, [_namespace(DEPLOYER, APPROVED), _association(DEPLOYER)]) == []
-    found = violations(privilege_ledger_approved, [_namespace(f"{DEPLOYER} {MALLORY}", APPROVED),
-                                                   _association(DEPLOYER), _association(MALLORY, "m")])
+    found = violations(
+        privilege_ledger_approved,
+        [_namespace(f"{DEPLOYER} {MALLORY}", APPROVED), _association(DEPLOYER), _association(MALLORY, "m")],
+    )
     assert len(found) == 1 and f"approval covers {APPROVED}" in found[0][0]
 
 

@@ -18,7 +18,6 @@ from policy.compatibility import (
 from tests.policy.resources import launch_template, namespace, node_group, node_image
 from tests.policy.verdict import violations
 
-
 # What this module's policies are served as, in declaration order (tests/policy/test_pack.py
 # gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
 SERVES = [
@@ -30,7 +29,9 @@ SERVES = [
 ]
 
 
-@pytest.mark.parametrize("release, minor", [("v25.10.1", "1.33"), ("v24.3.0", "1.30"), ("v23.9.2", "1.29"), ("v25.3.0", "1.29")])
+@pytest.mark.parametrize(
+    "release, minor", [("v25.10.1", "1.33"), ("v24.3.0", "1.30"), ("v23.9.2", "1.29"), ("v25.3.0", "1.29")]
+)
 def test_release_that_supports_the_kubernetes_minor_passes(release, minor):
     assert violations(release_supports_kubernetes, [namespace(release, kubernetes=minor)]) == []
 
@@ -63,15 +64,20 @@ def test_a_namespace_with_a_release_but_no_kubernetes_version_cannot_be_checked_
     assert len(found) == 1 and "kubernetes-version" in found[0][0]
 
 
-@pytest.mark.parametrize("release, driver", [("v25.10.1", "580.105.08"), ("v26.7.0", "595.91.07"), ("v23.9.0", "470.223.02")])
+@pytest.mark.parametrize(
+    "release, driver", [("v25.10.1", "580.105.08"), ("v26.7.0", "595.91.07"), ("v23.9.0", "470.223.02")]
+)
 def test_driver_of_a_branch_the_release_supports_passes(release, driver):
     assert violations(driver_branch_supported_by_release, [node_image(driver=driver, release=release)]) == []
 
 
 @pytest.mark.parametrize("release, driver, branch", [("v26.7.0", "570.211.01", "570"), ("v23.9.0", "550.54.14", "550")])
 def test_a_baked_driver_of_a_branch_the_release_never_supported_fails_on_the_image(release, driver, branch):
-    resources = [node_image(driver=driver, release=release), launch_template(driver=driver, release=release),
-                 node_group(driver=driver, release=release)]
+    resources = [
+        node_image(driver=driver, release=release),
+        launch_template(driver=driver, release=release),
+        node_group(driver=driver, release=release),
+    ]
     found = violations(driver_branch_supported_by_release, resources)
     # Once, on the image (the bake), before anything is built: not again on each pool.
     assert len(found) == 1
@@ -87,7 +93,9 @@ def test_a_pinned_ami_is_checked_on_each_launch_template_that_boots_it():
 
 
 def test_a_launch_template_of_a_baked_image_is_not_checked_again():
-    assert violations(driver_branch_supported_by_release, [launch_template(driver="570.211.01", release="v26.7.0")]) == []
+    assert (
+        violations(driver_branch_supported_by_release, [launch_template(driver="570.211.01", release="v26.7.0")]) == []
+    )
 
 
 @pytest.mark.parametrize("release, driver", [("v25.10.1", "580.105.08"), ("v24.3.0", "550.54.15")])
@@ -95,7 +103,9 @@ def test_driver_the_release_was_tested_with_passes_the_advisory(release, driver)
     assert violations(driver_version_tested_by_release, [node_image(driver=driver, release=release)]) == []
 
 
-@pytest.mark.parametrize("release, driver, tested", [("v25.10.1", "580.65.06", "580.178.04"), ("v26.7.0", "580.105.08", "580.173.02")])
+@pytest.mark.parametrize(
+    "release, driver, tested", [("v25.10.1", "580.65.06", "580.178.04"), ("v26.7.0", "580.105.08", "580.173.02")]
+)
 def test_untested_driver_of_a_supported_branch_is_advisory(release, driver, tested):
     found = violations(driver_version_tested_by_release, [node_image(driver=driver, release=release)])
     assert len(found) == 1 and driver in found[0][0] and tested in found[0][0] and release in found[0][0]
@@ -113,8 +123,14 @@ def test_driver_at_or_above_the_cuda_major_floor_passes(driver, cuda):
 
 # The fix's CUDA is the newest toolkit whose exact minimum the driver meets (matrix.yaml, written out:
 # 12.8.1 needs 570.124.06, 12.9.1 575.57.08, 11.8 520.61.05).
-@pytest.mark.parametrize("driver, cuda, floor, served", [("570.211.01", "13.0", "580", "12.8.1"), ("520.61.05", "12.0", "525", "11.8"),
-                                                         ("579.99.99", "12.8 13.0", "580", "12.9.1")])
+@pytest.mark.parametrize(
+    "driver, cuda, floor, served",
+    [
+        ("570.211.01", "13.0", "580", "12.8.1"),
+        ("520.61.05", "12.0", "525", "11.8"),
+        ("579.99.99", "12.8 13.0", "580", "12.9.1"),
+    ],
+)
 def test_driver_below_the_cuda_major_floor_fails_naming_both(driver, cuda, floor, served):
     # CUDA 12.x needs >= 525.60.13, 13.x >= 580 (matrix.yaml, CUDA's minor-version compatibility).
     found = violations(driver_serves_cuda_major, [node_image(driver=driver, cuda=cuda)])
@@ -132,7 +148,9 @@ def test_the_cuda_to_build_with_is_the_newest_by_number_not_by_text(monkeypatch)
 
     loaded = matrix.load()
     toolkits = {"13.9": "580.65.06", "13.10": "580.65.06"}
-    changed = dataclasses.replace(loaded, cuda=dataclasses.replace(loaded.cuda, toolkits={**loaded.cuda.toolkits, **toolkits}))
+    changed = dataclasses.replace(
+        loaded, cuda=dataclasses.replace(loaded.cuda, toolkits={**loaded.cuda.toolkits, **toolkits})
+    )
     monkeypatch.setattr(matrix, "load", lambda *a, **k: changed)
     found = violations(driver_serves_cuda_toolkit, [node_image(driver="580.65.06", cuda="13.1")])
     assert len(found) == 1 and found[0][0].endswith("or build the workloads with CUDA 13.10"), found
@@ -149,7 +167,10 @@ def test_driver_at_or_above_the_toolkit_minimum_passes_the_advisory(driver, cuda
     assert violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)]) == []
 
 
-@pytest.mark.parametrize("driver, cuda, need, served", [("570.124.06", "12.9", "575.51.03", "12.8.1"), ("580.65.06", "13.1", "590.44.01", "13.0")])
+@pytest.mark.parametrize(
+    "driver, cuda, need, served",
+    [("570.124.06", "12.9", "575.51.03", "12.8.1"), ("580.65.06", "13.1", "590.44.01", "13.0")],
+)
 def test_driver_below_the_toolkit_minimum_but_above_the_floor_is_advisory(driver, cuda, need, served):
     found = violations(driver_serves_cuda_toolkit, [node_image(driver=driver, cuda=cuda)])
     assert len(found) == 1 and need in found[0][0] and driver in found[0][0]

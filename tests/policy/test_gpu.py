@@ -8,7 +8,6 @@ from policy.gpu import driver_supports_gpu, mig_config_fits_gpu, multi_node_pool
 from tests.policy.resources import namespace, node_group, node_image
 from tests.policy.verdict import violations
 
-
 # What this module's policies are served as, in declaration order (tests/policy/test_pack.py
 # gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
 SERVES = [
@@ -23,11 +22,14 @@ def test_driver_at_the_gpu_minimum_passes(gpu, driver):
     assert violations(driver_supports_gpu, [node_group(pool="p", gpu_model=gpu, driver=driver)]) == []
 
 
-@pytest.mark.parametrize("gpu, driver, minimum", [
-    ("B200", "570.26", "570.133.20"),  # numerically older although "570.26" > "570.133.20" as strings
-    ("B200", "550.163.01", "570.133.20"),
-    ("H200-141GB", "535.309.01", "550.54.14"),
-])
+@pytest.mark.parametrize(
+    "gpu, driver, minimum",
+    [
+        ("B200", "570.26", "570.133.20"),  # numerically older although "570.26" > "570.133.20" as strings
+        ("B200", "550.163.01", "570.133.20"),
+        ("H200-141GB", "535.309.01", "550.54.14"),
+    ],
+)
 def test_driver_below_the_gpu_minimum_fails_naming_both(gpu, driver, minimum):
     found = violations(driver_supports_gpu, [namespace("v25.10.1"), node_group(pool="p", gpu_model=gpu, driver=driver)])
     assert len(found) == 1
@@ -35,16 +37,22 @@ def test_driver_below_the_gpu_minimum_fails_naming_both(gpu, driver, minimum):
     assert gpu in message and minimum in message and driver in message and urn == node_group(pool="p").urn
 
 
-@pytest.mark.parametrize("gpu, config", [("H100-80GB", "all-balanced"), ("H200-141GB", "all-1g.18gb"), ("A100-40GB", "all-1g.5gb.me")])
+@pytest.mark.parametrize(
+    "gpu, config", [("H100-80GB", "all-balanced"), ("H200-141GB", "all-1g.18gb"), ("A100-40GB", "all-1g.5gb.me")]
+)
 def test_mig_configuration_of_the_pools_gpu_passes(gpu, config):
     assert violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config=config)]) == []
 
 
 def test_pool_without_mig_passes_on_any_gpu():
-    assert violations(mig_config_fits_gpu, [node_group(gpu_model="L4"), node_group(pool="h", gpu_model="H100-80GB")]) == []
+    assert (
+        violations(mig_config_fits_gpu, [node_group(gpu_model="L4"), node_group(pool="h", gpu_model="H100-80GB")]) == []
+    )
 
 
-@pytest.mark.parametrize("gpu, config", [("H200-141GB", "all-1g.10gb"), ("B200", "all-1g.18gb"), ("A100-40GB", "all-7g.80gb")])
+@pytest.mark.parametrize(
+    "gpu, config", [("H200-141GB", "all-1g.10gb"), ("B200", "all-1g.18gb"), ("A100-40GB", "all-7g.80gb")]
+)
 def test_mig_configuration_of_another_gpu_fails_naming_both(gpu, config):
     found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config=config)])
     assert len(found) == 1
@@ -78,7 +86,9 @@ def test_the_node_image_is_checked_for_every_gpu_it_is_built_for_before_the_bake
 
 def _pool(instance_type: str, max_size: int, efa_interfaces: str | None, gpus: str = "8"):
     group = node_group(pool="h100", gpu_model="H100-80GB")
-    group.props.update(instanceTypes=[instance_type], scalingConfig={"minSize": 0, "desiredSize": 1, "maxSize": max_size})
+    group.props.update(
+        instanceTypes=[instance_type], scalingConfig={"minSize": 0, "desiredSize": 1, "maxSize": max_size}
+    )
     group.props["tags"]["gpu-platform.io/gpu-count"] = gpus
     if efa_interfaces is not None:
         group.props["tags"]["gpu-platform.io/efa-interfaces"] = efa_interfaces
@@ -95,12 +105,15 @@ def test_a_multi_node_p5_pool_without_efa_gets_an_advisory_naming_the_fix():
     assert urn == _pool("p5.48xlarge", 8, "0").urn
 
 
-@pytest.mark.parametrize("instance_type, max_size, efa", [
-    ("p5.48xlarge", 8, "32"),   # has EFA
-    ("p5.48xlarge", 1, "0"),    # one node: NCCL stays inside it
-    ("g6e.12xlarge", 10, "0"),  # not a multi-node training family
-    ("p4d.24xlarge", 4, "4"),
-])
+@pytest.mark.parametrize(
+    "instance_type, max_size, efa",
+    [
+        ("p5.48xlarge", 8, "32"),  # has EFA
+        ("p5.48xlarge", 1, "0"),  # one node: NCCL stays inside it
+        ("g6e.12xlarge", 10, "0"),  # not a multi-node training family
+        ("p4d.24xlarge", 4, "4"),
+    ],
+)
 def test_pools_with_efa_single_node_or_of_other_families_pass(instance_type, max_size, efa):
     assert violations(multi_node_pools_use_efa, [_pool(instance_type, max_size, efa)]) == []
 
@@ -110,6 +123,13 @@ def test_a_one_gpu_size_of_the_family_is_not_a_multi_node_training_node():
 
 
 def test_every_multi_node_family_without_efa_is_reported():
-    for instance_type in ("p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
-                          "p6-b200.48xlarge", "p6-b300.48xlarge"):
+    for instance_type in (
+        "p4d.24xlarge",
+        "p4de.24xlarge",
+        "p5.48xlarge",
+        "p5e.48xlarge",
+        "p5en.48xlarge",
+        "p6-b200.48xlarge",
+        "p6-b300.48xlarge",
+    ):
         assert len(violations(multi_node_pools_use_efa, [_pool(instance_type, 2, "0")])) == 1, instance_type

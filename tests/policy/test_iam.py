@@ -22,8 +22,12 @@ SERVES = [
 ]
 
 
-IAM_POLICIES = {"cni-permissions-not-on-node-roles", "image-build-role-reads-no-parameters",
-                "eks-role-trust-bound-to-cluster", "kms-keys-have-explicit-policy"}
+IAM_POLICIES = {
+    "cni-permissions-not-on-node-roles",
+    "image-build-role-reads-no-parameters",
+    "eks-role-trust-bound-to-cluster",
+    "kms-keys-have-explicit-policy",
+}
 CNI = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy"
 SSM_CORE = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 
@@ -37,14 +41,19 @@ def test_the_prod_stack_passes_every_iam_policy(prod):
 
 
 def test_every_iam_policy_is_mandatory():
-    for policy in (iam.cni_permissions_not_on_node_roles, iam.image_build_role_reads_no_parameters,
-                   iam.eks_role_trust_bound_to_cluster, iam.kms_keys_have_explicit_policy):
+    for policy in (
+        iam.cni_permissions_not_on_node_roles,
+        iam.image_build_role_reads_no_parameters,
+        iam.eks_role_trust_bound_to_cluster,
+        iam.kms_keys_have_explicit_policy,
+    ):
         assert policy.enforcement_level.value == "mandatory", policy.name
 
 
 def _set(key, value):
     def change(inputs):
         inputs[key] = value
+
     return change
 
 
@@ -67,14 +76,21 @@ def test_the_cni_policy_in_the_node_roles_exclusive_list_fails(prod):
 
 
 def test_the_cni_policy_in_any_partition_fails(prod):
-    variant = prod.replaced(ATTACHMENT, "gpu-node-role-AmazonEKSWorkerNodePolicy",
-                            _set("policyArn", "arn:aws-us-gov:iam::aws:policy/AmazonEKS_CNI_Policy"))
+    variant = prod.replaced(
+        ATTACHMENT,
+        "gpu-node-role-AmazonEKSWorkerNodePolicy",
+        _set("policyArn", "arn:aws-us-gov:iam::aws:policy/AmazonEKS_CNI_Policy"),
+    )
     assert len(_found(variant, "cni-permissions-not-on-node-roles")) == 1
 
 
 def test_a_policy_of_the_stacks_own_that_creates_network_interfaces_anywhere_fails(prod):
-    document = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": ["ssm:UpdateInstanceInformation", "ec2:*NetworkInterface"], "Resource": "*"}]}
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["ssm:UpdateInstanceInformation", "ec2:*NetworkInterface"], "Resource": "*"}
+        ],
+    }
     variant = prod.replaced(iam.POLICY, "gpu-node-image-builder-ssm-agent", _set("policy", json.dumps(document)))
     (message,) = _found(variant, "cni-permissions-not-on-node-roles")
     assert "gpu-node-image-builder" in message and "ec2:CreateNetworkInterface" in message
@@ -90,7 +106,9 @@ def test_the_cni_policy_on_the_pod_identity_role_passes(prod):
 
 
 def test_the_ssm_core_policy_on_the_build_role_fails(prod):
-    variant = prod.replaced(ATTACHMENT, "gpu-node-image-builder-EC2InstanceProfileForImageBuilder", _set("policyArn", SSM_CORE))
+    variant = prod.replaced(
+        ATTACHMENT, "gpu-node-image-builder-EC2InstanceProfileForImageBuilder", _set("policyArn", SSM_CORE)
+    )
     (message,) = _found(variant, "image-build-role-reads-no-parameters")
     assert "gpu-node-image-builder" in message and "AmazonSSMManagedInstanceCore" in message
 
@@ -104,8 +122,16 @@ def test_the_build_roles_own_policy_reading_every_parameter_fails(prod, action):
 
 
 def test_the_build_role_reading_one_parameter_by_its_arn_passes(prod):
-    document = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameter",
-                "Resource": "arn:aws:ssm:us-west-2:123456789012:parameter/gpu-platform/bake/x"}]}
+    document = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "ssm:GetParameter",
+                "Resource": "arn:aws:ssm:us-west-2:123456789012:parameter/gpu-platform/bake/x",
+            }
+        ],
+    }
     variant = prod.replaced(iam.POLICY, "gpu-node-image-builder-ssm-agent", _set("policy", json.dumps(document)))
     assert _found(variant, "image-build-role-reads-no-parameters") == []
 
@@ -113,9 +139,17 @@ def test_the_build_role_reading_one_parameter_by_its_arn_passes(prod):
 def test_every_document_of_the_build_role_is_read_not_only_the_first(prod):
     # A harmless inline policy on the role comes first in the stack; the attached policy that reads
     # every parameter must still be found, and the harmless one must not be named as its route.
-    harmless = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:UpdateInstanceInformation", "Resource": "*"}]}
-    harmful = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameters", "Resource": "*"}]}
-    variant = prod.replaced(ROLE, "gpu-node-image-builder", _set("inlinePolicies", [{"name": "agent", "policy": json.dumps(harmless)}]))
+    harmless = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "ssm:UpdateInstanceInformation", "Resource": "*"}],
+    }
+    harmful = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": "ssm:GetParameters", "Resource": "*"}],
+    }
+    variant = prod.replaced(
+        ROLE, "gpu-node-image-builder", _set("inlinePolicies", [{"name": "agent", "policy": json.dumps(harmless)}])
+    )
     variant = variant.replaced(iam.POLICY, "gpu-node-image-builder-ssm-agent", _set("policy", json.dumps(harmful)))
     (message,) = _found(variant, "image-build-role-reads-no-parameters")
     assert "ssm:GetParameters on every resource" in message and "'agent'" not in message
@@ -188,7 +222,9 @@ def test_a_key_policy_that_leaves_the_account_out_fails(prod):
 
 def test_a_key_policy_open_to_everyone_fails(prod):
     document = _key_policy(prod)
-    document["Statement"].append({"Sid": "Everyone", "Effect": "Allow", "Principal": "*", "Action": "kms:Decrypt", "Resource": "*"})
+    document["Statement"].append(
+        {"Sid": "Everyone", "Effect": "Allow", "Principal": "*", "Action": "kms:Decrypt", "Resource": "*"}
+    )
     variant = prod.replaced(iam.KEY, "gpu-cluster-secrets", _set("policy", json.dumps(document)))
     (message,) = _found(variant, "kms-keys-have-explicit-policy")
     assert "Everyone" in message and "Principal *" in message

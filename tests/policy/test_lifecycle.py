@@ -26,8 +26,8 @@ SERVES = [
 
 PAST_EXTENDED_SUPPORT = fixture_stacks.row("violating", "eks-version-past-extended-support").path
 
-JUNE_2026 = "1780272000"       # 2026-06-01 00:00 UTC
-NOVEMBER_2026 = "1795996800"   # 2026-11-30 00:00 UTC
+JUNE_2026 = "1780272000"  # 2026-06-01 00:00 UTC
+NOVEMBER_2026 = "1795996800"  # 2026-11-30 00:00 UTC
 
 
 @pytest.fixture
@@ -40,7 +40,10 @@ def test_creating_a_cluster_past_the_end_of_extended_support_is_refused_naming_t
     assert len(found) == 1
     message, urn = found[0]
     assert urn == cluster().urn
-    assert "Kubernetes 1.28, whose EKS extended support ended on 2025-11-26 (as of 2026-06-01, from SOURCE_DATE_EPOCH)" in message
+    assert (
+        "Kubernetes 1.28, whose EKS extended support ended on 2025-11-26 (as of 2026-06-01, from SOURCE_DATE_EPOCH)"
+        in message
+    )
     assert "create it on a minor in standard support (1.33, 1.34, 1.35)" in message
     # An existing cluster moves one minor at a time (EKS refuses a bigger step).
     assert "if it exists, upgrade one minor at a time (EKS takes no bigger step: 1.28 -> 1.29 first)" in message
@@ -58,7 +61,10 @@ def test_a_created_cluster_in_extended_support_gets_the_end_date_and_the_days_le
     # 1.32: standard support ended 2026-03-23, extended support ends 2027-03-23; 2026-06-01 is 295 days before.
     assert message.startswith("cluster 'gpu-test' runs Kubernetes 1.32, in EKS extended support since 2026-03-23")
     assert "it ends on 2027-03-23, 295 days left (as of 2026-06-01, from SOURCE_DATE_EPOCH)" in message
-    assert "upgrade one minor at a time (EKS takes no bigger step: 1.32 -> 1.33 first) to a minor in standard support (1.33, 1.34, 1.35)" in message
+    assert (
+        "upgrade one minor at a time (EKS takes no bigger step: 1.32 -> 1.33 first) to a minor in standard support (1.33, 1.34, 1.35)"
+        in message
+    )
 
 
 def test_a_cluster_in_standard_support_gets_no_advisory():
@@ -67,7 +73,9 @@ def test_a_cluster_in_standard_support_gets_no_advisory():
 
 def test_an_adopted_cluster_gets_the_same_advisory_from_its_namespace():
     found = violations(eks_version_support_window, [namespace(kubernetes="1.32")])
-    assert len(found) == 1 and found[0][0].startswith("the adopted cluster runs Kubernetes 1.32, in EKS extended support")
+    assert len(found) == 1 and found[0][0].startswith(
+        "the adopted cluster runs Kubernetes 1.32, in EKS extended support"
+    )
 
 
 def test_an_adopted_cluster_past_the_end_is_told_the_upgrade_can_come_at_any_time():
@@ -115,9 +123,13 @@ def _verdicts(tmp_path, path, *flags) -> tuple[int, list[dict]]:
 
 def test_the_preview_as_of_the_suites_day(tmp_path, capsys):
     code, found = _verdicts(tmp_path, PAST_EXTENDED_SUPPORT)
-    assert code == 1 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-in-support", "mandatory")]
+    assert code == 1 and [(v["policy"], v["enforcementLevel"]) for v in found] == [
+        ("eks-version-in-support", "mandatory")
+    ]
     code, found = _verdicts(tmp_path, _stack(tmp_path, "1.32"))
-    assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-support-window", "advisory")]
+    assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [
+        ("eks-version-support-window", "advisory")
+    ]
     assert "2027-03-23, 295 days left" in found[0]["message"]
     code, found = _verdicts(tmp_path, _stack(tmp_path, "1.35"))
     assert code == 0 and found == []
@@ -128,7 +140,9 @@ def test_as_of_another_day_gives_the_other_verdicts_and_says_which_day(tmp_path,
     as_of(JUNE_2026)  # --as-of sets SOURCE_DATE_EPOCH in this process; the fixture restores it afterwards
     # 2025-06-01: 1.28 in extended support (advisory, no error); 1.32 in standard support.
     code, found = _verdicts(tmp_path, PAST_EXTENDED_SUPPORT, "--as-of", "2025-06-01")
-    assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [("eks-version-support-window", "advisory")]
+    assert code == 0 and [(v["policy"], v["enforcementLevel"]) for v in found] == [
+        ("eks-version-support-window", "advisory")
+    ]
     assert "it ends on 2025-11-26, 178 days left (as of 2025-06-01" in found[0]["message"]
     code, found = _verdicts(tmp_path, _stack(tmp_path, "1.32"), "--as-of", "2025-06-01")
     assert code == 0 and found == []
@@ -147,10 +161,13 @@ def test_an_adopted_cluster_in_extended_support_previews_with_the_advisory(tmp_p
     assert code == 0 and len(found) == 1 and found[0]["message"].startswith("the adopted cluster runs Kubernetes 1.32")
 
 
-@pytest.mark.parametrize("flags, says", [
-    (["--as-of", "2026-13-01"], "'2026-13-01' is not a date as YYYY-MM-DD"),
-    (["--as-of", "1969-12-31"], "is before 1970"),
-])
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--as-of", "2026-13-01"], "'2026-13-01' is not a date as YYYY-MM-DD"),
+        (["--as-of", "1969-12-31"], "is before 1970"),
+    ],
+)
 def test_a_bad_as_of_is_a_usage_error(flags, says, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["--stack", "dev", *flags])
@@ -175,9 +192,11 @@ def test_an_as_of_before_any_eks_release_is_invalid_input_naming_the_flag(as_of,
 
 def test_a_day_when_no_minor_of_the_calendar_is_in_standard_support_asks_for_the_calendar_to_grow(as_of):
     as_of("1838246400")  # 2028-04-02: 1.35's support has ended, 1.36 has no dates yet
-    (message, _), = violations(eks_version_in_support, [cluster("1.35")])
-    assert "create it on a newer minor (none in the calendar is in standard support on that day: add the newer " \
-           "ones to gpu_platform/catalog/eks_versions.yaml)" in message
+    ((message, _),) = violations(eks_version_in_support, [cluster("1.35")])
+    assert (
+        "create it on a newer minor (none in the calendar is in standard support on that day: add the newer "
+        "ones to gpu_platform/catalog/eks_versions.yaml)" in message
+    )
 
 
 def test_only_the_operands_namespace_with_its_kubernetes_version_speaks_for_an_adopted_cluster():

@@ -8,7 +8,6 @@ from policy.node_security import cluster_endpoint_not_open, cluster_endpoint_pri
 from tests.policy.resources import launch_template, resource
 from tests.policy.verdict import violations
 
-
 # What this module's policies are served as, in declaration order (tests/policy/test_pack.py
 # gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
 SERVES = [
@@ -23,18 +22,53 @@ def test_the_programs_launch_template_passes():
 
 
 def test_a_launch_template_that_is_not_a_gpu_nodes_is_not_checked():
-    assert violations(gpu_launch_templates_hardened, [resource("aws:ec2/launchTemplate:LaunchTemplate", "other", {"tags": {}})]) == []
+    assert (
+        violations(
+            gpu_launch_templates_hardened, [resource("aws:ec2/launchTemplate:LaunchTemplate", "other", {"tags": {}})]
+        )
+        == []
+    )
 
 
-@pytest.mark.parametrize("overrides, fact", [
-    ({"metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 1, "instanceMetadataTags": "disabled"}}, "httpTokens"),
-    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 2, "instanceMetadataTags": "disabled"}}, "httpPutResponseHopLimit"),
-    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1, "instanceMetadataTags": "enabled"}}, "instanceMetadataTags"),
-    ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1}}, "instanceMetadataTags"),
-    ({"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}]}, "encrypted"),
-    ({"blockDeviceMappings": []}, "blockDeviceMappings"),
-    ({"networkInterfaces": [{"associatePublicIpAddress": "true"}]}, "associatePublicIpAddress"),
-])
+@pytest.mark.parametrize(
+    "overrides, fact",
+    [
+        (
+            {
+                "metadataOptions": {
+                    "httpTokens": "optional",
+                    "httpPutResponseHopLimit": 1,
+                    "instanceMetadataTags": "disabled",
+                }
+            },
+            "httpTokens",
+        ),
+        (
+            {
+                "metadataOptions": {
+                    "httpTokens": "required",
+                    "httpPutResponseHopLimit": 2,
+                    "instanceMetadataTags": "disabled",
+                }
+            },
+            "httpPutResponseHopLimit",
+        ),
+        (
+            {
+                "metadataOptions": {
+                    "httpTokens": "required",
+                    "httpPutResponseHopLimit": 1,
+                    "instanceMetadataTags": "enabled",
+                }
+            },
+            "instanceMetadataTags",
+        ),
+        ({"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1}}, "instanceMetadataTags"),
+        ({"blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "false"}}]}, "encrypted"),
+        ({"blockDeviceMappings": []}, "blockDeviceMappings"),
+        ({"networkInterfaces": [{"associatePublicIpAddress": "true"}]}, "associatePublicIpAddress"),
+    ],
+)
 def test_an_unhardened_gpu_launch_template_fails(overrides, fact):
     found = violations(gpu_launch_templates_hardened, [launch_template(props=overrides)])
     assert len(found) == 1 and fact in found[0][0] and "gpu-pool-l4-lt" in found[0][0]
@@ -78,7 +112,9 @@ def test_an_open_endpoint_is_refused_and_a_limited_one_reported(vpc, open_, limi
 def test_the_open_endpoint_rule_is_mandatory_and_names_the_open_block():
     assert cluster_endpoint_not_open.enforcement_level.value == "mandatory"
     assert cluster_endpoint_private.enforcement_level.value == "advisory"
-    ((message, _),) = violations(cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})])
+    ((message, _),) = violations(
+        cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.0/0"]})]
+    )
     assert "0.0.0.0/0" in message and "publicAccessCidrs" in message
 
 
@@ -91,10 +127,15 @@ def test_halves_of_the_internet_are_named_as_the_whole_of_it():
 def test_blocks_wider_than_a_slash_8_are_named_with_the_addresses_they_cover():
     vpc = {"endpointPublicAccess": True, "publicAccessCidrs": ["10.0.0.0/8", "11.0.0.0/8"]}
     ((message, _),) = violations(cluster_endpoint_not_open, [_cluster(vpc)])
-    assert "10.0.0.0/8, 11.0.0.0/8, together 33554432 IPv4 addresses" in message and "large part of the internet" in message
+    assert (
+        "10.0.0.0/8, 11.0.0.0/8, together 33554432 IPv4 addresses" in message
+        and "large part of the internet" in message
+    )
 
 
 def test_a_block_written_with_host_bits_is_judged_as_the_network_it_names():
     # "0.0.0.1/0" is the whole internet with a host bit set: EKS would take it as such, so must the policy.
-    found = violations(cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.1/0"]})])
+    found = violations(
+        cluster_endpoint_not_open, [_cluster({"endpointPublicAccess": True, "publicAccessCidrs": ["0.0.0.1/0"]})]
+    )
     assert len(found) == 1 and "0.0.0.1/0" in found[0][0]

@@ -42,7 +42,9 @@ EXPECTED = _expected()
 
 
 def test_every_policy_module_is_in_the_pack_and_its_test_module_says_what_it_serves():
-    declaring = sorted(f.stem for f in POLICY_DIR.glob("*.py") if re.search(r"^@(resource|stack)_policy\(", f.read_text(), re.M))
+    declaring = sorted(
+        f.stem for f in POLICY_DIR.glob("*.py") if re.search(r"^@(resource|stack)_policy\(", f.read_text(), re.M)
+    )
     assert sorted(THEMES) == declaring
     assert len(EXPECTED) == len({name for name, _, _ in EXPECTED})  # no policy listed twice
 
@@ -79,7 +81,9 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names if node.module.startswith("gpu_platform")}
+            found |= {node.module} | {
+                f"{node.module}.{a.name}" for a in node.names if node.module.startswith("gpu_platform")
+            }
     return found
 
 
@@ -107,7 +111,11 @@ def test_policy_modules_import_only_pulumi_policy_yaml_stdlib_and_plain_data():
 
 
 def test_the_packs_requirements_cover_its_imports():
-    names = {line.split("==")[0].lower() for line in (POLICY_DIR / "requirements.txt").read_text().splitlines() if "==" in line}
+    names = {
+        line.split("==")[0].lower()
+        for line in (POLICY_DIR / "requirements.txt").read_text().splitlines()
+        if "==" in line
+    }
     assert {"pulumi-policy", "pyyaml"} <= names
 
 

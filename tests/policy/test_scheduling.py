@@ -7,7 +7,6 @@ from policy.scheduling import operand_gates_set_by_pools, operands_tolerate_gpu_
 from tests.policy.resources import node_group, workload
 from tests.policy.verdict import violations
 
-
 # What this module's policies are served as, in declaration order (tests/policy/test_pack.py
 # gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
 SERVES = [
@@ -18,7 +17,13 @@ SERVES = [
 
 def test_operands_that_tolerate_the_gpu_taint_pass():
     nfd = workload(name="nfd-worker", operand="node-feature-discovery", gate=None, tolerations=[{"operator": "Exists"}])
-    assert violations(operands_tolerate_gpu_taints, [node_group(), node_group(pool="h100", gpu_model="H100-80GB"), workload(), nfd]) == []
+    assert (
+        violations(
+            operands_tolerate_gpu_taints,
+            [node_group(), node_group(pool="h100", gpu_model="H100-80GB"), workload(), nfd],
+        )
+        == []
+    )
 
 
 def test_an_operand_without_tolerations_fails_naming_pool_and_taint():
@@ -34,22 +39,30 @@ def test_a_toleration_for_another_value_fails():
 
 
 def test_gates_set_by_a_pool_pass():
-    mig = node_group(pool="h100", gpu_model="H100-80GB", gates=("device-plugin", "mig-manager"), mig_config="all-balanced")
+    mig = node_group(
+        pool="h100", gpu_model="H100-80GB", gates=("device-plugin", "mig-manager"), mig_config="all-balanced"
+    )
     resources = [node_group(), mig, workload(), workload(name="mig-manager", operand="mig-manager", gate="mig-manager")]
     assert violations(operand_gates_set_by_pools, resources) == []
 
 
 def test_a_gate_no_pool_sets_fails_naming_both():
-    found = violations(operand_gates_set_by_pools, [node_group(), workload(name="mig-manager", operand="mig-manager", gate="mig-manager")])
+    found = violations(
+        operand_gates_set_by_pools,
+        [node_group(), workload(name="mig-manager", operand="mig-manager", gate="mig-manager")],
+    )
     assert len(found) == 1
     message, _ = found[0]
     assert "nvidia.com/gpu.deploy.mig-manager=true" in message and "gpu-pool-l4-ng" in message
 
 
 def test_a_gate_set_by_no_pool_of_several_fails():
-    resources = [node_group(), node_group(pool="l40s", gpu_model="L40S"), workload(name="dcgm", operand="dcgm-exporter", gate="dcgm-exporter")]
+    resources = [
+        node_group(),
+        node_group(pool="l40s", gpu_model="L40S"),
+        workload(name="dcgm", operand="dcgm-exporter", gate="dcgm-exporter"),
+    ]
     assert len(violations(operand_gates_set_by_pools, resources)) == 1
-
 
 
 def test_a_noexecute_pool_taint_the_operand_does_not_tolerate_fails():
@@ -59,7 +72,7 @@ def test_a_noexecute_pool_taint_the_operand_does_not_tolerate_fails():
     found = violations(operands_tolerate_gpu_taints, [evicting, workload(tolerations=only_noschedule)])
     assert len(found) == 1
     assert "nvidia.com/gpu=present:NoExecute" in found[0][0] and "'h100'" in found[0][0]
-    both = only_noschedule + [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]
+    both = [*only_noschedule, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]
     assert violations(operands_tolerate_gpu_taints, [evicting, workload(tolerations=both)]) == []
 
 

@@ -5,7 +5,7 @@ A policy that only works on plain dicts fails here as it would under the CLI."""
 
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2
@@ -24,14 +24,16 @@ def struct(props: dict) -> struct_pb2.Struct:
     return found
 
 
-def diagnostics(resources: Iterable[Resource], config: Optional[dict] = None) -> list[analyzer_pb2.AnalyzeDiagnostic]:
+def diagnostics(resources: Iterable[Resource], config: dict | None = None) -> list[analyzer_pb2.AnalyzeDiagnostic]:
     """Every diagnostic of the whole pack (each with the analyzed resource's URN for resource policies)."""
     resources = list(resources)
     pack = analyze.in_process()
     pack.Configure(policy_config.configure_request(analyze.info(pack), config or {}))
     found = []
     for r in resources:
-        response = pack.Analyze(analyzer_pb2.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props)))
+        response = pack.Analyze(
+            analyzer_pb2.AnalyzeRequest(type=r.type, urn=r.urn, name=r.name, properties=struct(r.props))
+        )
         for d in response.diagnostics:
             d.urn = r.urn
             found.append(d)
@@ -46,8 +48,4 @@ def diagnostics(resources: Iterable[Resource], config: Optional[dict] = None) ->
 
 def violations(policy, resources: Iterable[Resource]) -> list[tuple[str, str]]:
     """(message, urn) of one policy's diagnostics, the message as the policy wrote it."""
-    return [
-        (analyze.message(d), d.urn)
-        for d in diagnostics(resources)
-        if d.policyName == policy.name
-    ]
+    return [(analyze.message(d), d.urn) for d in diagnostics(resources) if d.policyName == policy.name]

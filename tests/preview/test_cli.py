@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -50,13 +51,21 @@ def test_mandatory_violation_exits_1_and_is_in_the_json(tmp_path, capsys):
     assert "      change: gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion\n" in out
     # Less the advisories every stack has while the matrix pins no image digest (tests/policy/test_images.py)
     # and the fixture records no approved privilege ledger (tests/preview/test_ledger_cli.py).
-    violations = [v for v in json.loads(report.read_text())["violations"]
-                  if v["policy"] not in ("privileged-images-pinned-by-digest", "privilege-ledger-recorded")]
+    violations = [
+        v
+        for v in json.loads(report.read_text())["violations"]
+        if v["policy"] not in ("privileged-images-pinned-by-digest", "privilege-ledger-recorded")
+    ]
     assert {v["fix"] for v in violations} == {"gpu-platform:operator.release or gpu-platform:cluster.kubernetesVersion"}
     # On the namespace (before any operand) and on the node image (before the bake).
     assert [(v["policy"], v["urn"].rsplit("::", 1)[-1]) for v in violations] == [
-        ("release-supports-kubernetes", "gpu-node-image-image"), ("release-supports-kubernetes", "gpu-namespace")]
-    assert all(v["enforcementLevel"] == "mandatory" and "v24.3.0" in v["message"] and "1.33" in v["message"] for v in violations)
+        ("release-supports-kubernetes", "gpu-node-image-image"),
+        ("release-supports-kubernetes", "gpu-namespace"),
+    ]
+    assert all(
+        v["enforcementLevel"] == "mandatory" and "v24.3.0" in v["message"] and "1.33" in v["message"]
+        for v in violations
+    )
 
 
 def test_policy_config_can_make_a_policy_advisory(tmp_path):
@@ -96,7 +105,17 @@ def test_json_report_has_the_documented_shape(tmp_path):
     assert set(document["firstPreview"]) == {"violations"}
     assert document["stack"] == "dev"
     for resource in document["resources"]:
-        assert set(resource) == {"urn", "type", "name", "parent", "dependencies", "propertyDependencies", "ignoreChanges", "replaceOnChanges", "inputs"}
+        assert set(resource) == {
+            "urn",
+            "type",
+            "name",
+            "parent",
+            "dependencies",
+            "propertyDependencies",
+            "ignoreChanges",
+            "replaceOnChanges",
+            "inputs",
+        }
     types = {r["type"] for r in document["resources"]}
     assert {"aws:eks/cluster:Cluster", "aws:imagebuilder/image:Image", "kubernetes:apps/v1:DaemonSet"} <= types
 
@@ -104,7 +123,9 @@ def test_json_report_has_the_documented_shape(tmp_path):
 def test_secrets_are_redacted_in_the_json(tmp_path):
     report = tmp_path / "dev.json"
     main(["--stack", "dev", "--json", str(report)])
-    provider = next(r for r in json.loads(report.read_text())["resources"] if r["type"] == "pulumi:providers:kubernetes")
+    provider = next(
+        r for r in json.loads(report.read_text())["resources"] if r["type"] == "pulumi:providers:kubernetes"
+    )
     # The program marks the kubeconfig secret; the report must not print it.
     assert provider["inputs"]["kubeconfig"] == "[secret]"
 
@@ -128,14 +149,37 @@ def test_same_stack_gives_byte_identical_output(tmp_path):
         report, manifests = tmp_path / f"r{n}.json", tmp_path / f"m{n}"
         audit, graph = tmp_path / f"a{n}.md", tmp_path / f"g{n}.dot"
         result = subprocess.run(
-            [sys.executable, "-m", "preview", "--stack", "prod", "--json", str(report), "--manifests", str(manifests),
-             "--audit", str(audit), "--graph", str(graph)],
-            cwd=ROOT, capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "-m",
+                "preview",
+                "--stack",
+                "prod",
+                "--json",
+                str(report),
+                "--manifests",
+                str(manifests),
+                "--audit",
+                str(audit),
+                "--graph",
+                str(graph),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
             # Different hash seeds: set and dict order must never leak into the output.
             env={**os.environ, "PYTHONHASHSEED": str(n + 1)},
         )
-        runs.append((result.stdout, report.read_bytes(), audit.read_bytes(), graph.read_bytes(),
-                     {p.name: p.read_bytes() for p in manifests.iterdir()}))
+        runs.append(
+            (
+                result.stdout,
+                report.read_bytes(),
+                audit.read_bytes(),
+                graph.read_bytes(),
+                {p.name: p.read_bytes() for p in manifests.iterdir()},
+            )
+        )
     assert runs[0] == runs[1]
 
 
@@ -144,8 +188,14 @@ def test_same_stack_gives_byte_identical_output(tmp_path):
     [
         ("[1, 2]", "must be a JSON object of policy -> level"),
         ("{not json", "not JSON"),
-        ('{"release-supports-kubernetse": "advisory"}', "'release-supports-kubernetse' is not a policy of the pack (valid: "),
-        ('{"release-supports-kubernetes": "loud"}', "release-supports-kubernetes: 'loud' is not an enforcement level (valid: advisory, mandatory"),
+        (
+            '{"release-supports-kubernetse": "advisory"}',
+            "'release-supports-kubernetse' is not a policy of the pack (valid: ",
+        ),
+        (
+            '{"release-supports-kubernetes": "loud"}',
+            "release-supports-kubernetes: 'loud' is not an enforcement level (valid: advisory, mandatory",
+        ),
     ],
 )
 def test_a_bad_policy_config_exits_2_naming_the_file(tmp_path, capsys, content, message):
@@ -173,7 +223,19 @@ def test_an_unwritable_output_exits_2_before_anything_is_written(tmp_path, capsy
     (tmp_path / "dir").mkdir()
     (tmp_path / "file").write_text("")
     report = tmp_path / "report.json"
-    assert main(["--stack", "dev", "--json" if flag != "--json" else "--audit", str(report if flag != "--json" else tmp_path / "a.md"), flag, str(tmp_path / target)]) == 2
+    assert (
+        main(
+            [
+                "--stack",
+                "dev",
+                "--json" if flag != "--json" else "--audit",
+                str(report if flag != "--json" else tmp_path / "a.md"),
+                flag,
+                str(tmp_path / target),
+            ]
+        )
+        == 2
+    )
     captured = capsys.readouterr()
     assert message in captured.err and captured.out == ""
     assert not report.exists() and not (tmp_path / "a.md").exists()
@@ -206,19 +268,34 @@ def test_a_write_that_fails_midway_leaves_no_report(tmp_path, capsys, monkeypatc
     assert not report.exists() and list(tmp_path.rglob("*.tmp")) == []
 
 
-@pytest.mark.parametrize("flag, make, message", [
-    ("--audit-against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
-    ("--against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
-    ("--policy-config", lambda p: p.mkdir(), "is a directory"),
-    ("--policy-config", lambda p: p.write_text("{" * 300 + "}" * 300), "not JSON"),
-    ("--policy-config", lambda p: p.write_text('{"all": ' + '{"x": ' * 40 + '1' + "}" * 40 + "}"), "nested deeper than 32"),
-    # Python's own int() limit said as a fact of the file, not as a hint to call sys.set_int_max_str_digits().
-    ("--against", lambda p: p.write_text('{"resources": ' + "9" * 5000 + "}"), "not JSON (a number of more than 4300 digits)"),
-    ("--policy-config", lambda p: p.write_text('{"all": ' + "9" * 5000 + "}"), "not JSON (a number of more than 4300 digits)"),
-    # A wrong file refused by its size before it is parsed (a 24 MB JSON took 10 s and 470 MB to refuse).
-    ("--against", lambda p: p.write_text("[" + "1," * (8 * 1024 * 1024) + "1]"), "larger than 16 MB"),
-    ("--policy-config", lambda p: p.write_text(" " * (1024 * 1024 + 1)), "larger than 1 MB"),
-])
+@pytest.mark.parametrize(
+    "flag, make, message",
+    [
+        ("--audit-against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
+        ("--against", lambda p: p.write_bytes(b"\xc4\x00\xff"), "is not a UTF-8 text file"),
+        ("--policy-config", lambda p: p.mkdir(), "is a directory"),
+        ("--policy-config", lambda p: p.write_text("{" * 300 + "}" * 300), "not JSON"),
+        (
+            "--policy-config",
+            lambda p: p.write_text('{"all": ' + '{"x": ' * 40 + "1" + "}" * 40 + "}"),
+            "nested deeper than 32",
+        ),
+        # Python's own int() limit said as a fact of the file, not as a hint to call sys.set_int_max_str_digits().
+        (
+            "--against",
+            lambda p: p.write_text('{"resources": ' + "9" * 5000 + "}"),
+            "not JSON (a number of more than 4300 digits)",
+        ),
+        (
+            "--policy-config",
+            lambda p: p.write_text('{"all": ' + "9" * 5000 + "}"),
+            "not JSON (a number of more than 4300 digits)",
+        ),
+        # A wrong file refused by its size before it is parsed (a 24 MB JSON took 10 s and 470 MB to refuse).
+        ("--against", lambda p: p.write_text("[" + "1," * (8 * 1024 * 1024) + "1]"), "larger than 16 MB"),
+        ("--policy-config", lambda p: p.write_text(" " * (1024 * 1024 + 1)), "larger than 1 MB"),
+    ],
+)
 def test_an_unreadable_input_file_exits_2_naming_the_flag(tmp_path, capsys, flag, make, message):
     target = tmp_path / "input"
     make(target)
@@ -228,10 +305,13 @@ def test_an_unreadable_input_file_exits_2_naming_the_flag(tmp_path, capsys, flag
     assert err.startswith(f"error: {flag} {target}") and message in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--json", "-"], "argument --json: '-' (stdin or stdout) is not supported"),
-    (["--jso", "report.json"], "unrecognized arguments: --jso"),  # no abbreviations: a typo is not a flag
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--json", "-"], "argument --json: '-' (stdin or stdout) is not supported"),
+        (["--jso", "report.json"], "unrecognized arguments: --jso"),  # no abbreviations: a typo is not a flag
+    ],
+)
 def test_flags_are_spelt_out_and_dash_is_not_a_path(tmp_path, capsys, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stop:
@@ -290,7 +370,10 @@ def test_a_bug_is_an_internal_error_exit_3_never_1(monkeypatch, capsys):
     assert main(["--stack", "dev"]) == 3
     err = capsys.readouterr().err
     # One line saying so, no traceback unless asked for.
-    assert err == "internal error: AttributeError: planted bug (a bug in gpu-platform, please report it; --debug prints the traceback)\n"
+    assert (
+        err
+        == "internal error: AttributeError: planted bug (a bug in gpu-platform, please report it; --debug prints the traceback)\n"
+    )
     assert main(["--stack", "dev", "--debug"]) == 3
     assert "Traceback" in capsys.readouterr().err
 
@@ -315,8 +398,12 @@ def test_a_terminated_grpc_preview_stops_its_policy_pack():
     import signal
     import time
 
-    preview = subprocess.Popen([sys.executable, "-m", "preview", "--stack", "prod", "--analyzer", "grpc"],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    preview = subprocess.Popen(
+        [sys.executable, "-m", "preview", "--stack", "prod", "--analyzer", "grpc"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline, pack = time.monotonic() + 30, []
     while not pack and time.monotonic() < deadline and preview.poll() is None:
         pack = _children(preview.pid)
@@ -326,7 +413,7 @@ def test_a_terminated_grpc_preview_stops_its_policy_pack():
     assert preview.wait(timeout=30) == 128 + signal.SIGTERM
     assert "Traceback" not in preview.stderr.read().decode()
     time.sleep(0.2)
-    assert not any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in pack)
+    assert not any(os.path.exists(f"/proc/{p}") and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z" for p in pack)
 
 
 def test_the_prod_summary_fits_on_one_screen(capsys):
@@ -337,16 +424,26 @@ def test_the_prod_summary_fits_on_one_screen(capsys):
     # stack shows until the matrix or the stack pins the images by digest: it is meant to be noticed.
     assert main(["--stack", "prod"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    advisory = next(i for i, line in enumerate(lines) if line.startswith("  [advisory] privileged-images-pinned-by-digest: "))
-    del lines[advisory:advisory + 2]  # the violation and its `change:` line
+    advisory = next(
+        i for i, line in enumerate(lines) if line.startswith("  [advisory] privileged-images-pinned-by-digest: ")
+    )
+    del lines[advisory : advisory + 2]  # the violation and its `change:` line
     rows = sum(max(1, -(-len(line) // 120)) for line in lines)
     assert rows <= 57
 
 
 def test_a_second_run_replaces_the_reports_of_the_first(tmp_path, capsys):
     # The everyday loop: edit the stack, run the same command again.
-    outputs = ["--json", str(tmp_path / "dev.json"), "--audit", str(tmp_path / "audit.md"),
-               "--graph", str(tmp_path / "rollout.md"), "--manifests", str(tmp_path / "manifests")]
+    outputs = [
+        "--json",
+        str(tmp_path / "dev.json"),
+        "--audit",
+        str(tmp_path / "audit.md"),
+        "--graph",
+        str(tmp_path / "rollout.md"),
+        "--manifests",
+        str(tmp_path / "manifests"),
+    ]
     assert main(["--stack", "dev", *outputs]) == 0
     first = {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     (tmp_path / "dev.json").write_text("stale")

@@ -4,8 +4,8 @@ fails when any generated part is stale."""
 
 from __future__ import annotations
 
-from preview.reports import graph
 from preview import docs
+from preview.reports import graph
 from tests.policy.test_pack import EXPECTED
 
 
@@ -24,7 +24,10 @@ def test_the_policy_table_lists_every_policy_of_the_pack_with_its_kind_and_level
 def test_a_resource_policy_row_says_before_which_steps_it_runs_and_a_stack_policy_row_says_at_the_end():
     rows = {r[0].strip("`"): r for r in _table_rows(docs.policy_table())}
     assert rows["mig-config-fits-gpu"][3] == "before each of `NodeGroup` is created or updated"
-    assert rows["driver-branch-supported-by-release"][3] == "before each of `Image`, `LaunchTemplate` is created or updated"
+    assert (
+        rows["driver-branch-supported-by-release"][3]
+        == "before each of `Image`, `LaunchTemplate` is created or updated"
+    )
     assert rows["one-runtime-owner"][3].startswith("once every resource's step is done")
 
 

@@ -70,8 +70,23 @@ def test_a_bug_in_one_stack_is_its_error_line_and_exit_3_after_the_others(capsys
 def test_the_reports_under_out_are_those_of_a_preview_of_the_stack_alone(tmp_path, capsys):
     assert main(["--all", "--out", str(tmp_path / "fleet"), "--jobs", "1"]) == 0
     alone = tmp_path / "alone"
-    assert main(["--stack", "prod", "--json", str(alone / "report.json"), "--manifests", str(alone / "manifests"),
-                 "--audit", str(alone / "audit.md"), "--graph", str(alone / "rollout.md")]) == 0
+    assert (
+        main(
+            [
+                "--stack",
+                "prod",
+                "--json",
+                str(alone / "report.json"),
+                "--manifests",
+                str(alone / "manifests"),
+                "--audit",
+                str(alone / "audit.md"),
+                "--graph",
+                str(alone / "rollout.md"),
+            ]
+        )
+        == 0
+    )
     fleet = tmp_path / "fleet" / "prod"
     written = sorted(p.relative_to(fleet) for p in fleet.rglob("*") if p.is_file())
     assert written == sorted(p.relative_to(alone) for p in alone.rglob("*") if p.is_file())
@@ -81,12 +96,18 @@ def test_the_reports_under_out_are_those_of_a_preview_of_the_stack_alone(tmp_pat
     assert (tmp_path / "fleet" / "dev" / "report.json").is_file()
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--all", "no/such/dir"], "--all no/such/dir: no such file or directory"),
-    (["--all", "tests/golden"], "--all tests/golden: has no stack files"),
-    (["--all", "stacks", "stacks/Pulumi.dev.yaml"], "stacks/Pulumi.dev.yaml is named twice"),
-    (["--all", "stacks/Pulumi.dev.yaml", "tests/fixtures/passing/../../../stacks/Pulumi.dev.yaml"], "is named twice"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--all", "no/such/dir"], "--all no/such/dir: no such file or directory"),
+        (["--all", "tests/golden"], "--all tests/golden: has no stack files"),
+        (["--all", "stacks", "stacks/Pulumi.dev.yaml"], "stacks/Pulumi.dev.yaml is named twice"),
+        (
+            ["--all", "stacks/Pulumi.dev.yaml", "tests/fixtures/passing/../../../stacks/Pulumi.dev.yaml"],
+            "is named twice",
+        ),
+    ],
+)
 def test_bad_paths_are_refused_before_any_stack_runs(argv, says, capsys):
     assert main(argv) == 2
     captured = capsys.readouterr()
@@ -102,10 +123,18 @@ def test_two_files_with_the_same_stack_name_are_refused(tmp_path, capsys):
     assert "would both be reported as 'dev'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [
-    ["--all", "--json", "r.json"], ["--all", "--tree"], ["--all", "--stack", "dev"], ["--out", "x"], ["--jobs", "2"],
-    ["--all", "--jobs", "0"], ["--all", "--analyzer", "grpc", "--jobs", "2"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--all", "--json", "r.json"],
+        ["--all", "--tree"],
+        ["--all", "--stack", "dev"],
+        ["--out", "x"],
+        ["--jobs", "2"],
+        ["--all", "--jobs", "0"],
+        ["--all", "--analyzer", "grpc", "--jobs", "2"],
+    ],
+)
 def test_flags_that_do_not_go_together_are_usage_errors(argv, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(argv)
@@ -127,12 +156,25 @@ def test_forked_workers_print_what_one_process_prints(tmp_path):
     argv = [sys.executable, "-m", "preview", "--all", "stacks", str(PASSING), str(TOO_OLD_FOR_CUDA)]
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     one = subprocess.run([*argv, "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
-    two = subprocess.run([*argv, "--jobs", "2", "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True,
-                         env=env, timeout=300)
+    two = subprocess.run(
+        [*argv, "--jobs", "2", "--out", str(tmp_path / "out")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert (one.returncode, two.returncode) == (1, 1), two.stderr
     assert one.stdout == two.stdout
     assert len(one.stdout.splitlines()) == 6 + 1  # six stacks and the total
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["dev", "dra", "driver-too-old-for-cuda", "eks-nvidia", "prod", "rollouts"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "dev",
+        "dra",
+        "driver-too-old-for-cuda",
+        "eks-nvidia",
+        "prod",
+        "rollouts",
+    ]
 
 
 @pytest.mark.parametrize("file_name, name", [("Pulumi....yaml", ".."), ("Pulumi..yaml", ""), ("-x.yaml", "-x")])
@@ -156,7 +198,9 @@ def test_an_out_directory_holding_an_input_is_refused(tmp_path, capsys):
     config = tmp_path / "out" / "dev" / "report.json"
     config.parent.mkdir(parents=True)
     config.write_text("{}")
-    assert main(["--all", "stacks/Pulumi.dev.yaml", "--out", str(tmp_path / "out"), "--policy-config", str(config)]) == 2
+    assert (
+        main(["--all", "stacks/Pulumi.dev.yaml", "--out", str(tmp_path / "out"), "--policy-config", str(config)]) == 2
+    )
     assert "an input of this run (--policy-config)" in capsys.readouterr().err
     assert config.read_text() == "{}"
 

@@ -20,8 +20,13 @@ OUTPUTS = ("--json", "report.json", "--manifests", "manifests", "--audit", "audi
 
 def _start(tmp_path, *python: str) -> subprocess.Popen:
     outputs = [str(tmp_path / part) if not part.startswith("--") else part for part in OUTPUTS]
-    return subprocess.Popen([sys.executable, *python, "--stack", "prod", *outputs], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, *python, "--stack", "prod", *outputs],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _interrupt(preview: subprocess.Popen) -> tuple[int, str]:
@@ -131,16 +136,24 @@ def test_ctrl_c_while_the_reports_are_moved_into_place_waits_for_the_last(tmp_pa
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("command", [("--stack", "dev", "--json", "{out}/report.json"), ("--all", "--out", "{out}")],
-                         ids=["one stack", "fleet"])
+@pytest.mark.parametrize(
+    "command",
+    [("--stack", "dev", "--json", "{out}/report.json"), ("--all", "--out", "{out}")],
+    ids=["one stack", "fleet"],
+)
 def test_a_sigint_ignored_at_start_stays_ignored(tmp_path, command):
     # `python -m preview &` in a script: the shell starts it with SIGINT ignored, so that a Ctrl-C
     # meant for the script's foreground command leaves it running. Sent to the whole process group
     # (the fleet's workers too), it finishes its run: both shipped stacks pass.
-    preview = subprocess.Popen([sys.executable, "-m", "preview", *(part.format(out=tmp_path) for part in command)],
-                               cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    preview = subprocess.Popen(
+        [sys.executable, "-m", "preview", *(part.format(out=tmp_path) for part in command)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     _wait_for_our_handlers(preview)
     if "--all" in command:  # and until both workers (one per stack) run a preview: past their own handlers
         _wait_for_working_children(preview, 2)

@@ -75,11 +75,17 @@ def test_prod_with_one_more_cluster_admin_exits_1_on_the_approval_it_had(tmp_pat
     current = _recorded(PROD)
     deployer = "arn:aws:iam::123456789012:role/gpu-platform-deployer"
     more = tmp_path / "Pulumi.prod.yaml"
-    more.write_text(PROD.read_text().replace(f"admins: [{deployer}]", f"admins: [{deployer}, arn:aws:iam::123456789012:user/mallory]"))
+    more.write_text(
+        PROD.read_text().replace(
+            f"admins: [{deployer}]", f"admins: [{deployer}, arn:aws:iam::123456789012:user/mallory]"
+        )
+    )
     assert more.read_text() != PROD.read_text()
     assert main(["--config", str(more), "--audit", str(tmp_path / "a.md")]) == 1
     out = capsys.readouterr().out
     violation = next(line for line in out.splitlines() if "[mandatory] privilege-ledger-approved" in line)
     assert f"approval covers {current}" in violation and "Verdict: FAIL" in out
-    assert ("| EKS cluster access | arn:aws:iam::123456789012:user/mallory | AmazonEKSClusterAdminPolicy (cluster scope) |"
-            in (tmp_path / "a.md").read_text())
+    assert (
+        "| EKS cluster access | arn:aws:iam::123456789012:user/mallory | AmazonEKSClusterAdminPolicy (cluster scope) |"
+        in (tmp_path / "a.md").read_text()
+    )

@@ -14,11 +14,15 @@ def judged(dev):
 
 def test_only_the_flags_given_a_path_are_written_in_a_fixed_order(judged):
     paths = {"--graph": Path("g.md"), "--audit": None, "--json": Path("r.json")}
-    assert [(o.flag, o.path) for o in outcome.outputs(judged, paths)] == [("--json", Path("r.json")), ("--graph", Path("g.md"))]
+    assert [(o.flag, o.path) for o in outcome.outputs(judged, paths)] == [
+        ("--json", Path("r.json")),
+        ("--graph", Path("g.md")),
+    ]
 
 
-@pytest.mark.parametrize("name, first_line", [("g.dot", "digraph"), ("g.gv", "digraph"), ("g.md", "flowchart TD"),
-                                              ("g.mmd", "flowchart TD")])
+@pytest.mark.parametrize(
+    "name, first_line", [("g.dot", "digraph"), ("g.gv", "digraph"), ("g.md", "flowchart TD"), ("g.mmd", "flowchart TD")]
+)
 def test_the_graph_format_follows_the_file_ending(judged, name, first_line):
     (graph,) = outcome.outputs(judged, {"--graph": Path(name)})
     assert graph.render().startswith(first_line)

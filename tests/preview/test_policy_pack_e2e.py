@@ -61,7 +61,9 @@ def test_policy_config_lowers_a_violation_to_advisory(tmp_path):
     code, report = run(tmp_path, stack, "--policy-config", str(levels))
     assert code == 0
     # On the B200 pool's node group and on the image built for it, both now advisory.
-    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"] if v["policy"] != LEDGER_RECORDED] == [("driver-supports-gpu", "advisory")] * 2
+    assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"] if v["policy"] != LEDGER_RECORDED] == [
+        ("driver-supports-gpu", "advisory")
+    ] * 2
 
 
 def test_policy_config_can_disable_a_policy(tmp_path):
@@ -74,11 +76,15 @@ def test_policy_config_can_disable_a_policy(tmp_path):
 
 def test_a_public_cluster_endpoint_limited_to_named_networks_is_advisory(tmp_path):
     config = unapproved(stack_config("dev"))
-    config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]})
+    config["gpu-platform:cluster"].update(
+        {"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24", "198.51.100.0/24"]}
+    )
     code, report = run(tmp_path, write_stack(tmp_path, config, "dev"))
     assert code == 0
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [
-        ("cluster-endpoint-private", "advisory"), (LEDGER_RECORDED, "advisory")]
+        ("cluster-endpoint-private", "advisory"),
+        (LEDGER_RECORDED, "advisory"),
+    ]
     assert "203.0.113.0/24, 198.51.100.0/24" in report["violations"][0]["message"]
 
 
@@ -88,7 +94,9 @@ def test_opening_the_endpoint_of_an_approved_stack_needs_a_new_approval(tmp_path
     config["gpu-platform:cluster"].update({"endpointPublicAccess": True, "publicAccessCidrs": ["203.0.113.0/24"]})
     code, report = run(tmp_path, write_stack(tmp_path, config, "dev"))
     assert code == 1
-    assert ("privilege-ledger-approved", "mandatory") in [(v["policy"], v["enforcementLevel"]) for v in report["violations"]]
+    assert ("privilege-ledger-approved", "mandatory") in [
+        (v["policy"], v["enforcementLevel"]) for v in report["violations"]
+    ]
 
 
 def test_an_untested_driver_of_a_supported_branch_is_advisory(tmp_path):
@@ -114,7 +122,9 @@ def _mandatory(recording) -> list:
 def test_an_unaudited_privileged_daemonset_in_a_real_recording_fails(prod):
     def strip(inputs):
         for meta in (inputs["metadata"], inputs["spec"]["template"]["metadata"]):
-            meta["annotations"] = {k: v for k, v in meta["annotations"].items() if not k.startswith(contract.AUDIT_PREFIX)}
+            meta["annotations"] = {
+                k: v for k, v in meta["annotations"].items() if not k.startswith(contract.AUDIT_PREFIX)
+            }
 
     found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", strip))
     assert [v.policy for v in found] == ["privileged-workloads-audited"]
@@ -139,7 +149,11 @@ def test_a_node_group_that_claims_another_driver_than_the_image_fails(prod):
 
     found = _mandatory(prod.replaced("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l40s-ng", other_driver))
     assert [v.policy for v in found] == ["declared-facts-agree"]
-    assert "580.95.05" in found[0].message and "580.105.08" in found[0].message and "gpu-node-image-image" in found[0].message
+    assert (
+        "580.95.05" in found[0].message
+        and "580.105.08" in found[0].message
+        and "gpu-node-image-image" in found[0].message
+    )
 
 
 def _dra_with_gates(tmp_path: Path, **allocation) -> Path:
@@ -152,13 +166,20 @@ def test_an_alpha_dra_feature_gate_turned_on_unacknowledged_is_advisory(tmp_path
     code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"TimeSlicingSettings": True}))
     assert code == 0
     assert [(v["policy"], v["enforcementLevel"]) for v in report["violations"]] == [
-        ("dra-alpha-features-acknowledged", "advisory"), (LEDGER_RECORDED, "advisory")]
-    assert "TimeSlicingSettings" in report["violations"][0]["message"] and "gpu-dra-driver-ds" in report["violations"][0]["message"]
+        ("dra-alpha-features-acknowledged", "advisory"),
+        (LEDGER_RECORDED, "advisory"),
+    ]
+    assert (
+        "TimeSlicingSettings" in report["violations"][0]["message"]
+        and "gpu-dra-driver-ds" in report["violations"][0]["message"]
+    )
 
 
 def test_an_acknowledged_alpha_dra_feature_gate_is_not_reported(tmp_path):
-    code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"TimeSlicingSettings": True},
-                                                 acknowledgeAlpha=["TimeSlicingSettings"]))
+    code, report = run(
+        tmp_path,
+        _dra_with_gates(tmp_path, featureGates={"TimeSlicingSettings": True}, acknowledgeAlpha=["TimeSlicingSettings"]),
+    )
     assert code == 0
     assert [v["policy"] for v in report["violations"]] == [LEDGER_RECORDED]
 
@@ -166,6 +187,10 @@ def test_an_acknowledged_alpha_dra_feature_gate_is_not_reported(tmp_path):
 def test_policy_config_makes_unacknowledged_alpha_dra_gates_mandatory(tmp_path):
     levels = tmp_path / "levels.json"
     levels.write_text(json.dumps({"dra-alpha-features-acknowledged": "mandatory"}))
-    code, report = run(tmp_path, _dra_with_gates(tmp_path, featureGates={"DynamicMIG": True}), "--policy-config", str(levels))
+    code, report = run(
+        tmp_path, _dra_with_gates(tmp_path, featureGates={"DynamicMIG": True}), "--policy-config", str(levels)
+    )
     assert code == 1
-    assert [v["policy"] for v in report["violations"] if v["enforcementLevel"] == "mandatory"] == ["dra-alpha-features-acknowledged"]
+    assert [v["policy"] for v in report["violations"] if v["enforcementLevel"] == "mandatory"] == [
+        "dra-alpha-features-acknowledged"
+    ]

@@ -6,12 +6,22 @@ from preview.recording import Recording, Registration
 
 
 def _r(urn: str, parent: str = "") -> Registration:
-    return Registration(urn=urn, type="t", name=urn, parent=parent, custom=True, dependencies=(), provider="", inputs={})
+    return Registration(
+        urn=urn, type="t", name=urn, parent=parent, custom=True, dependencies=(), provider="", inputs={}
+    )
 
 
-RECORDING = Recording(stack="s", config={}, resources=[
-    _r("platform"), _r("operand", "platform"), _r("ds", "operand"), _r("sa", "operand"), _r("other", "platform"),
-])
+RECORDING = Recording(
+    stack="s",
+    config={},
+    resources=[
+        _r("platform"),
+        _r("operand", "platform"),
+        _r("ds", "operand"),
+        _r("sa", "operand"),
+        _r("other", "platform"),
+    ],
+)
 
 
 def test_a_resource_belongs_to_its_nearest_wanted_ancestor():

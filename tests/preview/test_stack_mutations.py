@@ -20,21 +20,45 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from preview.__main__ import main
 from tests.conftest import stack_config
 
-settings.register_profile("ci", derandomize=True, database=None, deadline=None, max_examples=30,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("deep", derandomize=False, deadline=None, max_examples=500,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "deep", derandomize=False, deadline=None, max_examples=500, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Values a YAML file can hold: what a user might type where another value was.
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40),
-    st.sampled_from(["", "yes", "1.33", "1.30", "580", "g6.2xlarge", "p5.48xlarge", "all-1g.10gb",
-                     "arn:aws:iam::123456789012:role/x", "us-west-2", "-1", "0", "v25.10.1", "ami-0123456789abcdef0"]),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    st.sampled_from(
+        [
+            "",
+            "yes",
+            "1.33",
+            "1.30",
+            "580",
+            "g6.2xlarge",
+            "p5.48xlarge",
+            "all-1g.10gb",
+            "arn:aws:iam::123456789012:role/x",
+            "us-west-2",
+            "-1",
+            "0",
+            "v25.10.1",
+            "ami-0123456789abcdef0",
+        ]
+    ),
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=12), inner, max_size=3)), max_leaves=6)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=12), inner, max_size=3)),
+    max_leaves=6,
+)
 
 
 def _paths(value: Any, path: tuple = ()) -> list[tuple]:
@@ -42,10 +66,10 @@ def _paths(value: Any, path: tuple = ()) -> list[tuple]:
     found = [path] if path else []
     if isinstance(value, dict):
         for key, sub in value.items():
-            found += _paths(sub, path + (key,))
+            found += _paths(sub, (*path, key))
     elif isinstance(value, list):
         for i, sub in enumerate(value):
-            found += _paths(sub, path + (i,))
+            found += _paths(sub, (*path, i))
     return found
 
 
@@ -77,7 +101,11 @@ def mutated_stack(draw) -> str:
     text = yaml.safe_dump({"config": config}, sort_keys=False, allow_unicode=True)
     if draw(st.integers(min_value=0, max_value=9)) == 0:  # now and then, a broken file
         cut = draw(st.integers(min_value=0, max_value=len(text)))
-        text = text[:cut] + draw(st.sampled_from(["\t", ": [", "&a *a", "\x00", "  - ", "'", "!!python/object:os.system x"])) + text[cut:]
+        text = (
+            text[:cut]
+            + draw(st.sampled_from(["\t", ": [", "&a *a", "\x00", "  - ", "'", "!!python/object:os.system x"]))
+            + text[cut:]
+        )
     return text
 
 

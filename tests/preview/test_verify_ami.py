@@ -128,9 +128,8 @@ def test_the_subcommand_leaves_the_preview_cli_alone(capsys):
 
 def test_aws_that_cannot_be_asked_is_exit_3_not_a_mismatch(tmp_path, capsys, monkeypatch):
     # No credentials (or no network): no verdict either way, so never exit 1.
-    from botocore.exceptions import NoCredentialsError
-
     import boto3
+    from botocore.exceptions import NoCredentialsError
 
     class Unasked:
         def describe_images(self, **_kwargs):
@@ -151,17 +150,24 @@ def test_a_stack_name_the_os_refuses_is_a_config_error(capsys):
 @pytest.fixture
 def no_aws(monkeypatch):
     """Credentials that are never used, and no instance metadata: nothing here reaches a network."""
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": REGION}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_DEFAULT_REGION": REGION,
+    }.items():
         monkeypatch.setenv(key, value)
     return monkeypatch
 
 
-@pytest.mark.parametrize("key, value, reason", [
-    ("AWS_ENDPOINT_URL_EC2", "not-a-url", "Invalid endpoint: not-a-url"),
-    ("AWS_MAX_ATTEMPTS", "abc", "invalid literal for int() with base 10: 'abc'"),
-    ("AWS_ENDPOINT_URL", "http://[::1", "Invalid IPv6 URL"),
-])
+@pytest.mark.parametrize(
+    "key, value, reason",
+    [
+        ("AWS_ENDPOINT_URL_EC2", "not-a-url", "Invalid endpoint: not-a-url"),
+        ("AWS_MAX_ATTEMPTS", "abc", "invalid literal for int() with base 10: 'abc'"),
+        ("AWS_ENDPOINT_URL", "http://[::1", "Invalid IPv6 URL"),
+    ],
+)
 def test_an_aws_setting_boto3_refuses_is_exit_3_in_one_line(tmp_path, capsys, no_aws, key, value, reason):
     no_aws.setenv(key, value)
     code, _, err = _run(capsys, _pinned_stack(tmp_path, "ami-0123456789abcdef0"))
@@ -178,8 +184,10 @@ def test_a_bug_is_an_internal_error_exit_3_in_one_line(tmp_path, capsys, ec2, mo
     monkeypatch.setattr(verify_ami, "problems", broken)
     stack = _pinned_stack(tmp_path, _register(ec2, GOOD_TAGS))
     assert main(["verify-ami", "--config", stack]) == 3
-    assert capsys.readouterr().err == ("internal error: AttributeError: planted bug (a bug in gpu-platform, please "
-                                       "report it; --debug prints the traceback)\n")
+    assert capsys.readouterr().err == (
+        "internal error: AttributeError: planted bug (a bug in gpu-platform, please "
+        "report it; --debug prints the traceback)\n"
+    )
     assert main(["verify-ami", "--config", stack, "--debug"]) == 3
     assert "Traceback" in capsys.readouterr().err
 
@@ -204,14 +212,19 @@ def test_an_eks_nvidia_stack_has_nothing_to_verify(capsys):
     assert "bakes" not in err
 
 
-@pytest.mark.parametrize("change", [
-    lambda config: config["gpu-platform:nodePools"][0].update(instanceType="m5.large"),
-    lambda config: config.update({"aws:region": "cn-north-1"}),  # the admins' ARNs are in partition aws
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda config: config["gpu-platform:nodePools"][0].update(instanceType="m5.large"),
+        lambda config: config.update({"aws:region": "cn-north-1"}),  # the admins' ARNs are in partition aws
+    ],
+)
 def test_a_stack_the_program_rejects_is_refused_as_the_preview_refuses_it(tmp_path, capsys, monkeypatch, change):
     import boto3
 
-    monkeypatch.setattr(boto3, "client", lambda *_a, **_k: pytest.fail("EC2 was asked about a stack the program rejects"))
+    monkeypatch.setattr(
+        boto3, "client", lambda *_a, **_k: pytest.fail("EC2 was asked about a stack the program rejects")
+    )
     config = stack_config("dev")
     config["gpu-platform:nodeImage"] = {"source": "ami", "driverVersion": DRIVER, "amiId": "ami-0123456789abcdef0"}
     change(config)
@@ -227,13 +240,21 @@ def test_an_ami_with_a_kernel_module_flavour_a_pool_s_gpu_cannot_load_fails_nami
     ami = _register(ec2, GOOD_TAGS)  # open
     code, _, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
     assert code == 1
-    assert (f"{ami} carries the open NVIDIA kernel modules (tag {SOFTWARE}); gpu-platform:nodePools[0].instanceType "
-            "'g5.2xlarge' (A10G) loads only the proprietary ones") in err
+    assert (
+        f"{ami} carries the open NVIDIA kernel modules (tag {SOFTWARE}); gpu-platform:nodePools[0].instanceType "
+        "'g5.2xlarge' (A10G) loads only the proprietary ones"
+    ) in err
 
 
 def test_an_ami_with_the_flavour_the_pool_s_gpu_loads_passes(ec2, tmp_path, capsys):
-    ami = _register(ec2, {**GOOD_TAGS, SOFTWARE: f"nvidia-driver {DRIVER} (proprietary kernel modules) + "
-                                                 "nvidia-container-toolkit (containerd runtime nvidia)"})
+    ami = _register(
+        ec2,
+        {
+            **GOOD_TAGS,
+            SOFTWARE: f"nvidia-driver {DRIVER} (proprietary kernel modules) + "
+            "nvidia-container-toolkit (containerd runtime nvidia)",
+        },
+    )
     code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
     assert code == 0, err
     assert out.rstrip().endswith("and the proprietary kernel modules every pool's GPU loads")
@@ -252,8 +273,9 @@ def test_the_flavour_verify_ami_reads_is_the_one_the_bake_writes(ec2, tmp_path, 
     from components.aws import tags
     from gpu_platform.config.audit import Audit
 
-    software = tags.audit_tags(Audit(owner="ml-platform", approval="SEC-1042"),
-                               tags.node_software(DRIVER, False, False, "proprietary"))
+    software = tags.audit_tags(
+        Audit(owner="ml-platform", approval="SEC-1042"), tags.node_software(DRIVER, False, False, "proprietary")
+    )
     ami = _register(ec2, {**{k: v for k, v in GOOD_TAGS.items() if k != SOFTWARE}, **software})
     code, out, err = _run(capsys, _pinned_stack(tmp_path, ami, instance_type="g5.2xlarge"))
     assert code == 0, err

@@ -43,8 +43,9 @@ def test_a_stack_name_the_os_refuses_is_invalid_input(capsys):
     assert err.startswith(f"error: --stack {LONG}: ") and "File name too long" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("argv", [["--config", ""], ["--json="], ["--manifests", ""], ["--policy-config="],
-                                  ["verify-ami", "--config", ""]])
+@pytest.mark.parametrize(
+    "argv", [["--config", ""], ["--json="], ["--manifests", ""], ["--policy-config="], ["verify-ami", "--config", ""]]
+)
 def test_an_empty_path_is_named_empty(capsys, argv):
     with pytest.raises(SystemExit) as exited:
         main(argv)
@@ -125,5 +126,8 @@ def test_the_command_with_a_broken_stdout_exits_2_and_writes_nothing(tmp_path, r
     # As a shell runs it: the interpreter's own flush of stdout at exit must not fail a second time.
     command = f'exec "{sys.executable}" -m preview --json "{tmp_path}/dev.json" {redirect}'
     done = subprocess.run(["sh", "-c", command], cwd=ROOT, stderr=subprocess.PIPE, text=True, timeout=120)
-    assert (done.returncode, done.stderr) == (2, f"error: cannot write the summary to stdout: {reason}; no report was written\n")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"error: cannot write the summary to stdout: {reason}; no report was written\n",
+    )
     assert _files(tmp_path) == []

@@ -28,14 +28,16 @@ PYTHON = sys.executable
 # submodules lazily, so `import pulumi_aws` alone costs nothing and would make a false floor. Each
 # attribute below forces its package (e.g. all of pulumi_aws.ec2) as the program does: one per
 # package of a resource type the dev and prod previews register (`python -X importtime` lists them).
-FLOOR = "; ".join((
-    "import pulumi, pulumi_policy, pydantic, yaml, pulumi_aws as aws, pulumi_kubernetes as k8s",
-    "aws.eks.Cluster, aws.ec2.LaunchTemplate, aws.iam.Role, aws.imagebuilder.Image, aws.kms.Key, aws.ssm.get_parameter",
-    "aws.vpc.SecurityGroupIngressRule",
-    "k8s.core.v1.Namespace, k8s.apps.v1.DaemonSet, k8s.rbac.v1.Role, k8s.node.v1.RuntimeClass",
-    "k8s.apiextensions.CustomResource, k8s.apiextensions.v1.CustomResourceDefinition",
-    "k8s.networking.v1.NetworkPolicy, k8s.admissionregistration.v1.ValidatingAdmissionPolicy, k8s.meta.v1.ObjectMetaArgs",
-))
+FLOOR = "; ".join(
+    (
+        "import pulumi, pulumi_policy, pydantic, yaml, pulumi_aws as aws, pulumi_kubernetes as k8s",
+        "aws.eks.Cluster, aws.ec2.LaunchTemplate, aws.iam.Role, aws.imagebuilder.Image, aws.kms.Key, aws.ssm.get_parameter",
+        "aws.vpc.SecurityGroupIngressRule",
+        "k8s.core.v1.Namespace, k8s.apps.v1.DaemonSet, k8s.rbac.v1.Role, k8s.node.v1.RuntimeClass",
+        "k8s.apiextensions.CustomResource, k8s.apiextensions.v1.CustomResourceDefinition",
+        "k8s.networking.v1.NetworkPolicy, k8s.admissionregistration.v1.ValidatingAdmissionPolicy, k8s.meta.v1.ObjectMetaArgs",
+    )
+)
 # The floor as it was until the program registered NetworkPolicies, admission policies and VPC rules:
 # kept so figures stay comparable with earlier runs of this file.
 FLOOR_BEFORE = FLOOR.replace("; aws.vpc.SecurityGroupIngressRule", "").rsplit("; ", 1)[0]
@@ -91,9 +93,13 @@ def resource_count(stack_args: list[str]) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "r.json"
-        done = subprocess.run([PYTHON, "-m", "preview", *stack_args, "--json", str(report)], cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(
+            [PYTHON, "-m", "preview", *stack_args, "--json", str(report)], cwd=ROOT, capture_output=True, text=True
+        )
         if done.returncode not in (0, 1):  # 1: policy violations, still a full run
-            raise SystemExit(f"bench: preview {' '.join(stack_args)} failed (exit {done.returncode}): {done.stderr.strip()}")
+            raise SystemExit(
+                f"bench: preview {' '.join(stack_args)} failed (exit {done.returncode}): {done.stderr.strip()}"
+            )
         return len(json.loads(report.read_text())["resources"])
 
 
@@ -123,13 +129,27 @@ def targets(results: dict[str, Measure]) -> list[tuple[str, str, bool]]:
     peak = max(m.peak_mib for k, m in results.items() if k.startswith(("dev", "prod", "pools")))
     return [
         # issue 29: both previews within 1.6x the floor (they were 1.4x/1.5x before the two views).
-        ("dev preview <= 1.6x import floor", f"{results['dev'].seconds / floor:.2f}x", results["dev"].seconds <= 1.6 * floor),
-        ("prod preview <= 1.6x import floor", f"{results['prod'].seconds / floor:.2f}x", results["prod"].seconds <= 1.6 * floor),
-        ("25 vs 5 pools no worse than linear in resources",
-         f"time above floor x{growth:.2f} for resources x{resource_growth:.2f}", growth <= resource_growth),
+        (
+            "dev preview <= 1.6x import floor",
+            f"{results['dev'].seconds / floor:.2f}x",
+            results["dev"].seconds <= 1.6 * floor,
+        ),
+        (
+            "prod preview <= 1.6x import floor",
+            f"{results['prod'].seconds / floor:.2f}x",
+            results["prod"].seconds <= 1.6 * floor,
+        ),
+        (
+            "25 vs 5 pools no worse than linear in resources",
+            f"time above floor x{growth:.2f} for resources x{resource_growth:.2f}",
+            growth <= resource_growth,
+        ),
         ("peak memory of a preview < 300 MB", f"{peak:.0f} MiB", peak < 300),
-        ("fleet preview of every shipped and fixture stack <= 3x one preview (dev)",
-         f"{results['fleet'].seconds / results['dev'].seconds:.2f}x", results["fleet"].seconds <= 3 * results["dev"].seconds),
+        (
+            "fleet preview of every shipped and fixture stack <= 3x one preview (dev)",
+            f"{results['fleet'].seconds / results['dev'].seconds:.2f}x",
+            results["fleet"].seconds <= 3 * results["dev"].seconds,
+        ),
         ("full test suite < 60 s", f"{results['tests'].seconds:.1f} s", results["tests"].seconds < 60),
     ]
 
@@ -139,10 +159,12 @@ def render(results: dict[str, Measure], checks: list[tuple[str, str, bool]], run
     lines = [
         "# Benchmarks",
         "",
-        f"Written by `make bench` (tools/bench/run.py) down to the section \"{NOTES[3:]}\", which is kept as written.",
+        f'Written by `make bench` (tools/bench/run.py) down to the section "{NOTES[3:]}", which is kept as written.',
         "",
-        f"Machine: {machine()}. Each figure is the median of {runs} fresh processes "
-        f"(the test suite: {test_runs}); the 5/15/25-pool stacks are the dev stack with generated pools (25: a managed node group each, under EKS's default quota of 30 per cluster).",
+        (
+            f"Machine: {machine()}. Each figure is the median of {runs} fresh processes "
+            f"(the test suite: {test_runs}); the 5/15/25-pool stacks are the dev stack with generated pools (25: a managed node group each, under EKS's default quota of 30 per cluster)."
+        ),
         "",
         "| run | resources | wall time | vs import floor | peak memory |",
         "| --- | ---: | ---: | ---: | ---: |",
@@ -164,25 +186,40 @@ def main() -> int:
     args = parser.parse_args()
     results: dict[str, Measure] = {}
     results["floor"] = measure("import floor (SDK modules only)", [PYTHON, "-c", FLOOR], args.runs)
-    results["floor_before"] = measure("import floor without networking, admission, vpc", [PYTHON, "-c", FLOOR_BEFORE], args.runs)
+    results["floor_before"] = measure(
+        "import floor without networking, admission, vpc", [PYTHON, "-c", FLOOR_BEFORE], args.runs
+    )
     for stack in ("dev", "prod"):
-        results[stack] = measure(f"preview --stack {stack}", [PYTHON, "-m", "preview", "--stack", stack], args.runs,
-                                 resource_count(["--stack", stack]))
+        results[stack] = measure(
+            f"preview --stack {stack}",
+            [PYTHON, "-m", "preview", "--stack", stack],
+            args.runs,
+            resource_count(["--stack", stack]),
+        )
     with tempfile.TemporaryDirectory() as tmp:
         for pools in (5, 15, 25):
             path = generated_stack(Path(tmp), pools)
-            results[f"pools{pools}"] = measure(f"preview, {pools} GPU pools", [PYTHON, "-m", "preview", "--config", str(path)],
-                                               args.runs, resource_count(["--config", str(path)]))
+            results[f"pools{pools}"] = measure(
+                f"preview, {pools} GPU pools",
+                [PYTHON, "-m", "preview", "--config", str(path)],
+                args.runs,
+                resource_count(["--config", str(path)]),
+            )
     # Every shipped and fixture stack, the invalid ones included (exit 2: some stack file is invalid);
     # the rows of the fixture tables written out as stack files by tests/fixture_stacks.py.
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([PYTHON, "-m", "tests.fixture_stacks", tmp], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
         fleet = ["stacks", "tests/fixtures/passing", f"{tmp}/violating", f"{tmp}/bad_stacks"]
         count = sum(len(list((ROOT / d).glob("*.yaml"))) for d in fleet)
-        results["fleet"] = measure(f"preview --all: {count} stack files ({os.cpu_count()} workers)",
-                                   [PYTHON, "-m", "preview", "--all", *fleet], args.runs, ok=(2,))
-    results["tests"] = measure("test suite (pytest)", [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], args.test_runs,
-                               ok=(0,))
+        results["fleet"] = measure(
+            f"preview --all: {count} stack files ({os.cpu_count()} workers)",
+            [PYTHON, "-m", "preview", "--all", *fleet],
+            args.runs,
+            ok=(2,),
+        )
+    results["tests"] = measure(
+        "test suite (pytest)", [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], args.test_runs, ok=(0,)
+    )
     checks = targets(results)
     text = render(results, checks, args.runs, args.test_runs)
     # What follows NOTES in the file is written by hand (measurements under load, what moved a figure): kept.

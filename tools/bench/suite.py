@@ -29,11 +29,26 @@ def main() -> int:
     args, extra = parser.parse_known_args()
     before = load()
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--durations={args.slowest}",
-                           "--durations-min=0", *extra], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            f"--durations={args.slowest}",
+            "--durations-min=0",
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - start
     out = done.stdout
-    outcome = next((line.strip("= ") for line in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?")
+    outcome = next(
+        (line.strip("= ") for line in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", line)), "?"
+    )
     shared = next((line for line in out.splitlines() if line.startswith("shared recordings:")), "shared recordings: ?")
     slow = re.findall(r"^([0-9.]+)s (call|setup|teardown) +(\S+)", out, re.MULTILINE)
     lines = [

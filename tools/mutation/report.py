@@ -30,9 +30,25 @@ TARGET = 0.85
 
 # mutmut 3.8.1's exit code -> status (mutmut/stats.py); restated so that the report reads the .meta
 # files without importing mutmut's command-line module (which loads its own config on import).
-STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped",
-          35: "suspicious", 36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
-          37: "caught by type check", -11: "segfault", -9: "segfault", 2: "interrupted", None: "not run"}
+STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    35: "suspicious",
+    36: "timeout",
+    24: "timeout",
+    -24: "timeout",
+    152: "timeout",
+    255: "timeout",
+    37: "caught by type check",
+    -11: "segfault",
+    -9: "segfault",
+    2: "interrupted",
+    None: "not run",
+}
 CAUGHT = ("killed", "timeout")
 COLUMNS = ("killed", "timeout", "survived", "no tests", "suspicious", "not run")
 
@@ -70,8 +86,7 @@ def change_of(name: str) -> str:
     from mutmut.mutation.diff_apply import get_diff_for_mutant  # mutmut's reader of mutants/
 
     diff = get_diff_for_mutant(name)
-    changed = [line for line in diff.splitlines()
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
     return " / ".join(f"{line[0]} {line[1:].strip()}" for line in changed)
 
 
@@ -107,34 +122,59 @@ def run_commit(mutants: Path = MUTANTS) -> str | None:
     return None
 
 
-def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, dict[str, str]],
-           commit: str | None = None) -> tuple[str, bool]:
+def render(
+    mutants: list[Mutant], changes: dict[str, str], explained: dict[str, dict[str, str]], commit: str | None = None
+) -> tuple[str, bool]:
     mutants = sorted(mutants, key=lambda m: m.name)
     survivors = [m for m in mutants if m.status in ("survived", "no tests", "suspicious")]
     rate = kill_rate(mutants)
-    lines = ["# Mutation testing", "",
-             "Written by `make mutation` (tools/mutation/report.py, mutmut 3.8.1, settings in setup.cfg); "
-             "do not edit by hand.", "",
-             "Each mutant is one small change to the code under `policy/`, `gpu_platform/` and "
-             "`components/`, run against the tests that execute the changed function, **golden snapshot "
-             "tests excluded** (`-m \"not golden and not subprocess\"`, docs/ci-and-supply-chain.md, \"How the tests are judged\"). "
-             "Caught = killed or timed out; the rate is over the mutants run (`not run`: generated, not yet "
-             "run; `make mutation` resumes where it stopped).",
-             *(["", f"Results of the run made at commit `{commit[:12]}`: mutants of code changed since are re-run "
-                "by the next `make mutation`."] if commit else []), "",
-             "| package | mutants | " + " | ".join(COLUMNS) + " | caught |",
-             "| --- | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: |"]
+    lines = [
+        "# Mutation testing",
+        "",
+        (
+            "Written by `make mutation` (tools/mutation/report.py, mutmut 3.8.1, settings in setup.cfg); "
+            "do not edit by hand."
+        ),
+        "",
+        (
+            "Each mutant is one small change to the code under `policy/`, `gpu_platform/` and "
+            "`components/`, run against the tests that execute the changed function, **golden snapshot "
+            'tests excluded** (`-m "not golden and not subprocess"`, docs/ci-and-supply-chain.md, "How the tests are judged"). '
+            "Caught = killed or timed out; the rate is over the mutants run (`not run`: generated, not yet "
+            "run; `make mutation` resumes where it stopped)."
+        ),
+        *(
+            [
+                "",
+                (
+                    f"Results of the run made at commit `{commit[:12]}`: mutants of code changed since are re-run "
+                    "by the next `make mutation`."
+                ),
+            ]
+            if commit
+            else []
+        ),
+        "",
+        "| package | mutants | " + " | ".join(COLUMNS) + " | caught |",
+        "| --- | ---: | " + " | ".join("---:" for _ in COLUMNS) + " | ---: |",
+    ]
     by_package: dict[str, list[Mutant]] = {}
     for m in mutants:
         by_package.setdefault(m.package, []).append(m)
-    for package, group in sorted(by_package.items()) + [("all", mutants)]:
+    for package, group in [*sorted(by_package.items()), ("all", mutants)]:
         counts = Counter(m.status for m in group)
         cells = [str(counts.get(c, 0)) for c in COLUMNS]
         label = f"**{package}**" if package == "all" else f"`{package}`"
         lines.append(f"| {label} | {len(group)} | " + " | ".join(cells) + f" | {_percent(kill_rate(group))} |")
     holds = rate is not None and rate >= TARGET
-    lines += ["", f"Target: at least {TARGET:.0%} of the mutants run caught by non-golden tests: "
-              f"{_percent(rate)}, {'holds' if holds else 'NOT MET'}.", ""]
+    lines += [
+        "",
+        (
+            f"Target: at least {TARGET:.0%} of the mutants run caught by non-golden tests: "
+            f"{_percent(rate)}, {'holds' if holds else 'NOT MET'}."
+        ),
+        "",
+    ]
 
     open_ones, stale = [], []
     rows = []
@@ -152,16 +192,21 @@ def render(mutants: list[Mutant], changes: dict[str, str], explained: dict[str, 
             fate = "open"
             open_ones.append(m.name)
         rows.append(f"| `{m.name}` | {m.status} | `{_cell(change)}` | {_cell(fate)} |")
-    stale = sorted(name for name, note in explained.items()
-                   if (_function(name), note.get("change")) not in explained_used)
+    stale = sorted(
+        name for name, note in explained.items() if (_function(name), note.get("change")) not in explained_used
+    )
     lines += [f"## Survivors ({len(survivors)}; {len(open_ones)} without a fate)", ""]
     if rows:
         lines += ["| mutant | status | change | fate |", "| --- | --- | --- | --- |", *rows]
     else:
         lines.append("None.")
     if stale:
-        lines += ["", "## Stale explanations (the mutant no longer survives with that change)", "",
-                  *[f"- `{name}`" for name in stale]]
+        lines += [
+            "",
+            "## Stale explanations (the mutant no longer survives with that change)",
+            "",
+            *[f"- `{name}`" for name in stale],
+        ]
     ok = holds and not open_ones and not stale
     return "\n".join(lines) + "\n", ok
 
@@ -178,8 +223,10 @@ def main(argv: list[str] | None = None) -> int:
     changes = {name: change_of(name) for name in survivors}
     text, ok = render(mutants, changes, load_explained(), run_commit())
     args.output.write_text(text)
-    print(f"{args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}: "
-          f"caught {_percent(kill_rate(mutants))} of the mutants run; {len(survivors)} survivors")
+    print(
+        f"{args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}: "
+        f"caught {_percent(kill_rate(mutants))} of the mutants run; {len(survivors)} survivors"
+    )
     return 0 if ok else 1
 
 

@@ -34,7 +34,7 @@ def sample(mutants: list[Mutant], size: int, seed: int = SEED) -> list[str]:
     exact = {package: size * len(names) / total for package, names in sorted(pending.items())}
     shares = {package: int(value) for package, value in exact.items()}
     by_remainder = sorted(exact, key=lambda package: (-(exact[package] - shares[package]), package))
-    for package in by_remainder[:size - sum(shares.values())]:
+    for package in by_remainder[: size - sum(shares.values())]:
         shares[package] += 1
     rng = random.Random(seed)
     chosen: list[str] = []
@@ -52,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"size {args.size}: give a positive number of mutants")
     names = sample(read_results(MUTANTS), args.size, args.seed)
     if not names:
-        print("mutation.sample: no mutant left to run under mutants/: none generated yet (a first "
-              "`make mutation MUTANTS='policy.*'` generates them all), or every one has run", file=sys.stderr)
+        print(
+            "mutation.sample: no mutant left to run under mutants/: none generated yet (a first "
+            "`make mutation MUTANTS='policy.*'` generates them all), or every one has run",
+            file=sys.stderr,
+        )
         return 2
     sys.stdout.write("".join(f"{name}\n" for name in names))
     return 0

@@ -18,9 +18,9 @@ check's reason, or replace it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional
 
 import yaml
 
@@ -46,17 +46,17 @@ class ListError(Exception):
 @dataclass
 class Resource:
     stacks: list[str]
-    reason: Optional[str] = None
+    reason: str | None = None
 
 
 @dataclass
 class Check:
     title: str = ""
-    reason: Optional[str] = None
+    reason: str | None = None
     resources: dict[str, Resource] = field(default_factory=dict)
 
 
-def _text(value: object, where: str) -> Optional[str]:
+def _text(value: object, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
@@ -109,8 +109,12 @@ def reason_of(check: Check, resource: str) -> str:
 
 def accepted_keys(checks: dict[str, Check]) -> dict[tuple[str, str, str], str]:
     """(check, resource, stack) -> reason."""
-    return {(cid, name, stack): reason_of(check, name)
-            for cid, check in checks.items() for name, res in check.resources.items() for stack in res.stacks}
+    return {
+        (cid, name, stack): reason_of(check, name)
+        for cid, check in checks.items()
+        for name, res in check.resources.items()
+        for stack in res.stacks
+    }
 
 
 def _grouped(keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], list[str]]:
@@ -120,7 +124,9 @@ def _grouped(keys: Iterable[tuple[str, str, str]]) -> dict[tuple[str, str], list
     return out
 
 
-def problems(checks: dict[str, Check], findings: Iterable[Finding], list_name: str = "tools/security/accepted.yaml") -> list[str]:
+def problems(
+    checks: dict[str, Check], findings: Iterable[Finding], list_name: str = "tools/security/accepted.yaml"
+) -> list[str]:
     """Every difference between what failed and what the list accepts, one line per check and
     resource (naming the stacks), each saying what to do."""
     accepted = accepted_keys(checks)
@@ -128,15 +134,21 @@ def problems(checks: dict[str, Check], findings: Iterable[Finding], list_name: s
     out = []
     for (cid, resource), stacks in _grouped(failed.keys() - accepted.keys()).items():
         f = failed[(cid, resource, stacks[0])]
-        out.append(f"{cid} ({f.title}) fails on {resource} ({f.file}; {', '.join(stacks)}), which {list_name} "
-                   f"does not accept: fix the manifest, or run `{REGENERATE}` and write why it is accepted")
+        out.append(
+            f"{cid} ({f.title}) fails on {resource} ({f.file}; {', '.join(stacks)}), which {list_name} "
+            f"does not accept: fix the manifest, or run `{REGENERATE}` and write why it is accepted"
+        )
     for (cid, resource), stacks in _grouped(accepted.keys() - failed.keys()).items():
-        out.append(f"{cid} on {resource} no longer fails ({', '.join(stacks)}): remove it from {list_name} "
-                   f"(`{REGENERATE}` does), so the list shrinks with the fix")
+        out.append(
+            f"{cid} on {resource} no longer fails ({', '.join(stacks)}): remove it from {list_name} "
+            f"(`{REGENERATE}` does), so the list shrinks with the fix"
+        )
     todo = [key for key in accepted.keys() & failed.keys() if accepted[key] == TODO]
     for (cid, resource), stacks in _grouped(todo).items():
-        out.append(f"{cid} on {resource} ({', '.join(stacks)}): the reason in {list_name} is TODO: write why it "
-                   f"is accepted, or fix the manifest")
+        out.append(
+            f"{cid} on {resource} ({', '.join(stacks)}): the reason in {list_name} is TODO: write why it "
+            f"is accepted, or fix the manifest"
+        )
     return out
 
 

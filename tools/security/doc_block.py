@@ -37,21 +37,33 @@ def _short(resource: str) -> str:
 
 
 def block(checks: dict[str, Check]) -> str:
-    prod_ds = sorted({name for c in checks.values() for name, r in c.resources.items()
-                      if FIGURE_STACK in r.stacks and name.startswith("DaemonSet/")})
-    figure = sum(1 for c in checks.values() for name, r in c.resources.items()
-                 if FIGURE_STACK in r.stacks and name.startswith("DaemonSet/"))
+    prod_ds = sorted(
+        {
+            name
+            for c in checks.values()
+            for name, r in c.resources.items()
+            if FIGURE_STACK in r.stacks and name.startswith("DaemonSet/")
+        }
+    )
+    figure = sum(
+        1
+        for c in checks.values()
+        for name, r in c.resources.items()
+        if FIGURE_STACK in r.stacks and name.startswith("DaemonSet/")
+    )
     prod_all = sum(1 for c in checks.values() for r in c.resources.values() if FIGURE_STACK in r.stacks)
     stacks = sorted({s for c in checks.values() for r in c.resources.values() for s in r.stacks})
     lines = [
         BEGIN,
         f"<!-- generated from tools/security/accepted.yaml by `{REGENERATE}`; the tests fail when it is stale -->",
-        f"**{figure} checks failed on the {FIGURE_STACK} operand DaemonSets** "
-        f"({len(prod_ds)} DaemonSets with a failure: {', '.join(n.rsplit('/', 1)[-1] for n in prod_ds) or 'none'}), "
-        f"against **{UPSTREAM_FAILED}** on the six operand DaemonSets of the GPU Operator's own assets at "
-        f"{UPSTREAM_RELEASE} ({UPSTREAM_DAEMONSETS}). That figure is issue 11's, and was measured here too: the six "
-        f"`assets/*/0*_daemonset.yaml` files at the tag, scanned by checkov 3.3.30 the same way. "
-        f"On every {FIGURE_STACK} object (NFD's Deployments and the RBAC included): {prod_all} failed checks.",
+        (
+            f"**{figure} checks failed on the {FIGURE_STACK} operand DaemonSets** "
+            f"({len(prod_ds)} DaemonSets with a failure: {', '.join(n.rsplit('/', 1)[-1] for n in prod_ds) or 'none'}), "
+            f"against **{UPSTREAM_FAILED}** on the six operand DaemonSets of the GPU Operator's own assets at "
+            f"{UPSTREAM_RELEASE} ({UPSTREAM_DAEMONSETS}). That figure is issue 11's, and was measured here too: the six "
+            f"`assets/*/0*_daemonset.yaml` files at the tag, scanned by checkov 3.3.30 the same way. "
+            f"On every {FIGURE_STACK} object (NFD's Deployments and the RBAC included): {prod_all} failed checks."
+        ),
         "",
         f"Accepted failures, per check (stacks: {', '.join(stacks) or 'none'}):",
         "",
@@ -73,7 +85,7 @@ def replace_block(text: str, new: str) -> str:
     start, stop = text.find(BEGIN), text.find(END)
     if start < 0 or stop < start:
         raise ValueError(f"no {BEGIN} ... {END} block")
-    return text[:start] + new + text[stop + len(END):]
+    return text[:start] + new + text[stop + len(END) :]
 
 
 def stale(checks: dict[str, Check], page: Path = PAGE) -> bool:

@@ -9,9 +9,10 @@ DaemonSet that makes it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any
 
 import yaml
 
@@ -51,7 +52,7 @@ def _resource_of(failed: dict, manifests: Path) -> str:
     return str(failed.get("resource"))
 
 
-def _reports(output: Union[dict, list]) -> Iterable[dict]:
+def _reports(output: dict | list) -> Iterable[dict]:
     # One framework gives one report object; checkov gives a list when there are several, and a
     # bare summary (no "results") when it found nothing to scan.
     for report in output if isinstance(output, list) else [output]:
@@ -67,12 +68,21 @@ def read(output: Any, stack: str, manifests: Path) -> list[Finding]:
     for report in _reports(output):
         summary = report["summary"]
         if summary.get("parsing_errors"):
-            raise ReportError(f"{stack}: checkov could not parse {summary['parsing_errors']} manifest(s): "
-                              f"{report.get('results', {}).get('parsing_errors', [])}")
+            raise ReportError(
+                f"{stack}: checkov could not parse {summary['parsing_errors']} manifest(s): "
+                f"{report.get('results', {}).get('parsing_errors', [])}"
+            )
         scanned += summary.get("resource_count", 0)
         for failed in report.get("results", {}).get("failed_checks", []):
-            found.add(Finding(failed["check_id"], _resource_of(failed, manifests), stack,
-                              failed.get("check_name", ""), Path(failed.get("file_path", "")).name))
+            found.add(
+                Finding(
+                    failed["check_id"],
+                    _resource_of(failed, manifests),
+                    stack,
+                    failed.get("check_name", ""),
+                    Path(failed.get("file_path", "")).name,
+                )
+            )
     if not scanned:
         raise ReportError(f"{stack}: checkov scanned no resource in {manifests}")
     return sorted(found)

@@ -23,8 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 from tools.security import accepted, doc_block, findings
 
@@ -38,7 +38,7 @@ class ScanError(Exception):
 
 
 def stacks() -> list[str]:
-    return sorted(p.name[len("Pulumi."):-len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in (ROOT / "stacks").glob("Pulumi.*.yaml"))
 
 
 def _wait(procs: dict[str, subprocess.Popen], what: str, ok: Sequence[int]) -> dict[str, str]:
@@ -56,18 +56,47 @@ def render(names: Sequence[str], into: Path) -> dict[str, Path]:
     dirs = {s: into / s for s in names}
     # Exit 1 is a mandatory policy violation: the manifests are written all the same, and the
     # preview's own CI step reports it.
-    _wait({s: subprocess.Popen([sys.executable, "-m", "preview", "--stack", s, "--manifests", str(d)], cwd=ROOT,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-           for s, d in dirs.items()}, "the offline preview", ok=(0, 1))
+    _wait(
+        {
+            s: subprocess.Popen(
+                [sys.executable, "-m", "preview", "--stack", s, "--manifests", str(d)],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for s, d in dirs.items()
+        },
+        "the offline preview",
+        ok=(0, 1),
+    )
     return dirs
 
 
 def run_checkov(dirs: dict[str, Path], checkov: Path) -> list[findings.Finding]:
     env = {**os.environ, **CHECKOV_ENV}
-    procs = {s: subprocess.Popen([str(checkov), "-d", str(d), "--framework", "kubernetes", "-o", "json",
-                                  "--quiet", "--compact", "--skip-download"],
-                                 cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for s, d in dirs.items()}
+    procs = {
+        s: subprocess.Popen(
+            [
+                str(checkov),
+                "-d",
+                str(d),
+                "--framework",
+                "kubernetes",
+                "-o",
+                "json",
+                "--quiet",
+                "--compact",
+                "--skip-download",
+            ],
+            cwd=d,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for s, d in dirs.items()
+    }
     out: list[findings.Finding] = []
     for stack, stdout in _wait(procs, "checkov", ok=(0, 1)).items():
         try:
@@ -81,22 +110,27 @@ def run_checkov(dirs: dict[str, Path], checkov: Path) -> list[findings.Finding]:
     return sorted(out)
 
 
-def scan(checkov: Path, keep: Optional[Path] = None) -> list[findings.Finding]:
+def scan(checkov: Path, keep: Path | None = None) -> list[findings.Finding]:
     checkov = checkov.absolute()
     if not os.access(checkov, os.X_OK):
-        raise ScanError(f"no checkov at {checkov}: `make scan` installs it into .venv-checkov "
-                        f"(from tools/security/requirements-checkov.lock.txt), or pass --checkov PATH")
+        raise ScanError(
+            f"no checkov at {checkov}: `make scan` installs it into .venv-checkov "
+            f"(from tools/security/requirements-checkov.lock.txt), or pass --checkov PATH"
+        )
     if keep:
         return run_checkov(render(stacks(), keep), checkov)
     with tempfile.TemporaryDirectory(prefix="gpu-platform-scan-") as tmp:
         return run_checkov(render(stacks(), Path(tmp)), checkov)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.security.scan", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--accept", action="store_true",
-                        help="rewrite tools/security/accepted.yaml from the current failures (new ones with reason TODO) "
-                             "and the docs' scan block, then check as usual")
+    parser.add_argument(
+        "--accept",
+        action="store_true",
+        help="rewrite tools/security/accepted.yaml from the current failures (new ones with reason TODO) "
+        "and the docs' scan block, then check as usual",
+    )
     parser.add_argument("--checkov", type=Path, default=CHECKOV, help=f"the checkov executable (default {CHECKOV})")
     parser.add_argument("--keep", type=Path, help="render the manifests into DIR/<stack>/ and keep them")
     args = parser.parse_args(argv)
@@ -114,15 +148,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"wrote {accepted.PATH.relative_to(ROOT)} and the scan block of {doc_block.PAGE.relative_to(ROOT)}")
     problems = accepted.problems(checks, found)
     if doc_block.stale(checks):
-        problems.append(f"{doc_block.PAGE.relative_to(ROOT)}: the \"Security scan\" block is stale: "
-                        f"run `{accepted.REGENERATE}`")
+        problems.append(
+            f'{doc_block.PAGE.relative_to(ROOT)}: the "Security scan" block is stale: run `{accepted.REGENERATE}`'
+        )
     for problem in problems:
         # After --accept the only problems left are the TODOs just written: a to-do list, not a failure.
         print(f"{'todo' if args.accept else 'error'}: {problem}", file=sys.stderr)
     per_stack = {s: sum(f.stack == s for f in found) for s in stacks()}
     summary = ", ".join(f"{s} {n}" for s, n in per_stack.items())
-    print(f"checkov: {len(found)} failed checks ({summary}), {len(problems)} not accepted as listed "
-          f"({time.monotonic() - started:.1f}s)")
+    print(
+        f"checkov: {len(found)} failed checks ({summary}), {len(problems)} not accepted as listed "
+        f"({time.monotonic() - started:.1f}s)"
+    )
     return 1 if problems and not args.accept else 0
 
 

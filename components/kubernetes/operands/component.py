@@ -4,22 +4,30 @@ custom resources), in the order the API server needs them."""
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes.operands.manifests import claim_template_name, claim_template_spec, daemonset_manifest, deployment_manifest
+from components.kubernetes.operands.manifests import (
+    claim_template_name,
+    claim_template_spec,
+    daemonset_manifest,
+    deployment_manifest,
+)
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec, with_wait
+
 
 class Operand(pulumi.ComponentResource):
     """One GPU operand and everything it needs. Subclasses only build their `OperandSpec`."""
 
     daemonset: k8s.apps.v1.DaemonSet
 
-    def __init__(self, name: str, args: OperandArgs, opts: Optional[pulumi.ResourceOptions] = None):
-        super().__init__(f"gpu-platform:operands:{type(self).__name__}", name, None,
-                         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))))
+    def __init__(self, name: str, args: OperandArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(
+            f"gpu-platform:operands:{type(self).__name__}",
+            name,
+            None,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=list(args.depends_on))),
+        )
         spec = with_wait(args.spec, args.waits_for, args.wait_image)
         self._name, self._args = name, args
         self._child = pulumi.ResourceOptions(parent=self, provider=args.provider)
@@ -41,8 +49,10 @@ class Operand(pulumi.ComponentResource):
         waits += [
             k8s.resource.v1.DeviceClass(
                 f"{name}-deviceclass-{class_name.split('.')[0]}",
-                metadata={"name": class_name, "labels": {"app.kubernetes.io/name": spec.operand,
-                                                         "app.kubernetes.io/part-of": "gpu-platform"}},
+                metadata={
+                    "name": class_name,
+                    "labels": {"app.kubernetes.io/name": spec.operand, "app.kubernetes.io/part-of": "gpu-platform"},
+                },
                 spec={"selectors": [{"cel": {"expression": expression}}]},
                 opts=self._child,
             )
@@ -62,12 +72,18 @@ class Operand(pulumi.ComponentResource):
         configmap_names = {}
         for suffix, data in spec.config_maps.items():
             cm_name = f"{object_name}-{suffix}"
-            waits.append(k8s.core.v1.ConfigMap(f"{name}-{suffix}", metadata=self._meta(cm_name, spec.operand), data=data, opts=self._child))
+            waits.append(
+                k8s.core.v1.ConfigMap(
+                    f"{name}-{suffix}", metadata=self._meta(cm_name, spec.operand), data=data, opts=self._child
+                )
+            )
             configmap_names[suffix] = cm_name
         after_waits = pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=waits))
         for part in spec.deployments:
             part_name = f"{object_name}-{part.suffix}"
-            identity = self._identity(f"{name}-{part.suffix}", part_name, spec.operand, part.cluster_rules, part.namespace_rules)
+            identity = self._identity(
+                f"{name}-{part.suffix}", part_name, spec.operand, part.cluster_rules, part.namespace_rules
+            )
             manifest = deployment_manifest(spec, part, args, part_name)
             manifest["metadata"]["namespace"] = args.namespace
             k8s.apps.v1.Deployment(
@@ -78,7 +94,9 @@ class Operand(pulumi.ComponentResource):
             )
         manifest = daemonset_manifest(spec, args, object_name, configmap_names)
         manifest["metadata"]["namespace"] = args.namespace
-        self.daemonset = k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits)
+        self.daemonset = k8s.apps.v1.DaemonSet(
+            f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits
+        )
         selector = manifest["spec"]["selector"]["matchLabels"]
         for service in spec.services:
             k8s.core.v1.Service(
@@ -111,11 +129,20 @@ class Operand(pulumi.ComponentResource):
         return []
 
     def _meta(self, object_name: str, operand: str) -> dict:
-        return {"name": object_name, "namespace": self._args.namespace,
-                "labels": {"app.kubernetes.io/name": operand, "app.kubernetes.io/part-of": "gpu-platform"}}
+        return {
+            "name": object_name,
+            "namespace": self._args.namespace,
+            "labels": {"app.kubernetes.io/name": operand, "app.kubernetes.io/part-of": "gpu-platform"},
+        }
 
-    def _identity(self, name: str, object_name: str, operand: str, cluster_rules: tuple[dict, ...],
-                  namespace_rules: tuple[dict, ...]) -> list[pulumi.Resource]:
+    def _identity(
+        self,
+        name: str,
+        object_name: str,
+        operand: str,
+        cluster_rules: tuple[dict, ...],
+        namespace_rules: tuple[dict, ...],
+    ) -> list[pulumi.Resource]:
         """A service account with exactly the given rights. It mounts no API token by default: the
         operand's own pod spec asks for one when it has rights to use, so a pod that another
         process creates under this account (the validator's workload pods) gets none."""
@@ -123,17 +150,32 @@ class Operand(pulumi.ComponentResource):
         meta = self._meta(object_name, operand)
         cluster_meta = {"name": object_name, "labels": meta["labels"]}
         subjects = [{"kind": "ServiceAccount", "name": object_name, "namespace": args.namespace}]
-        made: list[pulumi.Resource] = [k8s.core.v1.ServiceAccount(
-            f"{name}-sa", metadata=meta, automount_service_account_token=False, opts=child)]
+        made: list[pulumi.Resource] = [
+            k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta, automount_service_account_token=False, opts=child)
+        ]
         # One role and one binding per scope that has rules: cluster-wide, then in the namespace.
-        scopes = ((cluster_rules, "clusterrole", "ClusterRole", cluster_meta, k8s.rbac.v1.ClusterRole, k8s.rbac.v1.ClusterRoleBinding),
-                  (namespace_rules, "role", "Role", meta, k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding))
+        scopes = (
+            (
+                cluster_rules,
+                "clusterrole",
+                "ClusterRole",
+                cluster_meta,
+                k8s.rbac.v1.ClusterRole,
+                k8s.rbac.v1.ClusterRoleBinding,
+            ),
+            (namespace_rules, "role", "Role", meta, k8s.rbac.v1.Role, k8s.rbac.v1.RoleBinding),
+        )
         for rules, suffix, kind, metadata, role_type, binding_type in scopes:
             if not rules:
                 continue
             role = role_type(f"{name}-{suffix}", metadata=metadata, rules=list(rules), opts=child)
-            made.append(binding_type(
-                f"{name}-{suffix}binding", metadata=metadata,
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role.metadata["name"]},
-                subjects=subjects, opts=child))
+            made.append(
+                binding_type(
+                    f"{name}-{suffix}binding",
+                    metadata=metadata,
+                    role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role.metadata["name"]},
+                    subjects=subjects,
+                    opts=child,
+                )
+            )
         return made

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from components.kubernetes.namespace import RUNTIME_CLASS
 from components.kubernetes.operands import validator
 from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version
-from components.kubernetes.operands.context import OperandContext
-from components.kubernetes.namespace import RUNTIME_CLASS
 from gpu_platform.interface import contract
 
 # Where v1.18.x writes its drop-in. nodeadm's template imports nothing (amazon-eks-ami v20260714
@@ -103,14 +103,42 @@ _CDI_MODE = (
 )
 
 TRAITS: tuple[Traits, ...] = (
-    Traits("1.14", pid_file="/run/nvidia/toolkit.pid", pid_file_env=False, dev_root_env=False, drop_in=False,
-           configures_runtime=True, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.16", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False,
-           configures_runtime=True, cdi_env=_CDI_ANNOTATIONS),
-    Traits("1.18", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=True,
-           configures_runtime=True, cdi_env=_CDI_MODE),
-    Traits("1.19", pid_file="/run/nvidia/toolkit/toolkit.pid", pid_file_env=True, dev_root_env=True, drop_in=False,
-           configures_runtime=False, cdi_env=_CDI_MODE),
+    Traits(
+        "1.14",
+        pid_file="/run/nvidia/toolkit.pid",
+        pid_file_env=False,
+        dev_root_env=False,
+        drop_in=False,
+        configures_runtime=True,
+        cdi_env=_CDI_ANNOTATIONS,
+    ),
+    Traits(
+        "1.16",
+        pid_file="/run/nvidia/toolkit/toolkit.pid",
+        pid_file_env=True,
+        dev_root_env=True,
+        drop_in=False,
+        configures_runtime=True,
+        cdi_env=_CDI_ANNOTATIONS,
+    ),
+    Traits(
+        "1.18",
+        pid_file="/run/nvidia/toolkit/toolkit.pid",
+        pid_file_env=True,
+        dev_root_env=True,
+        drop_in=True,
+        configures_runtime=True,
+        cdi_env=_CDI_MODE,
+    ),
+    Traits(
+        "1.19",
+        pid_file="/run/nvidia/toolkit/toolkit.pid",
+        pid_file_env=True,
+        dev_root_env=True,
+        drop_in=False,
+        configures_runtime=False,
+        cdi_env=_CDI_MODE,
+    ),
 )
 
 
@@ -122,18 +150,28 @@ def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["container-toolkit"]
     t = traits(image)
     containerd = (
-        ("RUNTIME", "containerd"),
-        ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
-        ("NO_RUNTIME_CONFIG", "true"),
-    ) if not t.configures_runtime else (
-        ("RUNTIME", "containerd"),
-        ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
-        ("RUNTIME_CONFIG", "/runtime/config-dir/config.toml"),
-        ("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
-        *((("RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml"),
-           ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f"{DROP_IN_DIR}/99-nvidia.toml")) if t.drop_in else ()),
-        ("RUNTIME_SOCKET", "/runtime/sock-dir/containerd.sock"),
-        ("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
+        (
+            ("RUNTIME", "containerd"),
+            ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
+            ("NO_RUNTIME_CONFIG", "true"),
+        )
+        if not t.configures_runtime
+        else (
+            ("RUNTIME", "containerd"),
+            ("CONTAINERD_RUNTIME_CLASS", RUNTIME_CLASS),
+            ("RUNTIME_CONFIG", "/runtime/config-dir/config.toml"),
+            ("CONTAINERD_CONFIG", "/runtime/config-dir/config.toml"),
+            *(
+                (
+                    ("RUNTIME_DROP_IN_CONFIG", "/runtime/config-dir.d/99-nvidia.toml"),
+                    ("RUNTIME_DROP_IN_CONFIG_HOST_PATH", f"{DROP_IN_DIR}/99-nvidia.toml"),
+                )
+                if t.drop_in
+                else ()
+            ),
+            ("RUNTIME_SOCKET", "/runtime/sock-dir/containerd.sock"),
+            ("CONTAINERD_SOCKET", "/runtime/sock-dir/containerd.sock"),
+        )
     )
     # The toolkit-root host directory only holds the pid file, so it is mounted only where the
     # image can be told to write it there; older images get a pod-local /run/nvidia for it.
@@ -157,19 +195,30 @@ def spec(ctx: OperandContext) -> OperandSpec:
             *containerd,
             *(t.cdi_env if ctx.cdi else ()),
         ),
-        host_paths=(*(("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket")
-                      if t.configures_runtime else ()),
-                    *toolkit_root, "toolkit-install-dir", "host-root", "cdi-root"),
+        host_paths=(
+            *(
+                ("containerd-config", *(("containerd-drop-in-config",) if t.drop_in else ()), "containerd-socket")
+                if t.configures_runtime
+                else ()
+            ),
+            *toolkit_root,
+            "toolkit-install-dir",
+            "host-root",
+            "cdi-root",
+        ),
         mounts=pid_dir,
         privileged=True,
         read_only_root=False,
         requests=("50m", "64Mi"),
     )
-    writes = (f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml, imports it into {CONFIG_TOML} until the "
-              "next boot and restarts containerd (privileged, hostPID)" if t.drop_in
-              else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit) and restarts containerd (privileged, hostPID)"
-              if t.configures_runtime
-              else "which the node's user data registers with containerd at boot: leaves containerd alone (privileged)")
+    writes = (
+        f"writes the containerd drop-in {DROP_IN_DIR}/99-nvidia.toml, imports it into {CONFIG_TOML} until the "
+        "next boot and restarts containerd (privileged, hostPID)"
+        if t.drop_in
+        else f"adds the nvidia runtime to {CONFIG_TOML} (restored on exit) and restarts containerd (privileged, hostPID)"
+        if t.configures_runtime
+        else "which the node's user data registers with containerd at boot: leaves containerd alone (privileged)"
+    )
     return OperandSpec(
         operand="container-toolkit",
         reason=(
@@ -179,12 +228,34 @@ def spec(ctx: OperandContext) -> OperandSpec:
         init_containers=(validator.driver_check(ctx.images["validator"]),),
         containers=(toolkit,),
         host_paths=(
-            *((HostPath("containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"),
-               *((HostPath("containerd-drop-in-config", DROP_IN_DIR, "/runtime/config-dir.d/", False, "DirectoryOrCreate"),)
-                 if t.drop_in else ()),
-               HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False)) if t.configures_runtime else ()),
-            *((HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),)
-              if t.pid_file_env else ()),
+            *(
+                (
+                    HostPath(
+                        "containerd-config", "/etc/containerd", "/runtime/config-dir/", False, "DirectoryOrCreate"
+                    ),
+                    *(
+                        (
+                            HostPath(
+                                "containerd-drop-in-config",
+                                DROP_IN_DIR,
+                                "/runtime/config-dir.d/",
+                                False,
+                                "DirectoryOrCreate",
+                            ),
+                        )
+                        if t.drop_in
+                        else ()
+                    ),
+                    HostPath("containerd-socket", "/run/containerd", "/runtime/sock-dir/", False),
+                )
+                if t.configures_runtime
+                else ()
+            ),
+            *(
+                (HostPath("toolkit-root", "/run/nvidia/toolkit", "/run/nvidia/toolkit", False, "DirectoryOrCreate"),)
+                if t.pid_file_env
+                else ()
+            ),
             HostPath("toolkit-install-dir", contract.TOOLKIT_INSTALL_ROOT, contract.TOOLKIT_INSTALL_ROOT, False),
             validator.HOST_ROOT,
             HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),

@@ -41,9 +41,9 @@ from dataclasses import dataclass
 
 from components.kubernetes.operands import mig_access
 from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import ClaimTemplate, Container, HostPath, OperandSpec, Service
 from components.kubernetes.operands.version_table import row_for
-from components.kubernetes.operands.context import OperandContext
 from gpu_platform.catalog import image_refs, versions
 
 PORT = 9400
@@ -53,8 +53,14 @@ PORT = 9400
 # template nvidia-dcgm-exporter-admin (:4), all devices of the DRA driver's gpu.nvidia.com class
 # (:13-15), which the DRA driver operand creates (dra_driver.DEVICE_CLASSES, tests check they agree).
 GPU_CLASS = "gpu.nvidia.com"
-ADMIN_CLAIM = ClaimTemplate(claim="admin-gpus", suffix="admin", request="admin-gpus", device_class=GPU_CLASS,
-                            allocation_mode="All", admin_access=True)
+ADMIN_CLAIM = ClaimTemplate(
+    claim="admin-gpus",
+    suffix="admin",
+    request="admin-gpus",
+    device_class=GPU_CLASS,
+    allocation_mode="All",
+    admin_access=True,
+)
 # What the exporter's informers read in mode dra, list and watch only (an informer's calls; nothing
 # gets a single object): its node's pods (field selector spec.nodeName, which RBAC cannot narrow)
 # and the ResourceSlices that map a DRA device to its GPU. Upstream's DRA variant grants get too,
@@ -86,8 +92,6 @@ DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is 
 """
 
 
-
-
 @dataclass(frozen=True)
 class ExporterImage:
     since: str  # first exporter version this row describes
@@ -103,10 +107,13 @@ class ExporterImage:
 
 
 IMAGES: tuple[ExporterImage, ...] = (
-    ExporterImage("3.0.0", "/usr/bin/dcgm-exporter",
-                  "NVIDIA/dcgm-exporter docker/Dockerfile* COPY of dcgm-exporter to /usr/bin/ at 3.2.6-3.1.9 "
-                  "(853be680 Dockerfile.ubuntu20.04:12) .. 4.5.3-4.8.2 (docker/Dockerfile:335) and 4.6.0-4.8.3 "
-                  "(7ad58324 docker/Dockerfile, distroless stage)"),
+    ExporterImage(
+        "3.0.0",
+        "/usr/bin/dcgm-exporter",
+        "NVIDIA/dcgm-exporter docker/Dockerfile* COPY of dcgm-exporter to /usr/bin/ at 3.2.6-3.1.9 "
+        "(853be680 Dockerfile.ubuntu20.04:12) .. 4.5.3-4.8.2 (docker/Dockerfile:335) and 4.6.0-4.8.3 "
+        "(7ad58324 docker/Dockerfile, distroless stage)",
+    ),
 )
 
 
@@ -124,25 +131,33 @@ class SharedGpuMode:
 
 
 SHARED_GPU_MODES: tuple[SharedGpuMode, ...] = (
-    SharedGpuMode("3.0.0", "this exporter has no shared-GPU mode (KUBERNETES_VIRTUAL_GPUS comes with 4.0.3)",
-                  "NVIDIA/dcgm-exporter 3.3.9-3.6.1: no KUBERNETES_VIRTUAL_GPUS (git grep); "
-                  "4.1.1-4.0.3 pkg/cmd/app.go:90, 264"),
+    SharedGpuMode(
+        "3.0.0",
+        "this exporter has no shared-GPU mode (KUBERNETES_VIRTUAL_GPUS comes with 4.0.3)",
+        "NVIDIA/dcgm-exporter 3.3.9-3.6.1: no KUBERNETES_VIRTUAL_GPUS (git grep); 4.1.1-4.0.3 pkg/cmd/app.go:90, 264",
+    ),
     # The shared path keeps only the per-pod copies of each counter: a GPU no pod holds loses its
     # series (temperature, XID errors) on every pool; up to 4.5.0 even a node with no GPU pod at all.
-    SharedGpuMode("4.0.3", "its shared-GPU mode drops the series of every GPU no pod holds (XID errors, temperature "
-                  "included), on every pool, as the exporter's settings are the whole cluster's",
-                  "NVIDIA/dcgm-exporter 4.1.1-4.0.4 internal/pkg/transformation/kubernetes.go:83-127 "
-                  "(metrics[counter] = newmetrics); 4.4.1-4.5.2 kubernetes.go:195-246, 4.5.1-4.8.0 246-296 (the "
-                  "originals kept only when no GPU of the node has a pod)"),
+    SharedGpuMode(
+        "4.0.3",
+        "its shared-GPU mode drops the series of every GPU no pod holds (XID errors, temperature "
+        "included), on every pool, as the exporter's settings are the whole cluster's",
+        "NVIDIA/dcgm-exporter 4.1.1-4.0.4 internal/pkg/transformation/kubernetes.go:83-127 "
+        "(metrics[counter] = newmetrics); 4.4.1-4.5.2 kubernetes.go:195-246, 4.5.1-4.8.0 246-296 (the "
+        "originals kept only when no GPU of the node has a pod)",
+    ),
     # Idle GPUs keep their series, but GPU_UTIL and FB_USED per pod come from NVML's process lists mapped
     # to pods by /proc/<pid>/cgroup and the pod's UID from the API: without the host PID namespace and a
     # pod informer every pod reads 0, on non-shared GPUs too.
-    SharedGpuMode("4.8.2", "its shared-GPU mode reports DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED per pod from "
-                  "process accounting, which needs the host PID namespace and pod UIDs from the API (neither is "
-                  "granted to the exporter), so every pod, on shared and non-shared GPUs alike, would read 0",
-                  "NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:201-252, 338-406, "
-                  "921-954; process_metrics.go:30-32; pidmapper.go:40-56, 82-110; 7ad58324 (4.6.0-4.8.3) "
-                  "kubernetes.go createPerProcessMetrics, NewPodMapper (no informer without pod labels/UID/DRA)"),
+    SharedGpuMode(
+        "4.8.2",
+        "its shared-GPU mode reports DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED per pod from "
+        "process accounting, which needs the host PID namespace and pod UIDs from the API (neither is "
+        "granted to the exporter), so every pod, on shared and non-shared GPUs alike, would read 0",
+        "NVIDIA/dcgm-exporter 4.5.3-4.8.2 internal/pkg/transformation/kubernetes.go:201-252, 338-406, "
+        "921-954; process_metrics.go:30-32; pidmapper.go:40-56, 82-110; 7ad58324 (4.6.0-4.8.3) "
+        "kubernetes.go createPerProcessMetrics, NewPodMapper (no informer without pod labels/UID/DRA)",
+    ),
 )
 
 
@@ -154,10 +169,12 @@ def shared_gpu_warning(ctx: OperandContext) -> str | None:
         return None
     image = ctx.images["dcgm-exporter"]
     mode = row_for(exporter_version(image), SHARED_GPU_MODES, f"dcgm-exporter image {image!r}")
-    return (f"gpu-platform:nodePools ({', '.join(pools)}): time-sliced GPUs are attributed to one pod each in the "
-            f"DCGM exporter's per-pod metrics (the pod the kubelet lists last); KUBERNETES_VIRTUAL_GPUS stays off "
-            f"because at {image_refs.tag_of(image)} {mode.why_off}. Use the device-level series (by gpu, UUID) "
-            "for time-sliced pools")
+    return (
+        f"gpu-platform:nodePools ({', '.join(pools)}): time-sliced GPUs are attributed to one pod each in the "
+        f"DCGM exporter's per-pod metrics (the pod the kubelet lists last); KUBERNETES_VIRTUAL_GPUS stays off "
+        f"because at {image_refs.tag_of(image)} {mode.why_off}. Use the device-level series (by gpu, UUID) "
+        "for time-sliced pools"
+    )
 
 
 def exporter_version(image: str) -> str:
@@ -166,7 +183,9 @@ def exporter_version(image: str) -> str:
     tag = image_refs.tag_of(image)
     version = versions.image_tag_version(tag).split("-")[-1]
     if not versions.is_version(version):
-        raise ValueError(f"operator.overrides.dcgm-exporter: {tag!r} carries no exporter version (valid: a tag such as 4.4.2-4.7.0-distroless)")
+        raise ValueError(
+            f"operator.overrides.dcgm-exporter: {tag!r} carries no exporter version (valid: a tag such as 4.4.2-4.7.0-distroless)"
+        )
     return version
 
 
@@ -206,28 +225,49 @@ def spec(ctx: OperandContext) -> OperandSpec:
         liveness=health,
         claims=(ADMIN_CLAIM.claim,) if ctx.dra else (),
     )
-    monitors = ({
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "suffix": "servicemonitor",
-        "labels": ctx.service_monitor,
-        "spec": {
-            "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
-            "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s", "honorLabels": True}],
-        },
-    },) if ctx.service_monitor is not None else ()
+    monitors = (
+        (
+            {
+                "apiVersion": "monitoring.coreos.com/v1",
+                "kind": "ServiceMonitor",
+                "suffix": "servicemonitor",
+                "labels": ctx.service_monitor,
+                "spec": {
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": "dcgm-exporter"}},
+                    "endpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s", "honorLabels": True}],
+                },
+            },
+        )
+        if ctx.service_monitor is not None
+        else ()
+    )
     return OperandSpec(
         operand="dcgm-exporter",
         reason=(
-            (mig_access.reason(ctx, "to read MIG devices' metrics (and SYS_ADMIN with it, which DCGM's profiling "
-                                    "metrics need)") if privileged else
-             "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter README)")
+            (
+                mig_access.reason(
+                    ctx, "to read MIG devices' metrics (and SYS_ADMIN with it, which DCGM's profiling metrics need)"
+                )
+                if privileged
+                else "SYS_ADMIN: DCGM's profiling (DCP) metrics in the metrics list need it (dcgm-exporter README)"
+            )
             + "; reads the kubelet pod-resources socket (read-only) to attribute GPUs to pods"
-            + ("; every GPU of its node through an admin-access ResourceClaim (no device plugin in DRA mode)"
-               if ctx.dra else "")
+            + (
+                "; every GPU of its node through an admin-access ResourceClaim (no device plugin in DRA mode)"
+                if ctx.dra
+                else ""
+            )
         ),
         containers=(exporter,),
-        host_paths=(HostPath("pod-gpu-resources", "/var/lib/kubelet/pod-resources", "/var/lib/kubelet/pod-resources", True, "Directory"),),
+        host_paths=(
+            HostPath(
+                "pod-gpu-resources",
+                "/var/lib/kubelet/pod-resources",
+                "/var/lib/kubelet/pod-resources",
+                True,
+                "Directory",
+            ),
+        ),
         empty_dirs=("tmp",),
         config_maps={"metrics": {"metrics.csv": METRICS}},
         services=(Service("metrics", PORT),),

@@ -12,10 +12,10 @@ import yaml
 
 from components.kubernetes.operands import gpu_access, mig_access
 from components.kubernetes.operands.component import Operand
-from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
-from components.kubernetes.operands.version_table import image_version
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.sharing import PoolSharing
+from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
+from components.kubernetes.operands.version_table import image_version
 from gpu_platform.catalog import versions
 from gpu_platform.config import ConfigError
 
@@ -93,8 +93,11 @@ def _config_manager(image: str, name: str, process: str, init: bool) -> Containe
     The init container runs before anything it could signal: ONESHOT with SEND_SIGNAL=false, as
     upstream (else it exits 1 on 'no process found'), and as the default non-root user: it only
     writes the link into the emptyDir."""
-    signal = (("SEND_SIGNAL", "false"), ("SIGNAL", ""), ("PROCESS_TO_SIGNAL", ""), ("ONESHOT", "true")) if init else (
-        ("SEND_SIGNAL", "true"), ("SIGNAL", "1"), ("PROCESS_TO_SIGNAL", process))
+    signal = (
+        (("SEND_SIGNAL", "false"), ("SIGNAL", ""), ("PROCESS_TO_SIGNAL", ""), ("ONESHOT", "true"))
+        if init
+        else (("SEND_SIGNAL", "true"), ("SIGNAL", "1"), ("PROCESS_TO_SIGNAL", process))
+    )
     return Container(
         name=name,
         image=image,
@@ -117,8 +120,10 @@ def _config_manager(image: str, name: str, process: str, init: bool) -> Containe
 
 def config_managers(image: str, process: str) -> tuple[Container, Container]:
     """The init container and the sidecar, for a pod whose `process` reads the linked config."""
-    return (_config_manager(image, "config-manager-init", process, init=True),
-            _config_manager(image, "config-manager", process, init=False))
+    return (
+        _config_manager(image, "config-manager-init", process, init=True),
+        _config_manager(image, "config-manager", process, init=False),
+    )
 
 
 # What a reader of the linked config mounts: the link's directory, and the ConfigMap the link points
@@ -149,10 +154,19 @@ def spec(ctx: OperandContext) -> OperandSpec:
         reason=(
             "registers nvidia.com/gpu with the kubelet through its device-plugin socket directory "
             "(/var/lib/kubelet/device-plugins, read-write)"
-            + ("; writes the CDI specs of the devices it hands out to /var/run/cdi, generated from the "
-               "host's driver under / (read-only)" if ctx.cdi else "")
-            + ("; " + mig_access.reason(ctx, "to list MIG devices and watch their health") if privileged else
-               "; SYS_ADMIN to watch MIG devices' health" if mig else "")
+            + (
+                "; writes the CDI specs of the devices it hands out to /var/run/cdi, generated from the "
+                "host's driver under / (read-only)"
+                if ctx.cdi
+                else ""
+            )
+            + (
+                "; " + mig_access.reason(ctx, "to list MIG devices and watch their health")
+                if privileged
+                else "; SYS_ADMIN to watch MIG devices' health"
+                if mig
+                else ""
+            )
         ),
         init_containers=(init,),
         containers=(
@@ -168,7 +182,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("NVIDIA_MIG_MONITOR_DEVICES", "all" if mig else "none"),
                     *_cdi_env(ctx, image),
                 ),
-                host_paths=("device-plugin", *(("cdi-root", HOST_ROOT.volume) if ctx.cdi else ()), *gpu_access.volumes()),
+                host_paths=(
+                    "device-plugin",
+                    *(("cdi-root", HOST_ROOT.volume) if ctx.cdi else ()),
+                    *gpu_access.volumes(),
+                ),
                 mounts=CONFIG_MOUNTS,
                 privileged=privileged,
                 capabilities=("SYS_ADMIN",) if mig and not privileged else (),
@@ -182,8 +200,18 @@ def spec(ctx: OperandContext) -> OperandSpec:
             manager,
         ),
         host_paths=(
-            HostPath("device-plugin", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/device-plugins", False, "Directory"),
-            *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"), HOST_ROOT) if ctx.cdi else ()),
+            HostPath(
+                "device-plugin",
+                "/var/lib/kubelet/device-plugins",
+                "/var/lib/kubelet/device-plugins",
+                False,
+                "Directory",
+            ),
+            *(
+                (HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"), HOST_ROOT)
+                if ctx.cdi
+                else ()
+            ),
             *gpu_access.host_paths(),
         ),
         empty_dirs=("config",),

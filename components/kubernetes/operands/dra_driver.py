@@ -91,7 +91,11 @@ HOST_PATHS = (
 # every pod in the cluster, env values included, from any GPU node.
 CLUSTER_RULES = (
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceslices"],
+        "verbs": ["list", "watch", "create", "update", "delete"],
+    },
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
 )
 
@@ -125,7 +129,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
                     ("KUBELET_REGISTRAR_DIRECTORY_PATH", f"{KUBELET_DIR}/plugins_registry"),
                     ("KUBELET_PLUGINS_DIRECTORY_PATH", f"{KUBELET_DIR}/plugins"),
                     ("HEALTHCHECK_PORT", str(HEALTH_PORT)),
-                    *([(dra.FEATURE_GATES_ENV, dra.format_gates(ctx.dra_feature_gates))] if ctx.dra_feature_gates else []),
+                    *(
+                        [(dra.FEATURE_GATES_ENV, dra.format_gates(ctx.dra_feature_gates))]
+                        if ctx.dra_feature_gates
+                        else []
+                    ),
                 ),
                 field_env=(("NODE_NAME", "spec.nodeName"), ("NAMESPACE", "metadata.namespace")),
                 host_paths=tuple(hp.volume for hp in HOST_PATHS),
@@ -161,12 +169,18 @@ class DraDriver(Operand):
         policy_name = admission.DRA_RESOURCE_SLICES
         labels = {"app.kubernetes.io/name": spec.operand, "app.kubernetes.io/part-of": "gpu-platform"}
         policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-            f"{name}-resourceslices", metadata={"name": policy_name, "labels": labels},
-            spec=pulumi.Output.from_input(self._args.namespace).apply(lambda ns: resource_slices(ns, spec.name, DRIVER)),
-            opts=self._child)
+            f"{name}-resourceslices",
+            metadata={"name": policy_name, "labels": labels},
+            spec=pulumi.Output.from_input(self._args.namespace).apply(
+                lambda ns: resource_slices(ns, spec.name, DRIVER)
+            ),
+            opts=self._child,
+        )
         # After its policy, as the platform's other bindings (components/kubernetes/admission.py).
         binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-            f"{name}-resourceslices-binding", metadata={"name": policy_name, "labels": labels},
+            f"{name}-resourceslices-binding",
+            metadata={"name": policy_name, "labels": labels},
             spec={"policyName": policy_name, "validationActions": ["Deny"]},
-            opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[policy])))
+            opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[policy])),
+        )
         return [policy, binding]

@@ -53,8 +53,15 @@ NAME = "nvidia-dra-validator"  # 0500_daemonset.yaml:18, its service account 010
 # The pod's claim and its request are both validation-gpu (0500_daemonset.yaml:90, 105;
 # 0400_resourceclaimtemplate.yaml:19), the template nvidia-dra-validator-gpu (:13, the pod's
 # resourceClaimTemplateName 0500_daemonset.yaml:91): exactly one GPU, admin access (:21-25).
-CLAIM = ClaimTemplate(claim="validation-gpu", suffix="gpu", request="validation-gpu", device_class=GPU_CLASS,
-                      allocation_mode="ExactCount", count=1, admin_access=True)
+CLAIM = ClaimTemplate(
+    claim="validation-gpu",
+    suffix="gpu",
+    request="validation-gpu",
+    device_class=GPU_CLASS,
+    allocation_mode="ExactCount",
+    count=1,
+    admin_access=True,
+)
 # The image key it runs (gpu_platform/catalog/operands.yaml: the validator's).
 IMAGE_KEY = next(r.image for r in operands.rows() if r.operand == "dra-validator")
 
@@ -64,10 +71,21 @@ def spec(ctx: OperandContext) -> OperandSpec:
     # Not root: the injected device nodes are the container user's (module docstring).
     # A CPU limit costs nothing here (one nvidia-smi call, then a sleep loop) and bounds what the
     # pod on every GPU node may take.
-    check = Container(name="gpu-validation", image=image, command=("sh", "-c"), args=("nvidia-smi -L",),
-                      claims=(CLAIM.claim,), cpu_limit="500m")
-    idle = Container(name=NAME, image=image, command=("sh", "-c"), cpu_limit="10m",
-                     args=("echo all validations are successful; while true; do sleep 86400; done",))
+    check = Container(
+        name="gpu-validation",
+        image=image,
+        command=("sh", "-c"),
+        args=("nvidia-smi -L",),
+        claims=(CLAIM.claim,),
+        cpu_limit="500m",
+    )
+    idle = Container(
+        name=NAME,
+        image=image,
+        command=("sh", "-c"),
+        cpu_limit="10m",
+        args=("echo all validations are successful; while true; do sleep 86400; done",),
+    )
     return OperandSpec(
         operand="dra-validator",
         reason=(

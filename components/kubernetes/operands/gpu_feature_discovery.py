@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from components.kubernetes.operands import device_plugin, gpu_access, mig_access
 from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version
-from components.kubernetes.operands.context import OperandContext
 
 FEATURES_D = "/etc/kubernetes/node-feature-discovery/features.d"
 # The GPU Operator's pod label for GFD, which the MIG manager waits for and restarts GFD by
@@ -56,20 +56,38 @@ IMAGES: tuple[GfdImage, ...] = (
     # Operator 23.9.x: its own repository and binary; the image holds only gpu-feature-discovery
     # (ENTRYPOINT /usr/bin/gpu-feature-discovery), so the operator runs config-manager from the
     # device plugin's image and signals "/usr/bin/gpu-feature-discovery".
-    GfdImage("0.8.0", "nvcr.io/nvidia/gpu-feature-discovery", "/usr/bin/gpu-feature-discovery", False, False,
-             "NVIDIA/gpu-feature-discovery deployments/container/Dockerfile.ubi8 at v0.8.2; NVIDIA/gpu-operator "
-             "assets/gpu-feature-discovery/0500_daemonset.yaml and controllers/object_controls.go "
-             "(config-manager image = DevicePlugin image) at v23.9.2"),
+    GfdImage(
+        "0.8.0",
+        "nvcr.io/nvidia/gpu-feature-discovery",
+        "/usr/bin/gpu-feature-discovery",
+        False,
+        False,
+        "NVIDIA/gpu-feature-discovery deployments/container/Dockerfile.ubi8 at v0.8.2; NVIDIA/gpu-operator "
+        "assets/gpu-feature-discovery/0500_daemonset.yaml and controllers/object_controls.go "
+        "(config-manager image = DevicePlugin image) at v23.9.2",
+    ),
     # Operator 24.3.0 on: the k8s-device-plugin image, which carries gpu-feature-discovery and
     # config-manager in /usr/bin.
-    GfdImage("0.15.0", "nvcr.io/nvidia/k8s-device-plugin", "gpu-feature-discovery", True, False,
-             "NVIDIA/k8s-device-plugin deployments/container/Dockerfile* at v0.15.0..v0.20.0; NVIDIA/gpu-operator "
-             "assets/gpu-feature-discovery/0500_daemonset.yaml at v24.3.0..v26.7.0"),
+    GfdImage(
+        "0.15.0",
+        "nvcr.io/nvidia/k8s-device-plugin",
+        "gpu-feature-discovery",
+        True,
+        False,
+        "NVIDIA/k8s-device-plugin deployments/container/Dockerfile* at v0.15.0..v0.20.0; NVIDIA/gpu-operator "
+        "assets/gpu-feature-discovery/0500_daemonset.yaml at v24.3.0..v26.7.0",
+    ),
     # USE_NODE_FEATURE_API defaults to true (cmd/gpu-feature-discovery/main.go lines 100-105 at
     # v0.19.0 and v0.20.0); the operator leaves it so off OpenShift (controllers/object_controls.go
     # lines 947-951 at v26.7.0).
-    GfdImage("0.19.0", "nvcr.io/nvidia/k8s-device-plugin", "gpu-feature-discovery", True, True,
-             "NVIDIA/k8s-device-plugin cmd/gpu-feature-discovery/main.go and internal/lm/output.go at v0.19.0..v0.20.0"),
+    GfdImage(
+        "0.19.0",
+        "nvcr.io/nvidia/k8s-device-plugin",
+        "gpu-feature-discovery",
+        True,
+        True,
+        "NVIDIA/k8s-device-plugin cmd/gpu-feature-discovery/main.go and internal/lm/output.go at v0.19.0..v0.20.0",
+    ),
 )
 
 
@@ -100,8 +118,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
             # (controllers/object_controls.go:959, 2611-2622 at v25.10.1); see mig_access.
             *((("NVIDIA_MIG_MONITOR_DEVICES", "all"),) if mig else ()),
         ),
-        field_env=(("NAMESPACE", "metadata.namespace"), ("NODE_NAME", "spec.nodeName"),
-                   *((("POD_NAME", "metadata.name"),) if api else ())),
+        field_env=(
+            ("NAMESPACE", "metadata.namespace"),
+            ("NODE_NAME", "spec.nodeName"),
+            *((("POD_NAME", "metadata.name"),) if api else ()),
+        ),
         host_paths=(*(() if api else ("output-dir",)), "host-sys", *gpu_access.volumes()),
         mounts=device_plugin.CONFIG_MOUNTS,
         privileged=privileged,
@@ -115,11 +136,19 @@ def spec(ctx: OperandContext) -> OperandSpec:
     return OperandSpec(
         operand="gpu-feature-discovery",
         reason=(
-            ("publishes GPU labels as its node's NodeFeature object" if api else
-             "writes GPU labels as an NFD feature file in " + FEATURES_D + " (read-write)")
+            (
+                "publishes GPU labels as its node's NodeFeature object"
+                if api
+                else "writes GPU labels as an NFD feature file in " + FEATURES_D + " (read-write)"
+            )
             + " and reads PCI/DMI data from /sys (read-only)"
-            + ("; " + mig_access.reason(ctx, "to label MIG devices") if privileged else
-               "; SYS_ADMIN to read MIG devices through NVML" if mig else "")
+            + (
+                "; " + mig_access.reason(ctx, "to label MIG devices")
+                if privileged
+                else "; SYS_ADMIN to read MIG devices through NVML"
+                if mig
+                else ""
+            )
         ),
         init_containers=(init,),
         containers=(gfd, manager),

@@ -10,8 +10,8 @@ import json
 from typing import Any
 
 from components.kubernetes.operands.spec import ClaimTemplate, Container, Deployment, OperandArgs, OperandSpec
-from gpu_platform.interface import contract, workloads
 from gpu_platform.config.audit import Audit
+from gpu_platform.interface import contract, workloads
 
 PRIORITY_CLASS = "system-node-critical"
 
@@ -89,11 +89,23 @@ def _token(spec: OperandSpec) -> tuple[bool, bool]:
 
 def _container(c: Container, spec: OperandSpec) -> dict:
     by_volume = {hp.volume: hp for hp in spec.host_paths}
-    mounts = [
-        {"name": v, "mountPath": by_volume[v].mount, "readOnly": by_volume[v].read_only,
-         **({"mountPropagation": by_volume[v].propagation} if by_volume[v].propagation else {})} for v in c.host_paths
-    ] + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts] + (
-        [{"name": TOKEN_VOLUME["name"], "mountPath": TOKEN_DIR, "readOnly": True}] if c.api_token and _token(spec)[1] else [])
+    mounts = (
+        [
+            {
+                "name": v,
+                "mountPath": by_volume[v].mount,
+                "readOnly": by_volume[v].read_only,
+                **({"mountPropagation": by_volume[v].propagation} if by_volume[v].propagation else {}),
+            }
+            for v in c.host_paths
+        ]
+        + [{"name": v, "mountPath": path, "readOnly": ro} for v, path, ro in c.mounts]
+        + (
+            [{"name": TOKEN_VOLUME["name"], "mountPath": TOKEN_DIR, "readOnly": True}]
+            if c.api_token and _token(spec)[1]
+            else []
+        )
+    )
     env = [{"name": k, "value": v} for k, v in c.env] + [
         {"name": k, "valueFrom": {"fieldRef": {"fieldPath": path}}} for k, path in c.field_env
     ]
@@ -134,7 +146,7 @@ def _declared(args: OperandArgs) -> dict[str, str]:
 def deployment_manifest(spec: OperandSpec, part: Deployment, args: OperandArgs, name: str) -> dict:
     """A Deployment of a cluster-wide part: unprivileged by construction (host access belongs to
     the DaemonSet, where the audit annotations are)."""
-    containers = [c for c in part.containers]
+    containers = list(part.containers)
     if any(c.privileged or c.capabilities or c.host_paths for c in containers):
         raise ValueError(f"{spec.operand}-{part.suffix}: a Deployment part keeps no privilege")
     labels = {
@@ -186,15 +198,20 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         selector = {contract.gate_label(args.gate): "true"}
     else:
         selector = {}
-    tolerations = [{"operator": "Exists"}] if spec.tolerate_all else [
-        {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}
-    ]
-    volumes = [
-        {"name": hp.volume, "hostPath": {"path": hp.path, **({"type": hp.type} if hp.type else {})}}
-        for hp in spec.host_paths
-    ] + [{"name": d, "emptyDir": {}} for d in spec.empty_dirs] + [
-        {"name": suffix, "configMap": {"name": cm}} for suffix, cm in configmap_names.items()
-    ] + ([TOKEN_VOLUME] if _token(spec)[1] else [])
+    tolerations = (
+        [{"operator": "Exists"}]
+        if spec.tolerate_all
+        else [{"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}]
+    )
+    volumes = (
+        [
+            {"name": hp.volume, "hostPath": {"path": hp.path, **({"type": hp.type} if hp.type else {})}}
+            for hp in spec.host_paths
+        ]
+        + [{"name": d, "emptyDir": {}} for d in spec.empty_dirs]
+        + [{"name": suffix, "configMap": {"name": cm}} for suffix, cm in configmap_names.items()]
+        + ([TOKEN_VOLUME] if _token(spec)[1] else [])
+    )
     pod_spec: dict[str, Any] = {
         "serviceAccountName": name,
         "automountServiceAccountToken": _token(spec)[0],
@@ -214,10 +231,14 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
     }
     pod_spec.update({k: v for k, v in optional.items() if v})
     if spec.claim_templates:
-        pod_spec["resourceClaims"] = [{"name": t.claim, "resourceClaimTemplateName": claim_template_name(name, t)}
-                                      for t in spec.claim_templates]
+        pod_spec["resourceClaims"] = [
+            {"name": t.claim, "resourceClaimTemplateName": claim_template_name(name, t)} for t in spec.claim_templates
+        ]
     annotations = {**_declared(args), **audit_annotations(pod_spec, spec.reason, args.audit)}
-    pod_annotations = {**pod_template_audit(annotations), **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {})}
+    pod_annotations = {
+        **pod_template_audit(annotations),
+        **({CONFIG_HASH_KEY: config_hash(spec)} if spec.config_maps else {}),
+    }
     return {
         "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
         "spec": {

@@ -36,19 +36,25 @@ class Toolkit:
 
 
 TOOLKITS: tuple[Toolkit, ...] = (
-    Toolkit("1.14.0", True,
-            "NVIDIA/nvidia-container-toolkit: mode `auto` resolves to legacy (internal/info/auto.go:64-89 at "
-            "v1.14.3, :49-55 at v1.17.8), whose hook passes --mig-monitor for NVIDIA_MIG_MONITOR_DEVICES to a "
-            "CAP_SYS_ADMIN container (cmd/nvidia-container-runtime-hook/container_config.go:319-324, main.go:127 "
-            "at v1.14.3)"),
+    Toolkit(
+        "1.14.0",
+        True,
+        "NVIDIA/nvidia-container-toolkit: mode `auto` resolves to legacy (internal/info/auto.go:64-89 at "
+        "v1.14.3, :49-55 at v1.17.8), whose hook passes --mig-monitor for NVIDIA_MIG_MONITOR_DEVICES to a "
+        "CAP_SYS_ADMIN container (cmd/nvidia-container-runtime-hook/container_config.go:319-324, main.go:127 "
+        "at v1.14.3)",
+    ),
     # The fix (toolkit PR #1947, closing issue #1740) is documented for 1.20.1, which no mirror tag
     # holds yet: its row is added once read at its tag.
-    Toolkit("1.18.0", False,
-            "NVIDIA/nvidia-container-toolkit v1.18.0..v1.20.0: mode `auto` (internal/config/config.go:120 at "
-            "v1.18.1, api/config/v1/config.go:120 at v1.20.0) resolves to jit-cdi (internal/info/auto.go:89); "
-            "the CDI modes remove the hook (internal/runtime/runtime_factory.go:163-167 at v1.18.1, "
-            "internal/modifier/mode.go:24-28 at v1.20.0) and build the devices from CDI names "
-            "(internal/modifier/cdi.go:43-81 at v1.18.1), reading no NVIDIA_MIG_MONITOR_DEVICES: issue #1740"),
+    Toolkit(
+        "1.18.0",
+        False,
+        "NVIDIA/nvidia-container-toolkit v1.18.0..v1.20.0: mode `auto` (internal/config/config.go:120 at "
+        "v1.18.1, api/config/v1/config.go:120 at v1.20.0) resolves to jit-cdi (internal/info/auto.go:89); "
+        "the CDI modes remove the hook (internal/runtime/runtime_factory.go:163-167 at v1.18.1, "
+        "internal/modifier/mode.go:24-28 at v1.20.0) and build the devices from CDI names "
+        "(internal/modifier/cdi.go:43-81 at v1.18.1), reading no NVIDIA_MIG_MONITOR_DEVICES: issue #1740",
+    ),
 )
 
 
@@ -61,7 +67,9 @@ def privileged(ctx: OperandContext) -> bool:
 
 def reason(ctx: OperandContext, use: str) -> str:
     """The audit reason of that privilege, `use` saying what the container reads."""
-    return (f"privileged {use}: the nodes' container toolkit {ctx.toolkit_version} builds a container's devices "
-            "from CDI (jit-cdi, its default mode from 1.18.0) and hands it no MIG capability device "
-            "(/dev/nvidia-caps/nvidia-cap1, -cap2) for NVIDIA_MIG_MONITOR_DEVICES (nvidia-container-toolkit "
-            "issue #1740, fixed in 1.20.1); a privileged container gets every host device, as the GPU Operator runs it")
+    return (
+        f"privileged {use}: the nodes' container toolkit {ctx.toolkit_version} builds a container's devices "
+        "from CDI (jit-cdi, its default mode from 1.18.0) and hands it no MIG capability device "
+        "(/dev/nvidia-caps/nvidia-cap1, -cap2) for NVIDIA_MIG_MONITOR_DEVICES (nvidia-container-toolkit "
+        "issue #1740, fixed in 1.20.1); a privileged container gets every host device, as the GPU Operator runs it"
+    )

@@ -30,14 +30,13 @@ operator's entrypoint does for a host driver). It writes no readiness marker and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import yaml
 
 from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version
-from components.kubernetes.operands.context import MigPool, OperandContext
 from gpu_platform.config import ConfigError
 
 HOST_ROOT = "/host"
@@ -51,7 +50,7 @@ _OPERAND_CDI_HOOK = "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
 class MigManagerImage:
     since: str  # first k8s-mig-manager version this row describes
     driver_root_env: str  # the driver root's env name (the older name stays an alias)
-    cdi_hook_env: Optional[str]  # None: the image generates CDI specs with nvidia-ctk's default hook
+    cdi_hook_env: str | None  # None: the image generates CDI specs with nvidia-ctk's default hook
     # NVIDIA_DEV_ROOT / DEV_ROOT_CTR_PATH exist (v0.8.0 on). From v0.13.0 nothing defaults them to
     # the driver root: unset, the CDI step creates device nodes and specs against the container's
     # own /dev (mig-parted v0.13.1 cmd/nvidia-mig-manager/main.go:240-255, reconfigure.go:624-698).
@@ -63,12 +62,30 @@ class MigManagerImage:
 
 
 IMAGES: tuple[MigManagerImage, ...] = (
-    MigManagerImage("0.5.0", "DRIVER_ROOT", None, False, False,
-                    "NVIDIA/mig-parted deployments/gpu-operator/main.go at v0.5.5, cmd/nvidia-mig-manager/main.go at v0.6.0, v0.7.0"),
-    MigManagerImage("0.8.0", "NVIDIA_DRIVER_ROOT", "NVIDIA_CDI_HOOK_PATH", True, False,
-                    "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go at v0.8.0 .. v0.14.2"),
-    MigManagerImage("0.15.0", "NVIDIA_DRIVER_ROOT", "NVIDIA_CDI_HOOK_PATH", True, True,
-                    "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go, pkg/mig/reconfigure/reconfigure.go at v0.15.0"),
+    MigManagerImage(
+        "0.5.0",
+        "DRIVER_ROOT",
+        None,
+        False,
+        False,
+        "NVIDIA/mig-parted deployments/gpu-operator/main.go at v0.5.5, cmd/nvidia-mig-manager/main.go at v0.6.0, v0.7.0",
+    ),
+    MigManagerImage(
+        "0.8.0",
+        "NVIDIA_DRIVER_ROOT",
+        "NVIDIA_CDI_HOOK_PATH",
+        True,
+        False,
+        "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go at v0.8.0 .. v0.14.2",
+    ),
+    MigManagerImage(
+        "0.15.0",
+        "NVIDIA_DRIVER_ROOT",
+        "NVIDIA_CDI_HOOK_PATH",
+        True,
+        True,
+        "NVIDIA/mig-parted cmd/nvidia-mig-manager/main.go, pkg/mig/reconfigure/reconfigure.go at v0.15.0",
+    ),
 )
 
 
@@ -79,8 +96,11 @@ def image_traits(image: str) -> MigManagerImage:
 def _cdi_env(ctx: OperandContext, traits: MigManagerImage) -> tuple[tuple[str, str], ...]:
     if not ctx.cdi:
         return ()
-    hook = () if traits.cdi_hook_env is None else (
-        (traits.cdi_hook_env, _BAKED_CDI_HOOK if ctx.toolkit_baked else _OPERAND_CDI_HOOK),)
+    hook = (
+        ()
+        if traits.cdi_hook_env is None
+        else ((traits.cdi_hook_env, _BAKED_CDI_HOOK if ctx.toolkit_baked else _OPERAND_CDI_HOOK),)
+    )
     # The device nodes are the host's, seen at the host root: what the validator's driver-ready
     # carries for a host driver (gpu-operator v25.10.1 cmd/nvidia-validator/driver.go:41-51).
     dev_root = (("NVIDIA_DEV_ROOT", "/"), ("DEV_ROOT_CTR_PATH", HOST_ROOT)) if traits.dev_root_env else ()
@@ -92,8 +112,11 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
     for pool in pools:
         if not pool.exists:
             continue
-        entry = [{"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.profiles)}] if pool.profiles else [
-            {"devices": "all", "mig-enabled": pool.config != "all-disabled"}]
+        entry = (
+            [{"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.profiles)}]
+            if pool.profiles
+            else [{"devices": "all", "mig-enabled": pool.config != "all-disabled"}]
+        )
         if configs.get(pool.config, entry) != entry:
             # One name, two carvings (two GPU models): mig-parted would need PCI device filters.
             first = next(p for p in pools if p.config == pool.config)
@@ -115,8 +138,15 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
 # hooks stop only nvsm, dcgm, nvidia-dcgm, dcgm-exporter and kubelet (deployments/systemd/hooks.sh:21-30);
 # without the fabric manager an NVSwitch node's GPUs cannot run work at all.
 HOST_GPU_CLIENTS = (
-    "nvsm.service", "nvsm-mqtt.service", "nvsm-core.service", "nvsm-api-gateway.service", "nvsm-notifier.service",
-    "nv_peer_mem.service", "nvidia-dcgm.service", "dcgm.service", "dcgm-exporter.service",
+    "nvsm.service",
+    "nvsm-mqtt.service",
+    "nvsm-core.service",
+    "nvsm-api-gateway.service",
+    "nvsm-notifier.service",
+    "nv_peer_mem.service",
+    "nvidia-dcgm.service",
+    "dcgm.service",
+    "dcgm-exporter.service",
 )
 GPU_CLIENTS = yaml.safe_dump({"version": "v1", "systemd-services": list(HOST_GPU_CLIENTS)}, sort_keys=False)
 # With host clients shut down, the manager copies nvidia-mig-parted and the config here (under the
@@ -144,7 +174,13 @@ def spec(ctx: OperandContext) -> OperandSpec:
             *_cdi_env(ctx, traits),
         ),
         field_env=(("NODE_NAME", "spec.nodeName"), ("DEFAULT_GPU_CLIENTS_NAMESPACE", "metadata.namespace")),
-        host_paths=("host-sys", "run-nvidia-validations", "host-root", "host-mig-parted", *(("cdi-root",) if ctx.cdi else ())),
+        host_paths=(
+            "host-sys",
+            "run-nvidia-validations",
+            "host-root",
+            "host-mig-parted",
+            *(("cdi-root",) if ctx.cdi else ()),
+        ),
         mounts=(("mig-parted-config", "/mig-parted-config", True), ("gpu-clients", "/gpu-clients", True)),
         privileged=True,
         read_only_root=False,
@@ -156,15 +192,16 @@ def spec(ctx: OperandContext) -> OperandSpec:
             "repartitions GPUs into MIG instances: privileged with hostPID to reset GPUs, stop the "
             "host's GPU client services (and the kubelet while a MIG mode changes) over the host's "
             "D-Bus and run nvidia-mig-parted chrooted in the host root (read-only but for its copy in "
-            f"{HOST_MIG_PARTED_DIR}); writes /sys MIG state"
-            + (" and CDI specs" if ctx.cdi else "")
+            f"{HOST_MIG_PARTED_DIR}); writes /sys MIG state" + (" and CDI specs" if ctx.cdi else "")
         ),
         containers=(manager,),
         host_paths=(
             HostPath("host-sys", "/sys", "/sys", False, "Directory"),
             HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, False, "DirectoryOrCreate"),
             HostPath("host-root", "/", HOST_ROOT, True),
-            HostPath("host-mig-parted", HOST_MIG_PARTED_DIR, HOST_ROOT + HOST_MIG_PARTED_DIR, False, "DirectoryOrCreate"),
+            HostPath(
+                "host-mig-parted", HOST_MIG_PARTED_DIR, HOST_ROOT + HOST_MIG_PARTED_DIR, False, "DirectoryOrCreate"
+            ),
             *((HostPath("cdi-root", "/var/run/cdi", "/var/run/cdi", False, "DirectoryOrCreate"),) if ctx.cdi else ()),
         ),
         config_maps={
@@ -174,7 +211,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
         # Sets mig.config.state and pauses the operands' gates on its node while it repartitions.
         cluster_rules=(
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "patch", "update"]},
-            *(({"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},) if traits.lists_pods_cluster_wide else ()),
+            *(
+                ({"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},)
+                if traits.lists_pods_cluster_wide
+                else ()
+            ),
         ),
         # Waits for the GPU clients' pods (by their app= labels) in its own namespace to leave, and
         # deletes the validator's so its checks run again on the new layout.

@@ -27,14 +27,13 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
 from components.kubernetes.operands.component import Operand
+from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version, image_version
-from components.kubernetes.operands.context import OperandContext
 from gpu_platform.catalog import versions
 
 GROUP = "nfd.k8s-sigs.io"
@@ -45,14 +44,19 @@ _CONFIG_DIR = "/etc/nfd-config"
 # The one HTTP port of 0.18+ (-port): /healthz and /metrics.
 PORT = 8080
 
-WORKER_CONFIG = yaml.safe_dump({
-    "sources": {"pci": {
-        # Network controllers (02, Ethernet 0200, InfiniBand 0207: NVIDIA NICs) and the VGA (0300)
-        # and 3D (0302) display classes, where NVIDIA GPUs show up on the PCI bus.
-        "deviceClassWhitelist": ["02", "0200", "0207", "0300", "0302"],
-        "deviceLabelFields": ["vendor"],
-    }},
-}, sort_keys=False)
+WORKER_CONFIG = yaml.safe_dump(
+    {
+        "sources": {
+            "pci": {
+                # Network controllers (02, Ethernet 0200, InfiniBand 0207: NVIDIA NICs) and the VGA (0300)
+                # and 3D (0302) display classes, where NVIDIA GPUs show up on the PCI bus.
+                "deviceClassWhitelist": ["02", "0200", "0207", "0300", "0302"],
+                "deviceLabelFields": ["vendor"],
+            }
+        },
+    },
+    sort_keys=False,
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +69,7 @@ class Listener:
 
     args: tuple[str, ...] = ()
     ports: tuple[tuple[str, int], ...] = ()
-    health: Optional[str] = None  # None | "http" | "grpc"
+    health: str | None = None  # None | "http" | "grpc"
     health_port: int = 0
 
 
@@ -98,7 +102,9 @@ _METRICS = Listener(args=("-metrics=8081",), ports=(("metrics", 8081),))
 # 0.16.x-0.17.x: metrics on -metrics (8081), the gRPC health service on 8082. 0.16.0-0.16.5 have no
 # -grpc-health flag (the port is a constant in cmd/nfd-{master,worker}/main.go v0.16.3; the flag
 # appears in v0.16.6), so it is never passed: an unknown flag stops the daemon.
-_GRPC_HEALTH = Listener(args=("-metrics=8081",), ports=(("metrics", 8081), ("health", 8082)), health="grpc", health_port=8082)
+_GRPC_HEALTH = Listener(
+    args=("-metrics=8081",), ports=(("metrics", 8081), ("health", 8082)), health="grpc", health_port=8082
+)
 # 0.18+: one plain HTTP port, -port (8080), for /healthz and /metrics (cmd/nfd-*/main.go v0.18.2,
 # v0.19.0); -metrics and -grpc-health are gone.
 _HTTP = Listener(args=(f"-port={PORT}",), ports=(("http", PORT),), health="http")
@@ -107,24 +113,71 @@ TRAITS: tuple[Traits, ...] = (
     # v0.14.2: nfd-master always runs its (deprecated) gRPC server on -port (8080) with the gRPC
     # health service registered on it (pkg/nfd-master/nfd-master.go runGrpcServer), plain text
     # without the -ca/-cert/-key flags; the worker serves metrics only; nfd-gc has no listener.
-    Traits("0.14", worker=_METRICS, gc=Listener(),
-           master=Listener(args=("-port=8080", "-metrics=8081"), ports=(("grpc", 8080), ("metrics", 8081)),
-                           health="grpc", health_port=8080),
-           owner_refs=False, reads_own_pod=False, swaps=False, feature_groups=False),
+    Traits(
+        "0.14",
+        worker=_METRICS,
+        gc=Listener(),
+        master=Listener(
+            args=("-port=8080", "-metrics=8081"),
+            ports=(("grpc", 8080), ("metrics", 8081)),
+            health="grpc",
+            health_port=8080,
+        ),
+        owner_refs=False,
+        reads_own_pod=False,
+        swaps=False,
+        feature_groups=False,
+    ),
     # v0.15.4: nfd-gc gains -metrics (cmd/nfd-gc/main.go); the worker sets owner references.
-    Traits("0.15", worker=_METRICS, gc=_METRICS,
-           master=Listener(args=("-port=8080", "-metrics=8081"), ports=(("grpc", 8080), ("metrics", 8081)),
-                           health="grpc", health_port=8080),
-           owner_refs=True, reads_own_pod=False, swaps=False, feature_groups=False),
+    Traits(
+        "0.15",
+        worker=_METRICS,
+        gc=_METRICS,
+        master=Listener(
+            args=("-port=8080", "-metrics=8081"),
+            ports=(("grpc", 8080), ("metrics", 8081)),
+            health="grpc",
+            health_port=8080,
+        ),
+        owner_refs=True,
+        reads_own_pod=False,
+        swaps=False,
+        feature_groups=False,
+    ),
     # v0.16.3, v0.16.6, v0.17.x: with the NodeFeature API on (the default, locked on in 0.17) the
     # master's gRPC server no longer starts, health moves to its own port; nfd-gc still has none.
-    Traits("0.16", worker=_GRPC_HEALTH, master=_GRPC_HEALTH, gc=_METRICS,
-           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True, master_informs_groups=True),
+    Traits(
+        "0.16",
+        worker=_GRPC_HEALTH,
+        master=_GRPC_HEALTH,
+        gc=_METRICS,
+        owner_refs=True,
+        reads_own_pod=True,
+        swaps=True,
+        feature_groups=True,
+        master_informs_groups=True,
+    ),
     # v0.17.3: the NodeFeatureGroup informer goes behind its feature gate.
-    Traits("0.17.3", worker=_GRPC_HEALTH, master=_GRPC_HEALTH, gc=_METRICS,
-           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
-    Traits("0.18", worker=_HTTP, master=_HTTP, gc=_HTTP,
-           owner_refs=True, reads_own_pod=True, swaps=True, feature_groups=True),
+    Traits(
+        "0.17.3",
+        worker=_GRPC_HEALTH,
+        master=_GRPC_HEALTH,
+        gc=_METRICS,
+        owner_refs=True,
+        reads_own_pod=True,
+        swaps=True,
+        feature_groups=True,
+    ),
+    Traits(
+        "0.18",
+        worker=_HTTP,
+        master=_HTTP,
+        gc=_HTTP,
+        owner_refs=True,
+        reads_own_pod=True,
+        swaps=True,
+        feature_groups=True,
+    ),
 )
 
 
@@ -158,22 +211,30 @@ def crd_schemas(version: str) -> dict[str, dict]:
     return json.loads(json.dumps(data["crds"]))  # plain trees, nothing shared between CRDs
 
 
-def _crd(schemas: dict[str, dict], plural: str, kind: str, scope: str = "Namespaced", short: str = "",
-         status: bool = False) -> dict:
+def _crd(
+    schemas: dict[str, dict], plural: str, kind: str, scope: str = "Namespaced", short: str = "", status: bool = False
+) -> dict:
     names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
-    return {"name": f"{plural}.{GROUP}", "spec": {
-        "group": GROUP,
-        "names": {**names, **({"shortNames": [short]} if short else {})},
-        "scope": scope,
-        "versions": [{
-            "name": "v1alpha1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": schemas[plural]},
-            **({"subresources": {"status": {}}} if status else {}),
-        }],
-    }}
+    return {
+        "name": f"{plural}.{GROUP}",
+        "spec": {
+            "group": GROUP,
+            "names": {**names, **({"shortNames": [short]} if short else {})},
+            "scope": scope,
+            "versions": [
+                {
+                    "name": "v1alpha1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schemas[plural]},
+                    **({"subresources": {"status": {}}} if status else {}),
+                }
+            ],
+        },
+    }
 
 
-def _probe(listener: Listener, **timing: int) -> Optional[dict]:
+def _probe(listener: Listener, **timing: int) -> dict | None:
     if listener.health == "http":
         return {"httpGet": {"path": "/healthz", "port": "http"}, **timing}
     if listener.health == "grpc":
@@ -193,10 +254,19 @@ def spec(ctx: OperandContext) -> OperandSpec:
         args=(f"-config={_CONFIG_DIR}/nfd-worker.conf", *t.worker.args),
         # With owner references the worker names its pod (and through it the DaemonSet) as owner
         # of its NodeFeature, so the object goes when the DaemonSet does.
-        field_env=(("NODE_NAME", "spec.nodeName"),
-                   *((("POD_NAME", "metadata.name"), ("POD_UID", "metadata.uid")) if t.owner_refs else ())),
-        host_paths=("host-boot", "host-os-release", "host-sys", "host-usr-lib", "host-lib",
-                    *(("host-proc-swaps",) if t.swaps else ()), "features-d"),
+        field_env=(
+            ("NODE_NAME", "spec.nodeName"),
+            *((("POD_NAME", "metadata.name"), ("POD_UID", "metadata.uid")) if t.owner_refs else ()),
+        ),
+        host_paths=(
+            "host-boot",
+            "host-os-release",
+            "host-sys",
+            "host-usr-lib",
+            "host-lib",
+            *(("host-proc-swaps",) if t.swaps else ()),
+            "features-d",
+        ),
         mounts=(("worker-config", _CONFIG_DIR, True),),
         requests=("5m", "64Mi"),
         memory_limit="512Mi",
@@ -254,24 +324,34 @@ def spec(ctx: OperandContext) -> OperandSpec:
             *((host("host-proc-swaps", "/proc/swaps", "/host-proc/swaps"),) if t.swaps else ()),
             # GFD writes its labels here; the worker publishes them. The path is fixed in the
             # image (source/local/local.go), so it is mounted where it is on the host.
-            host("features-d", "/etc/kubernetes/node-feature-discovery/features.d",
-                 "/etc/kubernetes/node-feature-discovery/features.d", "DirectoryOrCreate"),
+            host(
+                "features-d",
+                "/etc/kubernetes/node-feature-discovery/features.d",
+                "/etc/kubernetes/node-feature-discovery/features.d",
+                "DirectoryOrCreate",
+            ),
         ),
         config_maps={"worker-config": {"nfd-worker.conf": WORKER_CONFIG}},
         # The worker gets, creates and updates its own node's NodeFeature; with owner references
         # also delete (see Traits.owner_refs; the chart's role.yaml has it only since v0.17) and,
         # from 0.16, get on its own pod.
         namespace_rules=(
-            {"apiGroups": [GROUP], "resources": ["nodefeatures"],
-             "verbs": ["create", "get", "update", *(("delete",) if t.owner_refs else ())]},
+            {
+                "apiGroups": [GROUP],
+                "resources": ["nodefeatures"],
+                "verbs": ["create", "get", "update", *(("delete",) if t.owner_refs else ())],
+            },
             *(({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},) if t.reads_own_pod else ()),
         ),
         tolerate_all=True,
         crds=(
             _crd(schemas, "nodefeatures", "NodeFeature"),
             _crd(schemas, "nodefeaturerules", "NodeFeatureRule", "Cluster", short="nfr"),
-            *((_crd(schemas, "nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),)
-              if t.feature_groups else ()),
+            *(
+                (_crd(schemas, "nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),)
+                if t.feature_groups
+                else ()
+            ),
         ),
         deployments=(
             Deployment(
@@ -288,16 +368,30 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 cluster_rules=(
                     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]},
                     {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
-                    {"apiGroups": [GROUP], "verbs": ["list", "watch"],
-                     "resources": ["nodefeatures", "nodefeaturerules", *(("nodefeaturegroups",) if t.master_informs_groups else ())]},
+                    {
+                        "apiGroups": [GROUP],
+                        "verbs": ["list", "watch"],
+                        "resources": [
+                            "nodefeatures",
+                            "nodefeaturerules",
+                            *(("nodefeaturegroups",) if t.master_informs_groups else ()),
+                        ],
+                    },
                 ),
                 # Creating a lease cannot be limited by name; reading and renewing it can.
                 namespace_rules=(
                     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
-                    {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [LEADER_LEASE],
-                     "verbs": ["get", "update"]},
-                    *(({"apiGroups": [GROUP], "resources": ["nodefeaturegroups/status"], "verbs": ["update"]},)
-                      if t.master_informs_groups else ()),
+                    {
+                        "apiGroups": ["coordination.k8s.io"],
+                        "resources": ["leases"],
+                        "resourceNames": [LEADER_LEASE],
+                        "verbs": ["get", "update"],
+                    },
+                    *(
+                        ({"apiGroups": [GROUP], "resources": ["nodefeaturegroups/status"], "verbs": ["update"]},)
+                        if t.master_informs_groups
+                        else ()
+                    ),
                 ),
             ),
             Deployment(
@@ -311,7 +405,11 @@ def spec(ctx: OperandContext) -> OperandSpec:
                 cluster_rules=(
                     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
                     {"apiGroups": [GROUP], "resources": ["nodefeatures"], "verbs": ["list", "delete"]},
-                    {"apiGroups": ["topology.node.k8s.io"], "resources": ["noderesourcetopologies"], "verbs": ["list", "delete"]},
+                    {
+                        "apiGroups": ["topology.node.k8s.io"],
+                        "resources": ["noderesourcetopologies"],
+                        "verbs": ["list", "delete"],
+                    },
                 ),
             ),
         ),

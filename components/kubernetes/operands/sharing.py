@@ -3,8 +3,8 @@ implies. The device plugin and GFD read the same per-pool config by the node lab
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional
 
 from gpu_platform.catalog import matrix
 from gpu_platform.config.node_pool import NodePool
@@ -13,12 +13,12 @@ from gpu_platform.config.node_pool import NodePool
 @dataclass(frozen=True)
 class PoolSharing:
     config_name: str  # the value of the pool's nvidia.com/device-plugin.config label
-    replicas: Optional[int]
+    replicas: int | None
     mig_strategy: str  # none | single | mixed
-    mig_config: Optional[str]
+    mig_config: str | None
 
 
-def mig_strategy(mig_config: Optional[str], gpu: matrix.Gpu) -> str:
+def mig_strategy(mig_config: str | None, gpu: matrix.Gpu) -> str:
     """`single` when the configuration carves one profile (the resource stays nvidia.com/gpu),
     `mixed` when it carves several (nvidia.com/mig-<profile> resources), `none` otherwise."""
     if not mig_config or gpu.mig is None:

@@ -5,8 +5,8 @@ registers anything."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -49,11 +49,11 @@ class Container:
     memory_limit: str = "256Mi"
     # None: no CPU limit (a node agent throttled by a CFS quota when it is busiest; tools/security/accepted.yaml
     # CKV_K8S_11); set where throttling costs nothing (a one-off check, a sleep loop).
-    cpu_limit: Optional[str] = None
+    cpu_limit: str | None = None
     ports: tuple[tuple[str, int], ...] = ()
-    readiness: Optional[dict] = None
-    liveness: Optional[dict] = None
-    startup: Optional[dict] = None  # holds liveness and readiness off until it first succeeds
+    readiness: dict | None = None
+    liveness: dict | None = None
+    startup: dict | None = None  # holds liveness and readiness off until it first succeeds
     pre_stop: tuple[str, ...] = ()  # a command the kubelet runs in the container before stopping it
     # The pod's resourceClaims (ClaimTemplate.claim) this container uses: listed in its
     # resources.claims, without which the kubelet injects none of the claim's devices into it.
@@ -76,25 +76,25 @@ class OperandSpec:
     namespace_rules: tuple[dict, ...] = ()
     host_pid: bool = False
     host_network: bool = False
-    runtime_class: Optional[str] = None
+    runtime_class: str | None = None
     share_process_namespace: bool = False
-    node_selector: Optional[dict[str, str]] = None  # None: the gating label
+    node_selector: dict[str, str] | None = None  # None: the gating label
     tolerate_all: bool = False  # NFD's worker runs on every node, whatever its taints
-    deployments: tuple["Deployment", ...] = ()
-    services: tuple["Service", ...] = ()
+    deployments: tuple[Deployment, ...] = ()
+    services: tuple[Service, ...] = ()
     crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
     custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
     # resource.k8s.io/v1 DeviceClasses (cluster-wide): (name, CEL selector) each, what a DRA driver's
     # devices are claimed by.
     device_classes: tuple[tuple[str, str], ...] = ()
     # resource.k8s.io/v1 ResourceClaimTemplates, one claim of the pod each (DRA: devices by class).
-    claim_templates: tuple["ClaimTemplate", ...] = ()
+    claim_templates: tuple[ClaimTemplate, ...] = ()
     # The DaemonSet's, service account's and RBAC objects' name; None: nvidia-<operand>. An image that
     # looks itself up by name (the validator) gets the name it looks up.
-    object_name: Optional[str] = None
+    object_name: str | None = None
     # The GPU Operator's `app=` pod label for this operand, which other images select pods by (the MIG
     # manager waits for and restarts the GPU clients by it); kept beside our app.kubernetes.io labels.
-    app_label: Optional[str] = None
+    app_label: str | None = None
 
     @property
     def name(self) -> str:
@@ -141,8 +141,8 @@ class Service:
 class OperandArgs:
     spec: OperandSpec
     namespace: pulumi.Input[str]
-    gate: Optional[str]
-    waits_for: Optional[str]  # readiness marker file the pods wait for on their node
+    gate: str | None
+    waits_for: str | None  # readiness marker file the pods wait for on their node
     wait_image: str  # an image with a shell, for the wait init container (the validator's)
     audit: Audit
     release: str
@@ -162,7 +162,7 @@ def wait_container(marker: str, image: str) -> Container:
     )
 
 
-def with_wait(spec: OperandSpec, marker: Optional[str], image: str) -> OperandSpec:
+def with_wait(spec: OperandSpec, marker: str | None, image: str) -> OperandSpec:
     if marker is None:
         return spec
     volumes = {hp.volume for hp in spec.host_paths}

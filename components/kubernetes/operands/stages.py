@@ -76,12 +76,12 @@ the pinned SDK 4.34.2 runs provider 4.34.2, and the mirror's newest code has the
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
-from typing import Callable, Collection, Optional
 
 from components.kubernetes.operands.component import Operand
-from components.kubernetes.operands.spec import OperandSpec
 from components.kubernetes.operands.context import OperandContext
+from components.kubernetes.operands.spec import OperandSpec
 from gpu_platform.catalog import operands
 
 
@@ -90,8 +90,8 @@ class Stage:
     operand: str
     component: type[Operand]
     spec: Callable[[OperandContext], OperandSpec]
-    gate: Optional[str]  # None: every node (NFD must see a node to discover its GPU)
-    waits_for: Optional[str]  # in the allocation mode `active` was asked for (device-plugin in STAGES)
+    gate: str | None  # None: every node (NFD must see a node to discover its GPU)
+    waits_for: str | None  # in the allocation mode `active` was asked for (device-plugin in STAGES)
     row: operands.OperandRow  # the registry row (gpu_platform/catalog/operands.yaml)
 
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
@@ -102,7 +102,7 @@ class Stage:
         return self.row.on == "mig-pools"
 
     @property
-    def allocation_mode(self) -> Optional[str]:  # the one gpu-platform:allocation mode it runs in, if only one
+    def allocation_mode(self) -> str | None:  # the one gpu-platform:allocation mode it runs in, if only one
         return {"device-plugin-nodes": "device-plugin", "dra-nodes": "dra"}.get(self.row.on)
 
     @property
@@ -119,14 +119,21 @@ def _stage(row: operands.OperandRow) -> Stage:
 STAGES: tuple[Stage, ...] = tuple(_stage(row) for row in operands.rows())
 
 
-def active(toolkit_baked: bool, any_mig: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[Stage, ...]:
+def active(
+    toolkit_baked: bool, any_mig: bool, carried: Collection[str] | None = None, dra: bool = False
+) -> tuple[Stage, ...]:
     """The stages a stack deploys; `carried`: the operands its release carries (Release.carried_operands,
     by the registry's `since`: not by the images it pins, which an operand may borrow; all when None); `dra`: the stack allocates GPUs through the DRA driver, not the device plugin."""
-    return tuple(replace(s, waits_for=s.row.marker(dra)) for s in STAGES
-                 if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried))
+    return tuple(
+        replace(s, waits_for=s.row.marker(dra))
+        for s in STAGES
+        if s.deployed(toolkit_baked, any_mig, dra) and (carried is None or s.operand in carried)
+    )
 
 
-def gates_for_pool(mig: bool, toolkit_baked: bool, carried: Optional[Collection[str]] = None, dra: bool = False) -> tuple[str, ...]:
+def gates_for_pool(
+    mig: bool, toolkit_baked: bool, carried: Collection[str] | None = None, dra: bool = False
+) -> tuple[str, ...]:
     """The gating labels a pool's nodes carry: every active stage's, the MIG manager's only on MIG
     pools, the toolkit's not when the image owns the runtime, the device plugin's or the DRA
     driver's by the stack's allocation mode (never both on one node)."""

@@ -44,8 +44,8 @@ from __future__ import annotations
 
 from components.kubernetes.operands import gpu_access
 from components.kubernetes.operands.component import Operand
-from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 from components.kubernetes.operands.context import OperandContext
+from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 
 # Flags and env names: cmd/nvidia-validator/main.go (github.com/NVIDIA/gpu-operator, commit 05da5d17):
 # status files in /run/nvidia/validations, host /dev/char expected at /host-dev-char (the driver
@@ -74,8 +74,14 @@ def check(image: str, component: str, *, wait: bool = False, extra_env: tuple = 
 def driver_check(image: str) -> Container:
     """The baked driver is loaded: `chroot /host nvidia-smi` (validateHostDriver in
     cmd/nvidia-validator/main.go), which needs the host root and the GPU device nodes, so privileged."""
-    return check(image, "driver", wait=True, host_paths=("host-root", "host-dev-char", "run-nvidia-validations"),
-                 privileged=True, read_only_root=False)
+    return check(
+        image,
+        "driver",
+        wait=True,
+        host_paths=("host-root", "host-dev-char", "run-nvidia-validations"),
+        privileged=True,
+        read_only_root=False,
+    )
 
 
 def _workload_env(image: str) -> tuple:
@@ -102,17 +108,22 @@ def spec(ctx: OperandContext) -> OperandSpec:
     # (assets/state-operator-validation/0500_daemonset.yaml:129-130 at v25.3.3, 150-151 at v25.10.1).
     # So it needs neither VALIDATOR_IMAGE nor the runtime class the workload pod would take.
     plugin = check(image, "plugin", wait=True, extra_env=(("WITH_WORKLOAD", "false"),))
-    run = ("echo all validations are successful; while true; do sleep 86400; done" if ctx.dra else
-           "until nvidia-validator; do sleep 10; done; echo all validations are successful; while true; do sleep 86400; done")
+    run = (
+        "echo all validations are successful; while true; do sleep 86400; done"
+        if ctx.dra
+        else "until nvidia-validator; do sleep 10; done; echo all validations are successful; while true; do sleep 86400; done"
+    )
     plugin = Container(
-        **{**plugin.__dict__,
-           "name": "idle" if ctx.dra else "plugin-validation",
-           "args": (run,),
-           **({"env": (), "field_env": ()} if ctx.dra else {}),
-           "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10},
-           # The image never removes its markers; when the pod stops (a MIG change restarts it, an
-           # update rolls it) the node must not keep markers of what was checked before.
-           "pre_stop": ("sh", "-c", f"rm -f {VALIDATIONS_DIR}/*-ready")}
+        **{
+            **plugin.__dict__,
+            "name": "idle" if ctx.dra else "plugin-validation",
+            "args": (run,),
+            **({"env": (), "field_env": ()} if ctx.dra else {}),
+            "readiness": {"exec": {"command": ["test", "-f", f"{VALIDATIONS_DIR}/cuda-ready"]}, "periodSeconds": 10},
+            # The image never removes its markers; when the pod stops (a MIG change restarts it, an
+            # update rolls it) the node must not keep markers of what was checked before.
+            "pre_stop": ("sh", "-c", f"rm -f {VALIDATIONS_DIR}/*-ready"),
+        }
     )
     return OperandSpec(
         operand="validator",
@@ -122,8 +133,12 @@ def spec(ctx: OperandContext) -> OperandSpec:
         ),
         init_containers=(
             driver_check(image),
-            check(image, "toolkit", extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),),
-                  host_paths=("run-nvidia-validations", *gpu_access.volumes())),
+            check(
+                image,
+                "toolkit",
+                extra_env=(("NVIDIA_VISIBLE_DEVICES", "all"),),
+                host_paths=("run-nvidia-validations", *gpu_access.volumes()),
+            ),
             check(image, "cuda", extra_env=_workload_env(image)),
         ),
         containers=(plugin,),

@@ -5,7 +5,8 @@ row for an image is the newest whose `since` the image's tag has reached."""
 from __future__ import annotations
 
 import re
-from typing import Protocol, Sequence, TypeVar
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from gpu_platform.catalog import image_refs, versions
 from gpu_platform.config import ConfigError

@@ -6,7 +6,8 @@ is recorded once per session as a one-pool variant of dev, so a family's image i
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,7 @@ def node_config(rec: engine.Recording, pool: str) -> dict[str, Any]:
 @pytest.fixture(params=["dev", "prod"])
 def shipped(request, dev, prod) -> engine.Recording:
     return {"dev": dev, "prod": prod}[request.param]
+
 
 # The node image's Image Builder component (type, name): its document holds the bake's build step.
 COMPONENT_DOC = ("aws:imagebuilder/component:Component", "gpu-node-image-driver")

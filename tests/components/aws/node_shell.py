@@ -35,7 +35,7 @@ printf ' %q' "$@" >>"$STUB_LOG"
 printf '\\n' >>"$STUB_LOG"
 """
 
-_DNF = r'''
+_DNF = r"""
 locks="$STUB_STATE/versionlock.list"
 epoch() { case "$1" in kmod-nvidia*|nvidia-driver*|nvidia-persistenced|nvidia-fabric*) echo 3 ;; *) echo 0 ;; esac; }
 case "$1 $2" in
@@ -71,9 +71,9 @@ case "$*" in
       mkdir -p "$ROOT/usr/bin"; : >"$ROOT/usr/bin/nvidia-container-runtime"; chmod +x "$ROOT/usr/bin/nvidia-container-runtime" ;;
     esac ;;
 esac
-'''
+"""
 
-_NVIDIA_CTK = r'''
+_NVIDIA_CTK = r"""
 file="$ROOT/etc/nvidia-container-runtime/config.toml"
 sets=()
 while [[ $# -gt 0 ]]; do
@@ -87,30 +87,42 @@ for pair in "${sets[@]}"; do
   grep -v "^$key = " "$file" >"$file.new" || true; mv "$file.new" "$file"
   echo "$key = $value" >>"$file"
 done
-'''
+"""
 
 # What some stubs answer, beyond logging.
 _ANSWERS = {
     "uname": 'echo "$STUB_KERNEL"',
-    "curl": r'''case "$*" in
+    "curl": r"""case "$*" in
   *api/token*) echo "AQAEAFakeImdsToken==" ;;
   *meta-data/instance-type*) [[ -n "$STUB_INSTANCE_TYPE" ]] || exit 7; printf '%s' "$STUB_INSTANCE_TYPE" ;;
   *) while [[ $# -gt 0 ]]; do if [[ "$1" == "-o" ]]; then echo "public key" >"$2"; fi; shift; done ;;
-esac''',
+esac""",
     "gpg": 'echo "pub:-:4096:1:9CD0A493D42D0685:1650000000:::-:::scSC::::::23::0:"; echo "fpr:::::::::${STUB_FINGERPRINT}:"',
     # The module is the last argument; one the kernel lacks is kmod's error and exit 1 (STUB_MODULES:
     # the modules present, default nvidia and efa, which the EKS AL2023 base images carry).
-    "modinfo": '''mod="${@: -1}"; [[ " ${STUB_MODULES-nvidia efa} " == *" $mod "* ]] || { echo "modinfo: ERROR: Module $mod not found." >&2; exit 1; }
-case "$*" in *version*) echo "$STUB_MODULE_VERSION" ;; *license*) echo "$STUB_MODULE_LICENSE" ;; esac''',
-    "rpm": '''case "$*" in *--qf*) printf '%s' "${STUB_RPM_VERSION:-$STUB_MODULE_VERSION}" ;; esac''',
-    "nvidia-smi": '''case "$*" in *driver_version*) echo "$STUB_MODULE_VERSION"; echo "$STUB_MODULE_VERSION" ;; *) echo "NVIDIA-SMI $STUB_MODULE_VERSION" ;; esac''',
-    "systemctl": '''case "$1" in is-active) [[ " $STUB_ACTIVE " == *" ${*: -1} "* ]] ;; esac''',
-    "sleep": '''n=$(( $(cat "$STUB_STATE/sleeps" 2>/dev/null || echo 0) + 1 )); echo "$n" >"$STUB_STATE/sleeps"
-[[ -n "$STUB_ON_SLEEP" && "$n" -ge "${STUB_SLEEP_AT:-1}" ]] && eval "$STUB_ON_SLEEP"; exit 0''',
+    "modinfo": """mod="${@: -1}"; [[ " ${STUB_MODULES-nvidia efa} " == *" $mod "* ]] || { echo "modinfo: ERROR: Module $mod not found." >&2; exit 1; }
+case "$*" in *version*) echo "$STUB_MODULE_VERSION" ;; *license*) echo "$STUB_MODULE_LICENSE" ;; esac""",
+    "rpm": """case "$*" in *--qf*) printf '%s' "${STUB_RPM_VERSION:-$STUB_MODULE_VERSION}" ;; esac""",
+    "nvidia-smi": """case "$*" in *driver_version*) echo "$STUB_MODULE_VERSION"; echo "$STUB_MODULE_VERSION" ;; *) echo "NVIDIA-SMI $STUB_MODULE_VERSION" ;; esac""",
+    "systemctl": """case "$1" in is-active) [[ " $STUB_ACTIVE " == *" ${*: -1} "* ]] ;; esac""",
+    "sleep": """n=$(( $(cat "$STUB_STATE/sleeps" 2>/dev/null || echo 0) + 1 )); echo "$n" >"$STUB_STATE/sleeps"
+[[ -n "$STUB_ON_SLEEP" && "$n" -ge "${STUB_SLEEP_AT:-1}" ]] && eval "$STUB_ON_SLEEP"; exit 0""",
     "dnf": _DNF,
     "nvidia-ctk": _NVIDIA_CTK,
 }
-COMMANDS = ("dnf", "rpm", "gpg", "curl", "systemctl", "modprobe", "modinfo", "uname", "nvidia-ctk", "nvidia-smi", "sleep")
+COMMANDS = (
+    "dnf",
+    "rpm",
+    "gpg",
+    "curl",
+    "systemctl",
+    "modprobe",
+    "modinfo",
+    "uname",
+    "nvidia-ctk",
+    "nvidia-smi",
+    "sleep",
+)
 
 
 @dataclass
@@ -125,7 +137,9 @@ class Run:
 
     def dnf_installed(self) -> list[str]:
         """Every package spec passed to `dnf install`."""
-        return [a for args in self.of("dnf") if "install" in args for a in args if not a.startswith("-") and a != "install"]
+        return [
+            a for args in self.of("dnf") if "install" in args for a in args if not a.startswith("-") and a != "install"
+        ]
 
     def locked(self) -> list[str]:
         return [a for args in self.of("dnf") if args[:2] == ["versionlock", "add"] for a in args[2:]]
@@ -158,8 +172,18 @@ def run_bash(script: str, tmp: Path, env: dict[str, str] | None = None) -> Run:
         "STUB_KERNEL": KERNEL_6_12,
         "STUB_FINGERPRINT": NVIDIA_KEY_FINGERPRINT,
         "STUB_ACTIVE": "nvidia-persistenced.service",
-        **{k: "" for k in ("STUB_FAIL_MAKECACHE", "STUB_FAIL_MODULE", "STUB_MISSING", "STUB_UNLOCKABLE", "STUB_INSTANCE_TYPE",
-                           "STUB_ON_SLEEP", "STUB_FAIL_CTK")},
+        **dict.fromkeys(
+            (
+                "STUB_FAIL_MAKECACHE",
+                "STUB_FAIL_MODULE",
+                "STUB_MISSING",
+                "STUB_UNLOCKABLE",
+                "STUB_INSTANCE_TYPE",
+                "STUB_ON_SLEEP",
+                "STUB_FAIL_CTK",
+            ),
+            "",
+        ),
         **(env or {}),
     }
     done = subprocess.run(["bash", "-c", script], env=full_env, capture_output=True, text=True, timeout=60)
@@ -185,7 +209,7 @@ def exported(commands: str) -> dict[str, str]:
     found = {}
     for line in commands.splitlines():
         if line.startswith("export "):
-            name, _, value = line[len("export "):].partition("=")
+            name, _, value = line[len("export ") :].partition("=")
             found[name] = value.strip("'")
     return found
 

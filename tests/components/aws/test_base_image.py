@@ -34,8 +34,10 @@ def _inputs_by_urn(recording: engine.Recording) -> dict[str, dict]:
 def aws_published_a_newer_ami(monkeypatch):
     """The offline answers as they are the day after AWS released a new EKS AMI: every
     `recommended` parameter points at it."""
-    answers = {path: NEWER_AMI if path.endswith("/recommended/image_id") else ami
-               for path, ami in eks_ami_answers.answers().items()}
+    answers = {
+        path: NEWER_AMI if path.endswith("/recommended/image_id") else ami
+        for path, ami in eks_ami_answers.answers().items()
+    }
     assert sum(ami == NEWER_AMI for ami in answers.values()) >= 8  # one per minor and flavour at least
     monkeypatch.setattr(eks_ami_answers, "answers", lambda: answers)
 
@@ -53,8 +55,13 @@ def test_the_default_base_is_the_minors_release_in_the_data_file(dev):
     assert "-v20260714-" in recipe.inputs["name"]
     image = dev.one(IMAGE, "gpu-node-image-image")
     assert image.inputs["tags"][BASE_RELEASE_TAG] == "v20260714"
-    distribution = dev.one("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "gpu-node-image-distribution")
-    assert distribution.inputs["distributions"][0]["amiDistributionConfiguration"]["amiTags"][BASE_RELEASE_TAG] == "v20260714"
+    distribution = dev.one(
+        "aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "gpu-node-image-distribution"
+    )
+    assert (
+        distribution.inputs["distributions"][0]["amiDistributionConfiguration"]["amiTags"][BASE_RELEASE_TAG]
+        == "v20260714"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -123,4 +130,6 @@ def test_a_minor_without_a_default_release_is_an_error_naming_the_key(tmp_path, 
     monkeypatch.setattr(base_image, "default_releases", lambda: defaults)
     with pytest.raises(ConfigError) as error:
         engine.run(write_stack(tmp_path, stack_config("dev")))
-    assert str(error.value).startswith("gpu-platform:nodeImage.baseImageRelease: no default EKS AMI release for Kubernetes '1.33'")
+    assert str(error.value).startswith(
+        "gpu-platform:nodeImage.baseImageRelease: no default EKS AMI release for Kubernetes '1.33'"
+    )

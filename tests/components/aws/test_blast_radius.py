@@ -41,7 +41,8 @@ def _changed(before: Recording, after: Recording) -> set[str]:
     frontier = set(changed)
     while frontier:
         reached = {
-            r.urn for r in after.resources
+            r.urn
+            for r in after.resources
             if r.urn not in changed
             and any(d in frontier and VALUE_EDGES.get(new[d].type) == r.type for d in r.dependencies)
         }
@@ -67,12 +68,18 @@ def test_a_driver_change_changes_only_the_image_launch_templates_and_node_groups
 
 def test_a_driver_change_rebuilds_the_image_and_rolls_every_gpu_node_group(dev, upgraded):
     changed = _changed(dev, upgraded)
-    must = [r for r in dev.resources if r.type in (
-        "aws:imagebuilder/component:Component",
-        "aws:imagebuilder/imageRecipe:ImageRecipe",
-        "aws:imagebuilder/image:Image",
-    ) or (r.type == "aws:ec2/launchTemplate:LaunchTemplate" and r.name.endswith("-lt"))
-      or (r.type == "aws:eks/nodeGroup:NodeGroup" and r.name.endswith("-ng"))]
+    must = [
+        r
+        for r in dev.resources
+        if r.type
+        in (
+            "aws:imagebuilder/component:Component",
+            "aws:imagebuilder/imageRecipe:ImageRecipe",
+            "aws:imagebuilder/image:Image",
+        )
+        or (r.type == "aws:ec2/launchTemplate:LaunchTemplate" and r.name.endswith("-lt"))
+        or (r.type == "aws:eks/nodeGroup:NodeGroup" and r.name.endswith("-ng"))
+    ]
     assert must and all(r.urn in changed for r in must), [r.name for r in must if r.urn not in changed]
 
 

@@ -108,8 +108,10 @@ def test_the_cluster_waits_for_its_control_plane_policy(shipped):
 
 def test_every_role_manages_its_policies_exclusively(dev):
     # A policy attached outside the stack is detached on the next update: the audit's list is whole.
-    exclusive = {r.inputs["roleName"]: sorted(r.inputs["policyArns"])
-                 for r in dev.of_type("aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive")}
+    exclusive = {
+        r.inputs["roleName"]: sorted(r.inputs["policyArns"])
+        for r in dev.of_type("aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive")
+    }
     attached: dict[str, list[str]] = {}
     for a in dev.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
         attached.setdefault(a.inputs["role"], []).append(a.inputs["policyArn"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 
-
 from preview.offline import aws_answers, engine
 from preview.reports import ledger
 from tests.conftest import stack_config, write_stack
@@ -42,7 +41,10 @@ def test_the_creator_gets_no_bootstrap_permission_and_a_cluster_made_with_one_is
     # Its bootstrap entry and an admin's explicit one would be the same principal twice; the flag is
     # create-only, so a cluster created with it on keeps it rather than being replaced.
     cluster = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster")
-    assert cluster.inputs["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
+    assert cluster.inputs["accessConfig"] == {
+        "authenticationMode": "API",
+        "bootstrapClusterCreatorAdminPermissions": False,
+    }
     assert "accessConfig.bootstrapClusterCreatorAdminPermissions" in cluster.ignore_changes
 
 
@@ -127,8 +129,6 @@ def test_the_offline_session_context_turns_a_session_into_its_role():
     assert answer["issuerArn"] == user
 
 
-
-
 def test_an_admin_left_with_its_existing_entry_is_still_in_the_privilege_ledger(record_variant):
     # No resource of the stack is its entry: the namespace's admin list is what names it.
     def change(config):
@@ -138,16 +138,28 @@ def test_an_admin_left_with_its_existing_entry_is_still_in_the_privilege_ledger(
     access = sorted(row for row in rows if row[0] == "EKS cluster access")
     assert access == [
         ("EKS cluster access", "(cluster)", "cluster gpu-shared in us-west-2, adopted"),
-        ("EKS cluster access", "arn:aws:iam::123456789012:role/cluster-creator", "AmazonEKSClusterAdminPolicy (cluster scope)"),
-        ("EKS cluster access", "arn:aws:iam::123456789012:role/platform-admins", "AmazonEKSClusterAdminPolicy (cluster scope)"),
+        (
+            "EKS cluster access",
+            "arn:aws:iam::123456789012:role/cluster-creator",
+            "AmazonEKSClusterAdminPolicy (cluster scope)",
+        ),
+        (
+            "EKS cluster access",
+            "arn:aws:iam::123456789012:role/platform-admins",
+            "AmazonEKSClusterAdminPolicy (cluster scope)",
+        ),
         ("EKS cluster access", "arn:aws:iam::123456789012:user/alice", "AmazonEKSClusterAdminPolicy (cluster scope)"),
     ]
 
 
-def test_adopting_a_cluster_that_reads_aws_auth_warns_that_the_ledger_does_not_show_its_mappings(record_variant, monkeypatch, tmp_path):
+def test_adopting_a_cluster_that_reads_aws_auth_warns_that_the_ledger_does_not_show_its_mappings(
+    record_variant, monkeypatch, tmp_path
+):
     # gpu-shared (preview/offline/fixtures/aws.yaml) authenticates with API_AND_CONFIG_MAP.
-    adopted = record_variant("adopt-gpu-shared-without-admins-aws-auth", lambda c: (c["gpu-platform:cluster"].update(ADOPT),
-                                                                                    c["gpu-platform:cluster"].pop("admins")))
+    adopted = record_variant(
+        "adopt-gpu-shared-without-admins-aws-auth",
+        lambda c: (c["gpu-platform:cluster"].update(ADOPT), c["gpu-platform:cluster"].pop("admins")),
+    )
     assert any("API_AND_CONFIG_MAP" in w and "aws-auth" in w and "privilege ledger" in w for w in adopted.warnings)
     # The same cluster switched to API admits through access entries only: nothing to warn about.
     fixtures = copy.deepcopy(aws_answers._fixtures())

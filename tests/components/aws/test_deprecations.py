@@ -22,13 +22,14 @@ import re
 import sys
 import typing
 import warnings
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pytest
-
 from pulumi import _types
+
 from preview.offline import engine
 
 # Resources the SDK has no class for: Kubernetes objects of a CRD the program brings itself.
@@ -52,7 +53,7 @@ def capture(monkeypatch) -> Captured:
     return found
 
 
-def sdk_class(type_: str) -> Optional[type]:
+def sdk_class(type_: str) -> type | None:
     """The SDK class of a resource type token (aws:eks/cluster:Cluster, kubernetes:apps/v1:DaemonSet)."""
     if type_ == "pulumi:providers:kubernetes":
         return importlib.import_module("pulumi_kubernetes").Provider
@@ -70,7 +71,7 @@ def args_class(resource: type) -> type:
     return getattr(module, f"{resource.__name__}Args", None) or getattr(module, f"{resource.__name__}InitArgs")
 
 
-def _nested(annotation: Any, namespace: dict) -> Optional[type]:
+def _nested(annotation: Any, namespace: dict) -> type | None:
     """The Args class an input annotation names (through Input, Optional, Sequence, Mapping)."""
     if isinstance(annotation, typing.ForwardRef):
         found = namespace.get(annotation.__forward_arg__)
@@ -152,7 +153,10 @@ def test_the_checks_see_what_the_sdk_marks_deprecated(monkeypatch):
     found = capture(monkeypatch)
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
-        build(aws.eks.ClusterArgs, {"roleArn": "arn", "vpcConfig": {"subnetIds": []}, "defaultAddonsToRemoves": ["kube-proxy"]})
+        build(
+            aws.eks.ClusterArgs,
+            {"roleArn": "arn", "vpcConfig": {"subnetIds": []}, "defaultAddonsToRemoves": ["kube-proxy"]},
+        )
     assert found and "default_addons_to_removes is deprecated" in found[0]
     assert "managed_policy_arns" in documented_deprecations(aws.iam.Role)
 

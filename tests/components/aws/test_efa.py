@@ -28,7 +28,9 @@ def _efa_groups(rec):
 def _nvidia_efa_types():
     for name, row in sorted(instance_catalogue().items()):
         network = row["NetworkInfo"]
-        if network.get("EfaSupported") and any(g.get("Manufacturer") == "NVIDIA" for g in (row.get("GpuInfo") or {}).get("Gpus", [])):
+        if network.get("EfaSupported") and any(
+            g.get("Manufacturer") == "NVIDIA" for g in (row.get("GpuInfo") or {}).get("Gpus", [])
+        ):
             yield name, network
 
 
@@ -47,11 +49,14 @@ def test_every_interface_goes_on_a_card_that_takes_its_type_for_every_nvidia_efa
     assert checked >= 30
 
 
-@pytest.mark.parametrize("cards, efa_count, kinds", [
-    (32, 32, ["efa"] + ["efa-only"] * 31),        # p5.48xlarge
-    (17, 16, ["interface"] + ["efa-only"] * 16),  # p6-b300.48xlarge: card 0 takes no EFA
-    (1, 1, ["efa"]),                              # g5.48xlarge
-])
+@pytest.mark.parametrize(
+    "cards, efa_count, kinds",
+    [
+        (32, 32, ["efa"] + ["efa-only"] * 31),  # p5.48xlarge
+        (17, 16, ["interface"] + ["efa-only"] * 16),  # p6-b300.48xlarge: card 0 takes no EFA
+        (1, 1, ["efa"]),  # g5.48xlarge
+    ],
+)
 def test_the_primary_interface_carries_the_ip_and_the_others_are_efa_only(cards, efa_count, kinds):
     interfaces = efa.layout(cards, efa_count)
     assert [i.kind for i in interfaces] == kinds
@@ -82,8 +87,10 @@ def test_the_prod_h100_pool_has_efa_wired_end_to_end(prod):
         assert len(nic["securityGroups"]) == 2 and nic["securityGroups"][1].startswith("sg-")
         assert "associatePublicIpAddress" not in nic
     # The EFA group admits all traffic from and to itself, and has no other rule.
-    rules = [*prod.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"),
-             *prod.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")]
+    rules = [
+        *prod.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"),
+        *prod.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"),
+    ]
     assert len(rules) == 2
     for rule in rules:
         assert rule.inputs["ipProtocol"] == "-1"
@@ -159,7 +166,8 @@ def test_a_base_release_older_than_efa_in_the_standard_image_is_refused_before_t
     assert str(error.value) == (
         "gpu-platform:nodeImage.baseImageRelease: 'v20260318' predates the EFA driver in the standard AL2023 image "
         "(amazon-eks-ami builds it in from v20260505), and nodePools[0] has EFA; pin gpu-platform:nodeImage.baseImageRelease "
-        "to v20260505 or later, or set gpu-platform:nodePools[0].efa: false")
+        "to v20260505 or later, or set gpu-platform:nodePools[0].efa: false"
+    )
     config["gpu-platform:nodePools"][0]["efa"] = False
     assert engine.run(write_stack(tmp_path, config, name="prod")).of_type(LAUNCH_TEMPLATE)
 
@@ -185,7 +193,10 @@ def test_an_image_on_a_base_before_efa_does_not_check_for_it(tmp_path):
     config = stack_config("dev")  # no EFA pool
     config["gpu-platform:nodeImage"]["baseImageRelease"] = "v20260318"
     rec = engine.run(write_stack(tmp_path, config))
-    assert "the EFA kernel driver" not in rec.one("aws:imagebuilder/component:Component", "gpu-node-image-driver").inputs["data"]
+    assert (
+        "the EFA kernel driver"
+        not in rec.one("aws:imagebuilder/component:Component", "gpu-node-image-driver").inputs["data"]
+    )
 
 
 def test_a_one_interface_efa_pool_still_says_no_public_address(tmp_path):

@@ -15,8 +15,10 @@ STACK = FIXTURES / "passing" / "eks-nvidia.yaml"
 # amazon-eks-ami CHANGELOG.md at 15822511, "AMI Release v20260714", Kubernetes 1.33, AL2023_x86_64_NVIDIA:
 # kmod-nvidia-latest-dkms 580.159.03-1.amzn2023 (line 363), nvidia-container-toolkit 1.19.1-1 (line 370).
 DRIVER, TOOLKIT = "580.159.03", "1.19.1"
-PARAMETER = ("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/"
-             "amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714/image_id")
+PARAMETER = (
+    "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/nvidia/"
+    "amazon-eks-node-al2023-x86_64-nvidia-1.33-v20260714/image_id"
+)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +29,9 @@ def rec() -> engine.Recording:
 @pytest.mark.parametrize("mode", engine.MODES)
 def test_the_stack_previews_and_passes_every_policy(mode):
     # But the advisory that every stack has while the matrix pins no image digest (tests/policy/test_images.py).
-    assert [v for v in analyze.analyze(record_mode(STACK, mode)) if v.policy != "privileged-images-pinned-by-digest"] == []
+    assert [
+        v for v in analyze.analyze(record_mode(STACK, mode)) if v.policy != "privileged-images-pinned-by-digest"
+    ] == []
 
 
 def test_the_nodes_boot_the_ami_of_the_release_specific_nvidia_parameter(rec):

@@ -113,7 +113,9 @@ def _user_data_script(rec, pool: str) -> str | None:
 def node_config(rec, tmp_path) -> dict[str, str]:
     """config.toml of a node booting this stack's image, after what runs before the kubelet starts."""
     if rec.config["gpu-platform:nodeImage"]["source"] == "bake":
-        run = run_bash(build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers("580.105.08", "Dual MIT/GPL"))
+        run = run_bash(
+            build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers("580.105.08", "Dual MIT/GPL")
+        )
         assert run.returncode == 0, run.output
         return run.toolkit_config()
     pool = rec.config["gpu-platform:nodePools"][0]["name"]
@@ -138,13 +140,18 @@ def stacks(record_variant):
     from tests.conftest import record
 
     def pinned(config):
-        config["gpu-platform:nodeImage"] = {"source": "ami", "amiId": "ami-0123456789abcdef0", "driverVersion": "580.105.08",
-                                            "toolkitBaked": True}
+        config["gpu-platform:nodeImage"] = {
+            "source": "ami",
+            "amiId": "ami-0123456789abcdef0",
+            "driverVersion": "580.105.08",
+            "toolkitBaked": True,
+        }
 
     def eks(release):
         def change(config):
             config.update(engine.read_stack_file(FIXTURES / "passing" / "eks-nvidia.yaml"))
             config["gpu-platform:operator"]["release"] = release
+
         return change
 
     return {

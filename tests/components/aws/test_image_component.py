@@ -77,18 +77,26 @@ def test_kernel_and_driver_are_locked_at_the_versions_baked(record_variant, fami
     run = _bake(record_variant, family, tmp_path)
     locked = run.locked()
     kernel = KERNEL_6_12.removesuffix(".x86_64")
-    assert {f"kernel6.12-{kernel}", f"kernel6.12-devel-{kernel}", f"kmod-nvidia-open-dkms-{DRIVER}",
-            f"nvidia-driver-cuda-{DRIVER}", f"nvidia-persistenced-{DRIVER}"} <= set(locked)
+    assert {
+        f"kernel6.12-{kernel}",
+        f"kernel6.12-devel-{kernel}",
+        f"kmod-nvidia-open-dkms-{DRIVER}",
+        f"nvidia-driver-cuda-{DRIVER}",
+        f"nvidia-persistenced-{DRIVER}",
+    } <= set(locked)
     assert (f"nvidia-fabricmanager-{DRIVER}" in locked) is (family in NVSWITCH)
     # The running kernel's own headers, not the newest the repository has.
     assert f"kernel6.12-devel-{kernel}" in run.dnf_installed()
     # Locked after everything was installed.
     dnf = run.of("dnf")
-    assert dnf.index(["versionlock", "add", *locked]) > max(i for i, a in enumerate(dnf) if "install" in a and "clean" not in a)
+    assert dnf.index(["versionlock", "add", *locked]) > max(
+        i for i, a in enumerate(dnf) if "install" in a and "clean" not in a
+    )
 
 
-@pytest.mark.parametrize("kernel, package", [("6.1.176-221.360.amzn2023.x86_64", "kernel"),
-                                             ("6.18.36-69.138.amzn2023.x86_64", "kernel6.18")])
+@pytest.mark.parametrize(
+    "kernel, package", [("6.1.176-221.360.amzn2023.x86_64", "kernel"), ("6.18.36-69.138.amzn2023.x86_64", "kernel6.18")]
+)
 def test_the_kernel_package_follows_the_running_kernel(record_variant, tmp_path, kernel, package):
     run = _bake(record_variant, "g6", tmp_path, STUB_KERNEL=kernel)
     assert f"{package}-devel-{kernel.removesuffix('.x86_64')}" in run.dnf_installed()
@@ -96,8 +104,10 @@ def test_the_kernel_package_follows_the_running_kernel(record_variant, tmp_path,
 
 def test_packages_come_from_nvidias_repository_checked_against_the_pinned_key(record_variant, tmp_path):
     run = _bake(record_variant, "g6", tmp_path)
-    assert ["-fsSL", "--retry", "5", "-o"] == run.of("curl")[0][:4]
-    assert run.of("curl")[0][-1] == "https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64/D42D0685.pub"
+    assert run.of("curl")[0][:4] == ["-fsSL", "--retry", "5", "-o"]
+    assert (
+        run.of("curl")[0][-1] == "https://developer.download.nvidia.com/compute/cuda/repos/amzn2023/x86_64/D42D0685.pub"
+    )
     repo = (run.root / "etc/yum.repos.d/nvidia-cuda.repo").read_text()
     assert "gpgcheck=1" in repo and "repo_gpgcheck=1" in repo
     # The kmods come in module streams that show dnf only the newest driver: a pinned older one needs
@@ -143,10 +153,17 @@ def test_a_china_region_image_downloads_from_nvidia_cn(record_variant, tmp_path)
 
 
 def test_the_toolkit_is_baked_and_registered_only_as_nodeadm_registers_it(dev, tmp_path):
-    run = run_bash(build_step(dev.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"]))
+    run = run_bash(
+        build_step(dev.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"])
+    )
     assert run.returncode == 0, run.output
     toolkit = "1.18.1"  # v25.10.1's container-toolkit image (matrix.yaml), the dev stack's release
-    for package in ("nvidia-container-toolkit", "nvidia-container-toolkit-base", "libnvidia-container-tools", "libnvidia-container1"):
+    for package in (
+        "nvidia-container-toolkit",
+        "nvidia-container-toolkit-base",
+        "libnvidia-container-tools",
+        "libnvidia-container1",
+    ):
         assert f"{package}-{toolkit}" in run.dnf_installed()
         assert f"{package}-{toolkit}" in run.locked()
     # nodeadm renders config.toml at every boot and imports nothing: no containerd file is written,
@@ -163,6 +180,8 @@ def test_the_toolkit_is_baked_and_registered_only_as_nodeadm_registers_it(dev, t
 
 def test_an_image_for_the_toolkit_daemonset_bakes_nothing_of_the_runtime(record_variant, tmp_path):
     rec = record_variant("toolkit-daemonset", lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False))
-    run = run_bash(build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"]))
+    run = run_bash(
+        build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers(DRIVER, LICENSE["open"])
+    )
     assert run.returncode == 0, run.output
     assert not [p for p in run.dnf_installed() if "container" in p] and not run.of("nvidia-ctk")

@@ -42,18 +42,33 @@ def nvlink_management_nic(root):
 
 def test_the_baked_environment_declares_the_stacks_nvswitch_types(record_variant, tmp_path):
     rec = record_family(record_variant, "p6-b200")
-    bake = run_bash(build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers("580.105.08", "Dual MIT/GPL"))
+    bake = run_bash(
+        build_step(rec.one(*COMPONENT_DOC).inputs["data"]), tmp_path, module_answers("580.105.08", "Dual MIT/GPL")
+    )
     assert bake.returncode == 0, bake.output
-    env = dict(line.split("=", 1) for line in (tmp_path / "root/etc/gpu-platform/nvswitch.env").read_text().splitlines())
-    assert {k: shlex.split(v)[0] for k, v in env.items()} == {"NVSWITCH_INSTANCE_TYPES": B200, "NVLINK5_INSTANCE_TYPES": B200}
+    env = dict(
+        line.split("=", 1) for line in (tmp_path / "root/etc/gpu-platform/nvswitch.env").read_text().splitlines()
+    )
+    assert {k: shlex.split(v)[0] for k, v in env.items()} == {
+        "NVSWITCH_INSTANCE_TYPES": B200,
+        "NVLINK5_INSTANCE_TYPES": B200,
+    }
 
 
 def test_a_b200_whose_nic_comes_up_late_still_starts_the_fabric_manager(tmp_path):
     # mlx5_core loads after the unit starts: the management NIC appears on the third poll.
-    late = "mkdir -p $ROOT/proc && printf 'mlx5_core 2719744 1 mlx5_ib, Live 0x0\\n' >$ROOT/proc/modules && " \
-           "mkdir -p $ROOT/sys/class/infiniband/mlx5_0/device && printf 'SW_MNG' >$ROOT/sys/class/infiniband/mlx5_0/device/vpd"
-    run = _boot(tmp_path, STUB_INSTANCE_TYPE=B200, NVSWITCH_INSTANCE_TYPES=B200, NVLINK5_INSTANCE_TYPES=B200,
-                STUB_ON_SLEEP=late, STUB_SLEEP_AT="3")
+    late = (
+        "mkdir -p $ROOT/proc && printf 'mlx5_core 2719744 1 mlx5_ib, Live 0x0\\n' >$ROOT/proc/modules && "
+        "mkdir -p $ROOT/sys/class/infiniband/mlx5_0/device && printf 'SW_MNG' >$ROOT/sys/class/infiniband/mlx5_0/device/vpd"
+    )
+    run = _boot(
+        tmp_path,
+        STUB_INSTANCE_TYPE=B200,
+        NVSWITCH_INSTANCE_TYPES=B200,
+        NVLINK5_INSTANCE_TYPES=B200,
+        STUB_ON_SLEEP=late,
+        STUB_SLEEP_AT="3",
+    )
     assert run.returncode == 0, run.output
     assert len(run.of("sleep")) == 3
     assert [c[0] for c in run.calls if c[0] in ("modprobe", "systemctl")] == ["modprobe", "systemctl"]
@@ -71,8 +86,13 @@ def test_a_b200_whose_nic_never_comes_up_fails_the_unit_after_the_bound(tmp_path
 def test_an_h100_nvswitch_type_whose_switches_never_show_fails_the_unit_after_the_bound(tmp_path):
     # No /proc/driver/nvidia-nvswitch devices on a type the stack declares with NVSwitch: the unit fails
     # (the node must not look healthy without a fabric manager; CUDA would see no peer GPUs).
-    run = _boot(tmp_path, lambda root: (root / "proc/driver").mkdir(parents=True), STUB_INSTANCE_TYPE=H100,
-                NVSWITCH_INSTANCE_TYPES=H100, NVLINK5_INSTANCE_TYPES=B200)
+    run = _boot(
+        tmp_path,
+        lambda root: (root / "proc/driver").mkdir(parents=True),
+        STUB_INSTANCE_TYPE=H100,
+        NVSWITCH_INSTANCE_TYPES=H100,
+        NVLINK5_INSTANCE_TYPES=B200,
+    )
     assert run.returncode == 1
     assert len(run.of("sleep")) == 5  # 25 s in polls of 5 s, then it gives up
     assert f"ERROR: {H100} should have NVSwitch devices under /proc/driver/nvidia-nvswitch" in run.output
@@ -80,7 +100,13 @@ def test_an_h100_nvswitch_type_whose_switches_never_show_fails_the_unit_after_th
 
 
 def test_an_nvswitch_type_starts_the_fabric_manager_once_its_switches_show(tmp_path):
-    run = _boot(tmp_path, hgx_h100, STUB_INSTANCE_TYPE=H100, NVSWITCH_INSTANCE_TYPES=f"{H100} {B200}", NVLINK5_INSTANCE_TYPES=B200)
+    run = _boot(
+        tmp_path,
+        hgx_h100,
+        STUB_INSTANCE_TYPE=H100,
+        NVSWITCH_INSTANCE_TYPES=f"{H100} {B200}",
+        NVLINK5_INSTANCE_TYPES=B200,
+    )
     assert run.returncode == 0, run.output
     assert run.systemctl("start") == ["nvidia-fabricmanager.service"] and not run.of("modprobe") and not run.of("sleep")
 
@@ -96,8 +122,12 @@ def test_the_imds_request_is_imdsv2(tmp_path):
 
 def test_a_single_h100_instance_waits_for_nothing_and_starts_nothing(tmp_path):
     # p5.4xlarge is one H100: no NVSwitch (matrix.yaml), so the stack never declares it.
-    run = _boot(tmp_path, lambda root: (root / "proc/driver").mkdir(parents=True), STUB_INSTANCE_TYPE="p5.4xlarge",
-                NVSWITCH_INSTANCE_TYPES=H100)
+    run = _boot(
+        tmp_path,
+        lambda root: (root / "proc/driver").mkdir(parents=True),
+        STUB_INSTANCE_TYPE="p5.4xlarge",
+        NVSWITCH_INSTANCE_TYPES=H100,
+    )
     assert run.returncode == 0, run.output
     assert not run.of("systemctl") and not run.of("modprobe") and not run.of("sleep")
 

@@ -64,24 +64,31 @@ def test_an_unlocked_kernel_fails_the_test_phase(record_variant, tmp_path):
     document = _document(record_variant, "g6")
     _booted(record_variant, "g6", tmp_path)
     locks = tmp_path / "state/versionlock.list"
-    locks.write_text("".join(line + "\n" for line in locks.read_text().splitlines() if not line.startswith("kernel6.12-0:")))
+    locks.write_text(
+        "".join(line + "\n" for line in locks.read_text().splitlines() if not line.startswith("kernel6.12-0:"))
+    )
     run = run_bash(phase_commands(document, "test"), tmp_path, module_answers(DRIVER, LICENSE["open"]))
     assert run.returncode != 0 and "the running kernel is not version-locked" in run.output
 
 
-@pytest.mark.parametrize("env, message", [
-    ({"STUB_MODULE_VERSION": "580.95.05"}, f"nvidia-smi does not report driver {DRIVER}"),
-    ({"STUB_MODULE_LICENSE": "NVIDIA"}, "the nvidia module is not the open flavour"),
-    ({"STUB_RPM_VERSION": "580.95.05"}, f"kmod-nvidia-open-dkms is not installed at {DRIVER}"),
-    ({"STUB_ACTIVE": ""}, "nvidia-persistenced is not running"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"STUB_MODULE_VERSION": "580.95.05"}, f"nvidia-smi does not report driver {DRIVER}"),
+        ({"STUB_MODULE_LICENSE": "NVIDIA"}, "the nvidia module is not the open flavour"),
+        ({"STUB_RPM_VERSION": "580.95.05"}, f"kmod-nvidia-open-dkms is not installed at {DRIVER}"),
+        ({"STUB_ACTIVE": ""}, "nvidia-persistenced is not running"),
+    ],
+)
 def test_each_wrong_image_stops_the_bake_with_what_is_wrong(record_variant, tmp_path, env, message):
     run = _booted(record_variant, "g6", tmp_path, **env)
     assert run.returncode != 0 and f"test phase: {message}" in run.output
 
 
 def test_a_fabric_manager_running_on_the_l4_test_instance_fails_the_test_phase(record_variant, tmp_path):
-    run = _booted(record_variant, "p5", tmp_path, STUB_ACTIVE="nvidia-persistenced.service nvidia-fabricmanager.service")
+    run = _booted(
+        record_variant, "p5", tmp_path, STUB_ACTIVE="nvidia-persistenced.service nvidia-fabricmanager.service"
+    )
     assert run.returncode != 0 and "the fabric manager runs on an instance without NVSwitch" in run.output
 
 
@@ -97,12 +104,18 @@ def test_a_toolkit_that_accepts_gpus_by_environment_fails_the_test_phase(record_
 
 # What a bake relies on and cannot check before it runs (docs/operations.md, "What is not verified offline"): if
 # it turns out false, the bake stops there, saying which.
-@pytest.mark.parametrize("env, message", [
-    ({"STUB_FAIL_MAKECACHE": "1"}, "its metadata signature (repodata/repomd.xml.asc, required by repo_gpgcheck=1) does not verify"),
-    ({"STUB_FAIL_MODULE": "1"}, "NVIDIA's repository has no module stream nvidia-driver:580-open"),
-    ({"STUB_MISSING": f"kmod-nvidia-open-dkms-{DRIVER}"}, f"dnf could not install kmod-nvidia-open-dkms-{DRIVER}"),
-    ({"STUB_UNLOCKABLE": "dkms"}, "dnf versionlock holds no lock for dkms"),
-])
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        (
+            {"STUB_FAIL_MAKECACHE": "1"},
+            "its metadata signature (repodata/repomd.xml.asc, required by repo_gpgcheck=1) does not verify",
+        ),
+        ({"STUB_FAIL_MODULE": "1"}, "NVIDIA's repository has no module stream nvidia-driver:580-open"),
+        ({"STUB_MISSING": f"kmod-nvidia-open-dkms-{DRIVER}"}, f"dnf could not install kmod-nvidia-open-dkms-{DRIVER}"),
+        ({"STUB_UNLOCKABLE": "dkms"}, "dnf versionlock holds no lock for dkms"),
+    ],
+)
 def test_the_bake_stops_with_a_clear_message_when_an_unverified_fact_is_false(record_variant, tmp_path, env, message):
     document = _document(record_variant, "g6")
     run = run_bash(build_step(document), tmp_path, {**module_answers(DRIVER, LICENSE["open"]), **env})
@@ -112,7 +125,9 @@ def test_the_bake_stops_with_a_clear_message_when_an_unverified_fact_is_false(re
 
 def test_the_proprietary_stream_is_named_when_it_is_missing(record_variant, tmp_path):
     document = _document(record_variant, "g5")
-    run = run_bash(build_step(document), tmp_path, {**module_answers(DRIVER, LICENSE["proprietary"]), "STUB_FAIL_MODULE": "1"})
+    run = run_bash(
+        build_step(document), tmp_path, {**module_answers(DRIVER, LICENSE["proprietary"]), "STUB_FAIL_MODULE": "1"}
+    )
     assert run.returncode != 0 and "no module stream nvidia-driver:580-dkms" in run.output
 
 

@@ -38,7 +38,9 @@ def test_gsp_firmware_is_off_only_on_an_image_of_g5_gpus():
 
 @pytest.mark.parametrize("source", ["bake", "ami"])
 def test_one_image_cannot_turn_gsp_off_for_g5_and_keep_it_on_for_others(source):
-    with pytest.raises(ConfigError, match=r"nodePools\[1\]\.instanceType: 'g6\.xlarge' \(L4\) would boot the image of nodePools\[0\]"):
+    with pytest.raises(
+        ConfigError, match=r"nodePools\[1\]\.instanceType: 'g6\.xlarge' \(L4\) would boot the image of nodePools\[0\]"
+    ):
         image_hardware([_pool(0, "g5.xlarge", "A10G", 1), _pool(1, "g6.xlarge", "L4", 1)], source)
 
 

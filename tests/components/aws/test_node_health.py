@@ -39,7 +39,7 @@ def test_without_repair_no_pool_is_repaired_and_no_agent_is_installed(record_var
 
 def test_the_audit_report_lists_the_agent_and_each_pools_repair(prod):
     text = audit.report(prod)
-    section = text[text.index("### EKS add-ons and node health"):]
+    section = text[text.index("### EKS add-ons and node health") :]
     assert "add-on `eks-node-monitoring-agent`" in section
     assert "- NodeGroup `gpu-pool-h100-mig-ng`: node auto repair true" in section
     assert "- NodeGroup `gpu-pool-l40s-ng`: node auto repair true" in section
@@ -106,5 +106,7 @@ def test_the_audit_ledger_holds_the_add_ons_privileged_daemon_sets(prod):
 
 
 def test_without_the_add_on_its_daemon_sets_leave_the_ledger(record_variant):
-    rec = record_variant("no-repair", lambda config: [p.update(nodeRepair=False) for p in config["gpu-platform:nodePools"]], stack="prod")
+    rec = record_variant(
+        "no-repair", lambda config: [p.update(nodeRepair=False) for p in config["gpu-platform:nodePools"]], stack="prod"
+    )
     assert _ledger_addon_rows(audit.report(rec)) == set()

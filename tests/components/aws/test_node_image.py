@@ -11,8 +11,8 @@ import yaml
 from components.aws.node_image import ARCHITECTURE_TAG, BUILD_TIMEOUT, TOOLKIT_VERSION_TAG
 from gpu_platform.catalog import matrix
 from gpu_platform.interface import contract
-from tests.conftest import published_ami
 from tests.components.aws.conftest import IMAGE, LAUNCH_TEMPLATE, NVSWITCH_FAMILIES, launch_template, pool_names
+from tests.conftest import published_ami
 
 COMPONENT = "aws:imagebuilder/component:Component"
 IMAGE_BUILDER = "aws:imagebuilder/"
@@ -73,7 +73,9 @@ def test_the_recipe_starts_from_the_eks_optimized_image_of_the_clusters_version(
 
 
 def test_the_build_runs_on_a_gpu_with_imdsv2_and_a_long_timeout(shipped):
-    infra = shipped.one("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure")
+    infra = shipped.one(
+        "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure"
+    )
     assert infra.inputs["instanceTypes"][0].startswith(("g", "p"))
     assert infra.inputs["instanceMetadataOptions"] == {"httpTokens": "required", "httpPutResponseHopLimit": 1}
     assert infra.inputs["terminateInstanceOnFailure"] is True
@@ -82,7 +84,9 @@ def test_the_build_runs_on_a_gpu_with_imdsv2_and_a_long_timeout(shipped):
 
 def test_the_build_instance_profile_is_image_builders_minimum(shipped):
     role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
-    attached = [a for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies]
+    attached = [
+        a for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies
+    ]
     # Not AmazonSSMManagedInstanceCore (every SSM parameter of the account): the stack's own policy.
     assert sorted(a.inputs["policyArn"] for a in attached) == [
         f"arn:aws:iam::123456789012:policy/gpu-platform-{shipped.stack}-gpu-node-image-ssm-agent",
@@ -96,10 +100,17 @@ def test_the_build_instance_may_run_the_ssm_agent_and_read_no_parameter(shipped)
     policy = shipped.one("aws:iam/policy:Policy", "gpu-node-image-builder-ssm-agent")
     actions = {a for s in json.loads(policy.inputs["policy"])["Statement"] for a in s["Action"]}
     # The agent registers, takes Run Command's messages and opens its channels (AmazonSSMManagedInstanceCore v2).
-    assert {"ssm:UpdateInstanceInformation", "ec2messages:GetMessages", "ec2messages:SendReply",
-            "ssmmessages:CreateControlChannel", "ssmmessages:OpenControlChannel"} <= actions
+    assert {
+        "ssm:UpdateInstanceInformation",
+        "ec2messages:GetMessages",
+        "ec2messages:SendReply",
+        "ssmmessages:CreateControlChannel",
+        "ssmmessages:OpenControlChannel",
+    } <= actions
     assert not any(a.startswith(("ssm:GetParameter", "ssm:PutParameter", "ssm:*", "*")) for a in actions), actions
-    assert all(a.startswith(("ssm:UpdateInstanceInformation", "ec2messages:", "ssmmessages:")) for a in actions), actions
+    assert all(a.startswith(("ssm:UpdateInstanceInformation", "ec2messages:", "ssmmessages:")) for a in actions), (
+        actions
+    )
 
 
 def test_the_build_waits_for_its_own_policy(shipped):
@@ -112,7 +123,9 @@ def test_the_build_waits_for_its_own_policy(shipped):
 def test_image_and_its_ami_declare_driver_kubernetes_architecture_and_audit(shipped):
     node_image = shipped.config["gpu-platform:nodeImage"]
     image = shipped.one(IMAGE, "gpu-node-image-image")
-    distribution = shipped.one("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "gpu-node-image-distribution")
+    distribution = shipped.one(
+        "aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "gpu-node-image-distribution"
+    )
     ami_tags = distribution.inputs["distributions"][0]["amiDistributionConfiguration"]["amiTags"]
     for tags in (image.inputs["tags"], ami_tags):
         assert tags[contract.DRIVER_VERSION_TAG] == node_image["driverVersion"]
@@ -127,7 +140,10 @@ def test_component_and_recipe_names_change_with_what_they_build(dev, record_vari
         config["gpu-platform:nodeImage"]["driverVersion"] = "580.95.05"
 
     other = record_variant("driver-580.95.05", newer)
-    for type_, name in ((COMPONENT, "gpu-node-image-driver"), ("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe")):
+    for type_, name in (
+        (COMPONENT, "gpu-node-image-driver"),
+        ("aws:imagebuilder/imageRecipe:ImageRecipe", "gpu-node-image-recipe"),
+    ):
         # Same name and version would collide with the old one during create-before-delete.
         assert dev.one(type_, name).inputs["name"] != other.one(type_, name).inputs["name"]
 
@@ -158,7 +174,9 @@ def test_image_builder_names_are_names_image_builder_accepts(stack, dev, prod):
 
 
 def test_the_image_builds_in_the_clusters_first_subnet_behind_an_egress_only_group(dev):
-    infrastructure = dev.one("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure")
+    infrastructure = dev.one(
+        "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "gpu-node-image-infrastructure"
+    )
     group = dev.one("aws:ec2/securityGroup:SecurityGroup", "gpu-node-image-build")
     assert infrastructure.inputs["subnetId"] == dev.config["gpu-platform:cluster"]["subnetIds"][0]
     assert group.urn in infrastructure.dependencies
@@ -170,7 +188,11 @@ def test_the_image_builds_in_the_clusters_first_subnet_behind_an_egress_only_gro
 def test_the_build_waits_for_the_builder_roles_policies(shipped):
     # The build instance reports to Image Builder and is driven through SSM with these policies.
     role = shipped.one("aws:iam/role:Role", "gpu-node-image-builder")
-    policies = {a.urn for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if role.urn in a.dependencies}
+    policies = {
+        a.urn
+        for a in shipped.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if role.urn in a.dependencies
+    }
     assert len(policies) == 2
     assert policies <= shipped.waits_for(shipped.one(IMAGE, "gpu-node-image-image").urn)
 
@@ -196,5 +218,7 @@ def test_the_scripts_unpack_to_exactly_the_files_in_the_repository(family, tmp_p
             assert script is NVSWITCH_SCRIPT and name not in NVSWITCH_FAMILIES
             continue
         body = commands.split(f"<<'{marker}'", 1)[1].split("\n", 1)[1].split(f"\n{marker}\n", 1)[0]
-        unpacked = subprocess.run(["bash", "-c", "base64 -d | gunzip"], input=body.encode(), capture_output=True, check=True).stdout
+        unpacked = subprocess.run(
+            ["bash", "-c", "base64 -d | gunzip"], input=body.encode(), capture_output=True, check=True
+        ).stdout
         assert unpacked == script.read_bytes(), (name, marker)

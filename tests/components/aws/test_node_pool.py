@@ -137,7 +137,9 @@ def test_node_groups_roll_with_a_budget_and_scale_from_the_pool(shipped):
         ng = node_group(shipped, pool["name"])
         assert ng.inputs["updateConfig"] == {"maxUnavailablePercentage": 25, "updateStrategy": "DEFAULT"}
         assert ng.inputs["scalingConfig"] == {
-            "minSize": pool["minSize"], "desiredSize": pool["desiredSize"], "maxSize": pool["maxSize"]
+            "minSize": pool["minSize"],
+            "desiredSize": pool["desiredSize"],
+            "maxSize": pool["maxSize"],
         }
         assert ng.inputs["capacityType"] == pool.get("capacityType", "ON_DEMAND")
         assert ng.inputs["instanceTypes"] == [pool["instanceType"]]
@@ -163,15 +165,25 @@ def test_launch_templates_and_node_groups_carry_the_driver_and_audit_tags(shippe
             assert tags["gpu-platform.io/stack"] == shipped.stack
         # The approval id on the template's and group's own tags, which change in place; not on the
         # instances, whose tags are template content (a new approval would roll every node).
-        assert lt.inputs["tags"][contract.AUDIT_TAG_APPROVAL] == ng.inputs["tags"][contract.AUDIT_TAG_APPROVAL] == audit["approval"]
+        assert (
+            lt.inputs["tags"][contract.AUDIT_TAG_APPROVAL]
+            == ng.inputs["tags"][contract.AUDIT_TAG_APPROVAL]
+            == audit["approval"]
+        )
         assert [contract.AUDIT_TAG_APPROVAL in s["tags"] for s in lt.inputs["tagSpecifications"]] == [False, False]
 
 
 def test_a_capacity_block_pool_launches_into_its_reservation(variant):
     def capacity_block(config):
         pool = config["gpu-platform:nodePools"][0]
-        pool.update({"instanceType": "p5.48xlarge", "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0a1b2c3d4e5f60718",
-                     "subnetIds": ["subnet-0a1b2c3d4e5f60002"]})
+        pool.update(
+            {
+                "instanceType": "p5.48xlarge",
+                "capacityType": "CAPACITY_BLOCK",
+                "capacityReservationId": "cr-0a1b2c3d4e5f60718",
+                "subnetIds": ["subnet-0a1b2c3d4e5f60002"],
+            }
+        )
         pool.pop("timeSlicing", None)
 
     recording = variant(capacity_block)
@@ -209,8 +221,11 @@ def test_the_mig_pools_asg_offers_each_profile_and_no_whole_gpu(prod):
     # assets/state-mig-manager/0400_configmap.yaml lines 412-419); under the mixed strategy a MIG GPU is
     # no nvidia.com/gpu (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122).
     assert _autoscaler_tags(prod, "h100-mig") == {
-        "nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-2g.20gb": "8",
-        "nvidia.com/mig-3g.40gb": "8"}
+        "nvidia.com/gpu": "0",
+        "nvidia.com/mig-1g.10gb": "16",
+        "nvidia.com/mig-2g.20gb": "8",
+        "nvidia.com/mig-3g.40gb": "8",
+    }
 
 
 def test_the_time_sliced_pools_asg_offers_its_gpu_times_the_replicas(dev):

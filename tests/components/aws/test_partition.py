@@ -3,7 +3,8 @@ discovery: an `arn:aws:` policy does not exist in China or GovCloud, and attachi
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,12 @@ def strings(value: Any) -> Iterator[str]:
 
 
 def aws_owned_arns(recording: engine.Recording) -> list[str]:
-    return [s for r in recording.resources for s in strings(r.inputs) if s.startswith("arn:") and any(k in s for k in AWS_OWNED)]
+    return [
+        s
+        for r in recording.resources
+        for s in strings(r.inputs)
+        if s.startswith("arn:") and any(k in s for k in AWS_OWNED)
+    ]
 
 
 REGIONS = {"aws-cn": "cn-north-1", "aws-us-gov": "us-gov-west-1"}
@@ -40,8 +46,12 @@ def other_partition(request) -> str:
 
 def test_the_offline_partition_follows_the_region():
     # botocore partitions.json's region patterns (gpu_platform/catalog/aws_limits.yaml).
-    assert [aws_answers.partition_of(r) for r in ("us-west-2", "cn-north-1", "cn-northwest-1", "us-gov-east-1")] == \
-        ["aws", "aws-cn", "aws-cn", "aws-us-gov"]
+    assert [aws_answers.partition_of(r) for r in ("us-west-2", "cn-north-1", "cn-northwest-1", "us-gov-east-1")] == [
+        "aws",
+        "aws-cn",
+        "aws-cn",
+        "aws-us-gov",
+    ]
 
 
 def test_every_policy_arn_starts_with_the_accounts_partition(other_partition, tmp_path):
@@ -55,8 +65,11 @@ def test_every_policy_arn_starts_with_the_accounts_partition(other_partition, tm
     assert len(arns) == 2 * 5 + 1
     assert [a for a in arns if not a.startswith(f"arn:{other_partition}:")] == []
     # The build role's own policy and every trust and key policy ARN name the partition too.
-    own = [a.inputs["policyArn"] for a in recording.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-           if ":iam::aws:" not in a.inputs["policyArn"]]
+    own = [
+        a.inputs["policyArn"]
+        for a in recording.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if ":iam::aws:" not in a.inputs["policyArn"]
+    ]
     assert own and all(a.startswith(f"arn:{other_partition}:iam::123456789012:policy/") for a in own)
     key = recording.one("aws:kms/key:Key", "gpu-cluster-secrets").inputs["policy"]
     assert f"arn:{other_partition}:iam::123456789012:root" in key and "arn:aws:" not in key

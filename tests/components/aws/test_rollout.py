@@ -12,8 +12,8 @@ import pytest
 from google.protobuf import json_format
 from pydantic import ValidationError
 
-from gpu_platform.interface import contract
 from gpu_platform.config.node_pool import NodePool
+from gpu_platform.interface import contract
 from preview.__main__ import main
 from tests.components.aws.conftest import node_group
 from tests.conftest import stack_config, unapproved, write_stack
@@ -51,9 +51,16 @@ def _all_waits(rec, urn) -> set[str]:
     return seen
 
 
-BLOCK = {"name": "p", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 1, "maxSize": 2,
-         "capacityType": "CAPACITY_BLOCK", "capacityReservationId": "cr-0123456789abcdef0",
-         "subnetIds": ["subnet-0a1b2c3d4e5f60002"]}
+BLOCK = {
+    "name": "p",
+    "instanceType": "p5.48xlarge",
+    "minSize": 0,
+    "desiredSize": 1,
+    "maxSize": 2,
+    "capacityType": "CAPACITY_BLOCK",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "subnetIds": ["subnet-0a1b2c3d4e5f60002"],
+}
 
 
 def test_the_default_is_surge_and_a_capacity_block_rolls_in_place():
@@ -71,19 +78,28 @@ def _problem(pool: dict) -> tuple:
 
 def test_blue_green_on_a_capacity_block_needs_the_stack_to_say_the_block_holds_both_generations():
     assert _problem({**BLOCK, "rollout": "blue-green"})[0] == ("rollout",)
-    assert "blue-green on capacityType: CAPACITY_BLOCK runs both node group generations" in _problem(
-        {**BLOCK, "rollout": "blue-green"})[1]
-    acknowledged = NodePool.model_validate({**BLOCK, "minSize": 1, "rollout": "blue-green", "blockHoldsBothGenerations": True})
+    assert (
+        "blue-green on capacityType: CAPACITY_BLOCK runs both node group generations"
+        in _problem({**BLOCK, "rollout": "blue-green"})[1]
+    )
+    acknowledged = NodePool.model_validate(
+        {**BLOCK, "minSize": 1, "rollout": "blue-green", "blockHoldsBothGenerations": True}
+    )
     assert acknowledged.rollout == "blue-green"
     assert _problem({**BLOCK, "rollout": "in-place", "blockHoldsBothGenerations": True}) == (
-        ("blockHoldsBothGenerations",), "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it")
+        ("blockHoldsBothGenerations",),
+        "only for rollout: blue-green with capacityType: CAPACITY_BLOCK; remove it",
+    )
 
 
-@pytest.mark.parametrize("rollout, update", [
-    # EKS's update strategies (botocore eks service-2.json NodegroupUpdateConfig.updateStrategy).
-    ("surge", {"updateStrategy": "DEFAULT", "maxUnavailablePercentage": 25}),
-    ("in-place", {"updateStrategy": "MINIMAL", "maxUnavailable": 1}),
-])
+@pytest.mark.parametrize(
+    "rollout, update",
+    [
+        # EKS's update strategies (botocore eks service-2.json NodegroupUpdateConfig.updateStrategy).
+        ("surge", {"updateStrategy": "DEFAULT", "maxUnavailablePercentage": 25}),
+        ("in-place", {"updateStrategy": "MINIMAL", "maxUnavailable": 1}),
+    ],
+)
 def test_surge_and_in_place_roll_inside_the_node_group(record_variant, rollout, update):
     rec = record_variant(f"rollout-{rollout}", lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout=rollout))
     group = node_group(rec, "l4")
@@ -93,18 +109,23 @@ def test_surge_and_in_place_roll_inside_the_node_group(record_variant, rollout, 
     assert not _gates(rec)
 
 
-@pytest.mark.parametrize("rollout, max_size, minutes", [
-    # A roll goes batch by batch, each up to 30 minutes (launch and join a GPU node, drain the old one
-    # for up to 15 minutes, 60 s after cordoning: managed-node-update-behavior.adoc lines 26-42, 81-87);
-    # the provider's own 60 minutes (tf-aws v5.42.0 node_group.go line 52) is the floor.
-    ("in-place", 8, 8 * 30),  # one node at a time
-    ("surge", 8, 4 * 30),  # 25% of 8 = 2 a batch: 4 batches
-    ("surge", 2, 60),  # 25% of 2 rounds down to 0, so one a batch: 2 batches, 60 minutes
-])
+@pytest.mark.parametrize(
+    "rollout, max_size, minutes",
+    [
+        # A roll goes batch by batch, each up to 30 minutes (launch and join a GPU node, drain the old one
+        # for up to 15 minutes, 60 s after cordoning: managed-node-update-behavior.adoc lines 26-42, 81-87);
+        # the provider's own 60 minutes (tf-aws v5.42.0 node_group.go line 52) is the floor.
+        ("in-place", 8, 8 * 30),  # one node at a time
+        ("surge", 8, 4 * 30),  # 25% of 8 = 2 a batch: 4 batches
+        ("surge", 2, 60),  # 25% of 2 rounds down to 0, so one a batch: 2 batches, 60 minutes
+    ],
+)
 def test_a_node_group_update_may_take_as_long_as_its_roll(record_variant, rollout, max_size, minutes):
-    rec = record_variant(f"timeout-{rollout}-{max_size}",
-                         lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout=rollout, maxSize=max_size))
-    create, update, delete = node_group(rec, "l4").custom_timeouts
+    rec = record_variant(
+        f"timeout-{rollout}-{max_size}",
+        lambda cfg: cfg["gpu-platform:nodePools"][0].update(rollout=rollout, maxSize=max_size),
+    )
+    _create, update, _delete = node_group(rec, "l4").custom_timeouts
     assert update == f"{minutes}m"
 
 
@@ -141,7 +162,9 @@ def test_the_gate_is_a_daemon_set_on_the_current_node_groups_nodes_after_the_ope
     # Ready only once the validator's per-node proof that the device plugin serves GPUs is there, read-only.
     (container,) = pod["containers"]
     assert container["readinessProbe"]["exec"]["command"] == ["test", "-f", MARKER]
-    assert container["volumeMounts"] == [{"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}]
+    assert container["volumeMounts"] == [
+        {"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}
+    ]
     # Pulumi waits for its rollout on create and on update, bounded.
     create, update, _ = gate.custom_timeouts
     assert create == update and create.endswith("m") and int(create[:-1]) >= 30
@@ -173,8 +196,19 @@ def test_blue_green_refuses_a_pool_that_may_shrink_to_no_node(tmp_path, capsys):
     # minSize 1 holds it; a surge or in-place pool may still scale to zero.
     assert NodePool.model_validate({**BLOCK, "minSize": 1, "rollout": "blue-green", "blockHoldsBothGenerations": True})
     for rollout in ("surge", "in-place"):
-        assert NodePool.model_validate({"name": "p", "instanceType": "g6.2xlarge", "minSize": 0, "desiredSize": 0,
-                                        "maxSize": 2, "rollout": rollout}).min_size == 0
+        assert (
+            NodePool.model_validate(
+                {
+                    "name": "p",
+                    "instanceType": "g6.2xlarge",
+                    "minSize": 0,
+                    "desiredSize": 0,
+                    "maxSize": 2,
+                    "rollout": rollout,
+                }
+            ).min_size
+            == 0
+        )
 
 
 # Taints a node has registered with before it is Ready: the node lifecycle controller's not-ready
@@ -189,8 +223,12 @@ def test_the_gate_counts_nodes_that_have_registered_but_are_not_ready(record_var
     (gate,) = _gates(record_variant("blue-green", _blue_green))
     tolerations = gate.inputs["spec"]["template"]["spec"]["tolerations"]
     assert {"operator": "Exists", "effect": "NoSchedule"} in tolerations
-    for taint in (NOT_READY, UNINITIALIZED, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
-                  {"key": "anything.example.com/else", "value": "x", "effect": "NoSchedule"}):
+    for taint in (
+        NOT_READY,
+        UNINITIALIZED,
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},
+        {"key": "anything.example.com/else", "value": "x", "effect": "NoSchedule"},
+    ):
         assert contract.tolerates(tolerations, taint), taint
     # Only NoSchedule: nothing keeps a gate pod on a node being evicted (NoExecute) that it would not
     # otherwise tolerate.
@@ -226,11 +264,17 @@ def test_in_mode_dra_the_gate_is_ready_only_where_a_claim_got_a_working_gpu(reco
     assert gate.inputs["metadata"]["annotations"][contract.AUDIT_HOST_PATHS] == ""
     # The template it names is the stack's, in the gate's namespace: one GPU of the DRA driver's
     # whole-GPU class, with admin access (neither waiting for nor holding a GPU a workload uses).
-    (template,) = [t for t in rec.of_type(CLAIM_TEMPLATE) if t.inputs["metadata"]["name"] == claim["resourceClaimTemplateName"]]
+    (template,) = [
+        t for t in rec.of_type(CLAIM_TEMPLATE) if t.inputs["metadata"]["name"] == claim["resourceClaimTemplateName"]
+    ]
     assert template.inputs["metadata"]["namespace"] == gate.inputs["metadata"]["namespace"] == "gpu-operator"
     (request,) = template.inputs["spec"]["spec"]["devices"]["requests"]
-    assert request["exactly"] == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1,
-                                  "adminAccess": True}
+    assert request["exactly"] == {
+        "deviceClassName": "gpu.nvidia.com",
+        "allocationMode": "ExactCount",
+        "count": 1,
+        "adminAccess": True,
+    }
     # ... a class the stack creates, in a namespace where the API server admits admin access.
     classes = {c.inputs["metadata"]["name"] for c in rec.of_type("kubernetes:resource.k8s.io/v1:DeviceClass")}
     assert "gpu.nvidia.com" in classes
@@ -269,13 +313,15 @@ def _against_output(tmp_path, capsys, old_config, new_config, stack="prod") -> s
         write_stack(tmp_path / name, unapproved(copy.deepcopy(config)), name=stack)
     assert main(["--config", str(tmp_path / "old" / f"Pulumi.{stack}.yaml"), "--json", str(tmp_path / "old.json")]) == 0
     capsys.readouterr()
-    assert main(["--config", str(tmp_path / "new" / f"Pulumi.{stack}.yaml"), "--against", str(tmp_path / "old.json")]) == 0
+    assert (
+        main(["--config", str(tmp_path / "new" / f"Pulumi.{stack}.yaml"), "--against", str(tmp_path / "old.json")]) == 0
+    )
     return capsys.readouterr().out
 
 
 def _against(tmp_path, capsys, old_config, new_config, stack="prod") -> list[str]:
     out = _against_output(tmp_path, capsys, old_config, new_config, stack)
-    return out[out.index("GPU node rollouts"):].splitlines()
+    return out[out.index("GPU node rollouts") :].splitlines()
 
 
 def _driver_bumped(old_config) -> dict:
@@ -299,7 +345,7 @@ def _after(lines, pool) -> list[str]:
     """The lines under a pool's line, up to the next pool."""
     start = lines.index(_line(lines, pool))
     rest = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("  " + " " * 4) or not line.strip():
             break
         rest.append(line.strip())
@@ -311,7 +357,10 @@ def test_against_a_driver_bump_replaces_a_blue_green_group_and_moves_the_gate_to
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig: desired 2 x 8 H100
     lines = _against_a_driver_bump(tmp_path, capsys, old)
     h100, l40s = _line(lines, "h100-mig"), _line(lines, "l40s")
-    assert "blue-green: replaces 2 GPU nodes (16 GPUs) by a new node group created beside the old one (create-before-delete)" in h100
+    assert (
+        "blue-green: replaces 2 GPU nodes (16 GPUs) by a new node group created beside the old one (create-before-delete)"
+        in h100
+    )
     assert "only after its readiness gate (gpu-pool-h100-mig-gate-ds) has seen every new node serve GPUs" in h100
     assert "surge: replaces 2 GPU nodes (8 GPUs) inside the node group, new nodes launched first" in l40s
     assert "no GPU check" in l40s
@@ -325,7 +374,7 @@ def test_against_the_gate_follows_a_group_replaced_for_any_reason(tmp_path, caps
     new = copy.deepcopy(old)
     new["gpu-platform:nodePools"][1]["instanceType"] = "g6e.24xlarge"
     out = _against_output(tmp_path, capsys, old, new)
-    gate = out[out.index("kubernetes:apps/v1:DaemonSet gpu-pool-l40s-gate-ds"):].splitlines()
+    gate = out[out.index("kubernetes:apps/v1:DaemonSet gpu-pool-l40s-gate-ds") :].splitlines()
     assert "updated in place" in gate[0]
     assert "spec.template.spec.nodeSelector: changes because gpu-pool-l40s-ng is replaced" in gate[1]
 
@@ -333,7 +382,10 @@ def test_against_the_gate_follows_a_group_replaced_for_any_reason(tmp_path, caps
 def test_against_names_removed_pools_rollout_changes_and_counts_from_the_old_report(tmp_path, capsys):
     old = stack_config("prod")
     extra = {"minSize": 0, "maxSize": 2, "instanceType": "g6.xlarge"}  # one L4 a node
-    old["gpu-platform:nodePools"] += [{"name": "one", "desiredSize": 1, **extra}, {"name": "gone", "desiredSize": 2, **extra}]
+    old["gpu-platform:nodePools"] += [
+        {"name": "one", "desiredSize": 1, **extra},
+        {"name": "gone", "desiredSize": 2, **extra},
+    ]
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
     new = _driver_bumped(old)
     new["gpu-platform:nodePools"].pop()  # gone
@@ -360,7 +412,10 @@ def test_against_a_surge_pool_replaced_by_a_new_instance_type_is_create_before_d
     new["gpu-platform:nodePools"][1]["instanceType"] = "g6e.24xlarge"
     (tmp_path / "o").mkdir()
     l40s = _line(_against(tmp_path / "o", capsys, old, new), "l40s")
-    assert "surge: replaces 2 GPU nodes (8 GPUs) by a new node group created beside the old one (create-before-delete)" in l40s
+    assert (
+        "surge: replaces 2 GPU nodes (8 GPUs) by a new node group created beside the old one (create-before-delete)"
+        in l40s
+    )
     assert "no GPU check in between" in l40s and "readiness gate (" not in l40s
 
 
@@ -393,7 +448,10 @@ def test_against_a_replaced_pool_node_group_reads_create_before_delete(tmp_path,
     old = stack_config("prod")
     old["gpu-platform:nodePools"][0].update(rollout="blue-green", minSize=1)  # h100-mig
     new = _driver_bumped(old)
-    (header,) = [line for line in _against_output(tmp_path, capsys, old, new).splitlines()
-                 if line.startswith("  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-h100-mig-ng:")]
+    (header,) = [
+        line
+        for line in _against_output(tmp_path, capsys, old, new).splitlines()
+        if line.startswith("  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-h100-mig-ng:")
+    ]
     assert "REPLACED" in header and "create-before-delete" in header
     assert "deleted and created again" not in header

@@ -5,7 +5,8 @@ names of its own."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -41,12 +42,7 @@ IMAGE_BUILDER_NAME = re.compile(r"^[-_A-Za-z0-9][-_A-Za-z0-9 ]{1,126}[-_A-Za-z0-
 
 
 def unique_names(recording: engine.Recording) -> set[str]:
-    return {
-        name
-        for r in recording.resources
-        if r.type in UNIQUE_NAMES
-        for name in UNIQUE_NAMES[r.type](r.inputs)
-    }
+    return {name for r in recording.resources if r.type in UNIQUE_NAMES for name in UNIQUE_NAMES[r.type](r.inputs)}
 
 
 def test_dev_and_prod_share_no_name_aws_requires_to_be_unique(dev, prod):
@@ -58,7 +54,9 @@ def test_dev_and_prod_share_no_name_aws_requires_to_be_unique(dev, prod):
 def test_every_explicitly_named_aws_resource_is_classified(dev, prod):
     # A new resource with an explicit name must say here how AWS scopes that name.
     for recording in (dev, prod):
-        named = {r.type for r in recording.resources if r.type.startswith("aws:") and any(k in r.inputs for k in NAME_INPUTS)}
+        named = {
+            r.type for r in recording.resources if r.type.startswith("aws:") and any(k in r.inputs for k in NAME_INPUTS)
+        }
         assert named <= set(UNIQUE_NAMES), named - set(UNIQUE_NAMES)
 
 
@@ -94,7 +92,9 @@ def test_a_stack_name_with_a_dot_gives_valid_names_of_its_own(dotted_and_dashed)
     assert image_builder and image_builder.isdisjoint(unique_names(dashed))
 
 
-@pytest.mark.parametrize("stacks", [("team_dev", "team-dev"), ("Dev", "dev"), ("team dev", "team-dev"), ("team.dev", "team-dev")])
+@pytest.mark.parametrize(
+    "stacks", [("team_dev", "team-dev"), ("Dev", "dev"), ("team dev", "team-dev"), ("team.dev", "team-dev")]
+)
 def test_stack_names_image_builder_would_hold_the_same_get_different_scopes(stacks):
     # Image Builder: names that differ only in case, spaces or underscores are the same name.
     def canonical(text):
@@ -106,6 +106,8 @@ def test_stack_names_image_builder_would_hold_the_same_get_different_scopes(stac
 
 
 def test_the_ami_name_stays_within_awss_limit_with_the_build_date():
-    prefix = node_image.ami_name_prefix(node_image.stack_scope("gpu-platform", "x" * 200), "gpu-node-image", "1.33", "580.105.08")
+    prefix = node_image.ami_name_prefix(
+        node_image.stack_scope("gpu-platform", "x" * 200), "gpu-node-image", "1.33", "580.105.08"
+    )
     # An AMI name is at most 128 characters; the build date adds about 24 and a dash.
     assert len(prefix) + 1 + len("2026-11-30T10-11-12.123Z") <= 128

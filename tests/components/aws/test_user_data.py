@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-
 import tomllib
 
 import pytest
@@ -94,9 +93,11 @@ def test_a_pool_without_a_baked_toolkit_registers_the_nvidia_runtime_with_nodead
     nvidia = config["plugins"][CRI_V2]["containerd"]["runtimes"]["nvidia"]
     # What the installer writes for it, copied from nodeadm's runc entry (pkg/config/engine/containerd
     # at v1.20.0; nodeadm config2.template.toml: runc v2, base spec, SystemdCgroup).
-    assert nvidia == {"runtime_type": "io.containerd.runc.v2",
-                      "base_runtime_spec": "/etc/containerd/base-runtime-spec.json",
-                      "options": {"BinaryName": DAEMONSET_RUNTIME, "SystemdCgroup": True}}
+    assert nvidia == {
+        "runtime_type": "io.containerd.runc.v2",
+        "base_runtime_spec": "/etc/containerd/base-runtime-spec.json",
+        "options": {"BinaryName": DAEMONSET_RUNTIME, "SystemdCgroup": True},
+    }
 
 
 def test_the_boot_config_leaves_runc_the_default_runtime(record_variant):

@@ -53,11 +53,13 @@ def test_the_cni_role_is_trusted_by_pod_identity_for_aws_node_of_this_cluster_on
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
     name = shipped.config["gpu-platform:cluster"]["name"]
-    assert statement["Condition"] == {"StringEquals": {
-        "aws:RequestTag/eks-cluster-arn": f"arn:aws:eks:us-west-2:123456789012:cluster/{name}",
-        "aws:RequestTag/kubernetes-namespace": "kube-system",
-        "aws:RequestTag/kubernetes-service-account": "aws-node",
-    }}
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-arn": f"arn:aws:eks:us-west-2:123456789012:cluster/{name}",
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "aws-node",
+        }
+    }
 
 
 def test_the_pod_identity_agent_is_installed_before_the_cni_association(shipped):
@@ -92,8 +94,9 @@ def adopted(record_variant):
 
 
 def test_an_adopted_clusters_cni_is_left_alone_with_a_warning(adopted):
-    assert adopted.of_type(ADDON) == [] or all(a.inputs["addonName"] not in ("vpc-cni", "eks-pod-identity-agent")
-                                                for a in adopted.of_type(ADDON))
+    assert adopted.of_type(ADDON) == [] or all(
+        a.inputs["addonName"] not in ("vpc-cni", "eks-pod-identity-agent") for a in adopted.of_type(ADDON)
+    )
     assert [w for w in adopted.warnings if "aws-node" in w and "gpu-shared" in w and "AmazonEKS_CNI_Policy" in w]
 
 
@@ -101,11 +104,11 @@ def test_the_audit_report_shows_each_roles_trust_conditions_and_the_build_roles_
     from preview.reports import audit
 
     text = audit.report(prod)
-    roles = text[text.index("### IAM roles"):text.index("### Cluster access")]
+    roles = text[text.index("### IAM roles") : text.index("### Cluster access")]
     assert "trusted only if `StringEquals aws:SourceAccount = 123456789012`" in roles
     assert "trusted only if `StringEquals aws:RequestTag/kubernetes-service-account = aws-node`" in roles
-    builder = roles[roles.index("Role `gpu-node-image-builder`"):roles.index("Role `gpu-node-role`")]
+    builder = roles[roles.index("Role `gpu-node-image-builder`") : roles.index("Role `gpu-node-role`")]
     assert "customer-managed policy" in builder and "ssm:UpdateInstanceInformation on *" in builder
     assert "ssm:GetParameter" not in builder and "AmazonSSMManagedInstanceCore" not in builder
-    addons = text[text.index("### EKS add-ons and node health"):]
+    addons = text[text.index("### EKS add-ons and node health") :]
     assert "add-on `vpc-cni`, version EKS default for the cluster version" in addons

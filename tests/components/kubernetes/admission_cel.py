@@ -40,8 +40,13 @@ def evaluate(spec: dict, request: dict) -> list[str] | None:
         return None
     variables = {}
     for variable in spec.get("variables", []):
-        variables[variable["name"]] = _run(variable["expression"], {**activation, "variables": celpy.celtypes.MapType(
-            {celpy.celtypes.StringType(k): v for k, v in variables.items()})})
+        variables[variable["name"]] = _run(
+            variable["expression"],
+            {
+                **activation,
+                "variables": celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()}),
+            },
+        )
     activation["variables"] = celpy.celtypes.MapType({celpy.celtypes.StringType(k): v for k, v in variables.items()})
     failed = []
     for validation in spec["validations"]:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from components.kubernetes.dashboard import DATA_KEY, DASHBOARD_FILE
+from components.kubernetes.dashboard import DASHBOARD_FILE, DATA_KEY
 from components.kubernetes.namespace import NAMESPACE
 from preview.recording import Recording, Registration
 
@@ -99,8 +99,12 @@ def test_every_query_reads_a_metric_the_exporter_collects(prod, shipped):
 def test_utilisation_memory_temperature_power_and_xid_are_all_shown(shipped):
     used = set().union(*(metrics_in(e) for e in queries(shipped)))
     assert {
-        "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",
-        "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_XID_ERRORS",
     } <= used
 
 
@@ -115,12 +119,15 @@ def test_there_are_panels_per_pod(shipped):
     assert per_pod
 
 
-@pytest.mark.parametrize("image, label", [
-    # The rename landed in exporter 4.8.3 (dcgm-exporter #655); the DCGM half of the tag does not decide it.
-    ("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless", "Hostname"),
-    ("nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless", "hostname"),
-    ("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04", "Hostname"),
-])
+@pytest.mark.parametrize(
+    "image, label",
+    [
+        # The rename landed in exporter 4.8.3 (dcgm-exporter #655); the DCGM half of the tag does not decide it.
+        ("nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless", "Hostname"),
+        ("nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless", "hostname"),
+        ("nvcr.io/nvidia/k8s/dcgm-exporter:3.3.5-3.4.1-ubuntu22.04", "Hostname"),
+    ],
+)
 def test_the_host_label_follows_the_exporter_version(image, label):
     from components.kubernetes.dashboard import host_label
 

@@ -23,12 +23,15 @@ def _pod(rec) -> dict:
     return _plugin(rec).inputs["spec"]["template"]["spec"]
 
 
-@pytest.mark.parametrize("region, image", [
-    # EKS User Guide add-ons-images.adoc: the region's add-on registry; chart appVersion v0.5.20.
-    ("us-west-2", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"),
-    ("eu-south-1", "590381155156.dkr.ecr.eu-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"),
-    ("cn-north-1", "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn/eks/aws-efa-k8s-device-plugin:v0.5.20"),
-])
+@pytest.mark.parametrize(
+    "region, image",
+    [
+        # EKS User Guide add-ons-images.adoc: the region's add-on registry; chart appVersion v0.5.20.
+        ("us-west-2", "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"),
+        ("eu-south-1", "590381155156.dkr.ecr.eu-south-1.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"),
+        ("cn-north-1", "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn/eks/aws-efa-k8s-device-plugin:v0.5.20"),
+    ],
+)
 def test_the_image_is_awss_from_the_regions_add_on_registry(region, image):
     assert efa_device_plugin.image(region) == image
 
@@ -58,7 +61,9 @@ def test_it_runs_only_on_efa_pools_tolerating_their_taint(prod):
     pod = _pod(prod)
     (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert term["matchExpressions"] == [{"key": "gpu-platform.io/pool", "operator": "In", "values": ["h100-mig"]}]
-    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"} in pod[
+        "tolerations"
+    ]
 
 
 def test_it_waits_for_the_efa_node_groups_and_declares_its_privileges(prod):
@@ -66,7 +71,10 @@ def test_it_waits_for_the_efa_node_groups_and_declares_its_privileges(prod):
     (h100_group,) = [r for r in prod.of_type("aws:eks/nodeGroup:NodeGroup") if r.name == "gpu-pool-h100-mig-ng"]
     assert h100_group.urn in prod.waits_for(plugin.urn)
     notes = plugin.inputs["metadata"]["annotations"]
-    assert notes["audit.gpu-platform.io/host-paths"] == "/dev/infiniband/:rw,/opt/aws/neuron/:ro,/var/lib/kubelet/device-plugins:rw"
+    assert (
+        notes["audit.gpu-platform.io/host-paths"]
+        == "/dev/infiniband/:rw,/opt/aws/neuron/:ro,/var/lib/kubelet/device-plugins:rw"
+    )
     assert "vpc.amazonaws.com/efa" in notes["audit.gpu-platform.io/reason"]
     assert notes["pulumi.com/waitFor"] == "jsonpath={.status.observedGeneration}"
 

@@ -18,7 +18,7 @@ def _selects(selector: dict, labels: dict) -> bool:
         return False
     for expression in selector.get("matchExpressions") or []:
         key, op = expression["key"], expression["operator"]
-        if op == "Exists" and key not in labels or op == "In" and labels.get(key) not in expression["values"]:
+        if (op == "Exists" and key not in labels) or (op == "In" and labels.get(key) not in expression["values"]):
             return False
     return True
 
@@ -27,8 +27,13 @@ def _reachable(rec, namespace: str, labels: dict, port: dict) -> bool:
     """Whether a connection from another pod reaches this container port: the pod is isolated for
     ingress once any policy of its namespace selects it, and then only a rule naming the port (by
     name or number) lets it in."""
-    policies = [p.inputs for p in rec.of_type(NETWORK_POLICY) if p.inputs["metadata"]["namespace"] == namespace
-                and "Ingress" in p.inputs["spec"].get("policyTypes", []) and _selects(p.inputs["spec"]["podSelector"], labels)]
+    policies = [
+        p.inputs
+        for p in rec.of_type(NETWORK_POLICY)
+        if p.inputs["metadata"]["namespace"] == namespace
+        and "Ingress" in p.inputs["spec"].get("policyTypes", [])
+        and _selects(p.inputs["spec"]["podSelector"], labels)
+    ]
     if not policies:
         return True
     for policy in policies:
@@ -79,37 +84,69 @@ def test_prod_runs_privileged_only_the_driver_check_the_mig_manager_and_the_mig_
     # 1.18.1 runtime (jit-cdi) hands no unprivileged container MIG's capability devices (toolkit issue
     # #1740, fixed in 1.20.1), so the three operands that read MIG devices join them on prod's MIG pool.
     privileged = sorted(
-        ds.inputs["metadata"]["name"] for ds in prod.of_type(DAEMONSET)
+        ds.inputs["metadata"]["name"]
+        for ds in prod.of_type(DAEMONSET)
         if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY)
-        and any((c.get("securityContext") or {}).get("privileged")
-                for c in [*ds.inputs["spec"]["template"]["spec"].get("initContainers", []), *ds.inputs["spec"]["template"]["spec"]["containers"]])
+        and any(
+            (c.get("securityContext") or {}).get("privileged")
+            for c in [
+                *ds.inputs["spec"]["template"]["spec"].get("initContainers", []),
+                *ds.inputs["spec"]["template"]["spec"]["containers"],
+            ]
+        )
     )
-    assert privileged == ["nvidia-dcgm-exporter", "nvidia-device-plugin", "nvidia-gpu-feature-discovery",
-                          "nvidia-mig-manager", "nvidia-operator-validator"]
+    assert privileged == [
+        "nvidia-dcgm-exporter",
+        "nvidia-device-plugin",
+        "nvidia-gpu-feature-discovery",
+        "nvidia-mig-manager",
+        "nvidia-operator-validator",
+    ]
 
 
 def _peers(rec) -> list:
-    return [rule.get("from") for p in rec.of_type(NETWORK_POLICY) if p.inputs["metadata"]["namespace"] == "gpu-operator"
-            for rule in p.inputs["spec"].get("ingress") or []]
+    return [
+        rule.get("from")
+        for p in rec.of_type(NETWORK_POLICY)
+        if p.inputs["metadata"]["namespace"] == "gpu-operator"
+        for rule in p.inputs["spec"].get("ingress") or []
+    ]
 
 
 def test_the_metrics_ports_are_open_to_prometheus_only(stack):
     # kube-prometheus-stack's Prometheus pods, in the namespace its docs install it to (the defaults)
-    assert _peers(stack) == [[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
-                               "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]]
+    assert _peers(stack) == [
+        [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+            }
+        ]
+    ]
 
 
 def test_which_prometheus_may_scrape_is_configurable(variant):
-    rec = variant(lambda c: c.setdefault("gpu-platform:monitoring", {}).update(
-        {"prometheusNamespace": "observability", "prometheusPodLabels": {"app": "prometheus", "team": "sre"}}))
-    assert _peers(rec) == [[{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}},
-                             "podSelector": {"matchLabels": {"app": "prometheus", "team": "sre"}}}]]
+    rec = variant(
+        lambda c: c.setdefault("gpu-platform:monitoring", {}).update(
+            {"prometheusNamespace": "observability", "prometheusPodLabels": {"app": "prometheus", "team": "sre"}}
+        )
+    )
+    assert _peers(rec) == [
+        [
+            {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}},
+                "podSelector": {"matchLabels": {"app": "prometheus", "team": "sre"}},
+            }
+        ]
+    ]
 
 
 def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stack):
     # The privilege ledger masks this account only (gpu_platform/privileges/grants.py): it must be the one the
     # program put into the cluster role's confused-deputy condition, the caller's (the mock's here).
-    (namespace,) = [n for n in stack.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+    (namespace,) = [
+        n for n in stack.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"
+    ]
     declared = namespace.inputs["metadata"]["annotations"][contract.AWS_ACCOUNT_KEY]
     assert declared == "123456789012"  # preview/offline/outputs.py ACCOUNT, the caller identity's account
     trust = json.loads(stack.one("aws:iam/role:Role", "gpu-cluster-control-plane").inputs["assumeRolePolicy"])
@@ -119,7 +156,9 @@ def test_the_namespace_declares_the_account_the_trust_policies_are_bound_to(stac
 def test_the_namespace_names_the_cluster_the_node_image_and_the_approval_the_ledger_binds(dev):
     # dev: created cluster gpu-dev in us-west-2, a bake from the default EKS AMI release for 1.33
     # (gpu_platform/catalog/eks_ami_releases.yaml), audit owner ml-platform / approval from its stack file.
-    (namespace,) = [n for n in dev.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+    (namespace,) = [
+        n for n in dev.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"
+    ]
     notes = namespace.inputs["metadata"]["annotations"]
     assert notes[contract.CLUSTER_KEY] == "gpu-dev in us-west-2, created"
     assert notes[contract.NODE_IMAGE_KEY] == "bake from EKS AMI release v20260714"
@@ -133,10 +172,19 @@ def test_a_pinned_ami_is_named_on_the_namespace_so_swapping_it_changes_the_ledge
 
     def ledger_of(ami: str) -> str:
         config = stack_config("dev")
-        config["gpu-platform:nodeImage"] = {"source": "ami", "amiId": ami, "driverVersion": config["gpu-platform:nodeImage"]["driverVersion"]}
+        config["gpu-platform:nodeImage"] = {
+            "source": "ami",
+            "amiId": ami,
+            "driverVersion": config["gpu-platform:nodeImage"]["driverVersion"],
+        }
         (tmp_path / ami).mkdir()
         recording = engine.run(write_stack(tmp_path / ami, config, name="dev"))
-        (ns,) = [n for n in recording.of_type("kubernetes:core/v1:Namespace") if n.inputs["metadata"]["name"] == "gpu-operator"]
+        (ns,) = [
+            n
+            for n in recording.of_type("kubernetes:core/v1:Namespace")
+            if n.inputs["metadata"]["name"] == "gpu-operator"
+        ]
         assert ns.inputs["metadata"]["annotations"][contract.NODE_IMAGE_KEY] == f"ami {ami}"
         return privilege_ledger.digest(privilege_ledger.rows((r.type, r.name, r.inputs) for r in recording.resources))
+
     assert ledger_of("ami-0123456789abcdef0") != ledger_of("ami-0fedcba9876543210")

@@ -14,11 +14,19 @@ from gpu_platform.catalog import dra
 def test_the_v0_5_0_driver_has_upstreams_gates_with_their_maturity_and_default():
     gates = {name: (g.maturity, g.default) for name, g in dra.load()["v0.5.0"].gates.items()}
     assert gates == {
-        "TimeSlicingSettings": ("alpha", False), "MPSSupport": ("alpha", False), "DynamicMIG": ("alpha", False),
-        "PassthroughSupport": ("alpha", False), "NVMLDeviceHealthCheck": ("alpha", False), "DeviceMetadata": ("alpha", False),
-        "FabricManagerPartitioning": ("alpha", False), "HostManagedIMEXDaemon": ("alpha", False),
-        "DRAListTypeAttributes": ("alpha", False), "ConsumableShares": ("alpha", False),
-        "IMEXDaemonsWithDNSNames": ("beta", True), "ComputeDomainCliques": ("beta", True), "CrashOnNVLinkFabricErrors": ("beta", True),
+        "TimeSlicingSettings": ("alpha", False),
+        "MPSSupport": ("alpha", False),
+        "DynamicMIG": ("alpha", False),
+        "PassthroughSupport": ("alpha", False),
+        "NVMLDeviceHealthCheck": ("alpha", False),
+        "DeviceMetadata": ("alpha", False),
+        "FabricManagerPartitioning": ("alpha", False),
+        "HostManagedIMEXDaemon": ("alpha", False),
+        "DRAListTypeAttributes": ("alpha", False),
+        "ConsumableShares": ("alpha", False),
+        "IMEXDaemonsWithDNSNames": ("beta", True),
+        "ComputeDomainCliques": ("beta", True),
+        "CrashOnNVLinkFabricErrors": ("beta", True),
     }
 
 
@@ -26,26 +34,34 @@ def test_the_v0_5_0_driver_has_upstreams_start_up_rules_between_gates():
     # ValidateFeatureGates, featuregates.go:252-279 at 95932046, restated.
     rules = {(r.gate, r.kind, r.other) for r in dra.load()["v0.5.0"].rules}
     assert rules == {
-        ("ComputeDomainCliques", "needs", "IMEXDaemonsWithDNSNames"), ("DeviceMetadata", "needs", "PassthroughSupport"),
-        ("DynamicMIG", "excludes", "PassthroughSupport"), ("DynamicMIG", "excludes", "NVMLDeviceHealthCheck"),
-        ("DynamicMIG", "excludes", "MPSSupport"), ("PassthroughSupport", "excludes", "NVMLDeviceHealthCheck"),
+        ("ComputeDomainCliques", "needs", "IMEXDaemonsWithDNSNames"),
+        ("DeviceMetadata", "needs", "PassthroughSupport"),
+        ("DynamicMIG", "excludes", "PassthroughSupport"),
+        ("DynamicMIG", "excludes", "NVMLDeviceHealthCheck"),
+        ("DynamicMIG", "excludes", "MPSSupport"),
+        ("PassthroughSupport", "excludes", "NVMLDeviceHealthCheck"),
     }
 
 
-@pytest.mark.parametrize("given, named", [
-    ({}, []),
-    ({"DynamicMIG": True, "TimeSlicingSettings": True, "NVMLDeviceHealthCheck": False}, []),
-    ({"IMEXDaemonsWithDNSNames": False}, ["IMEXDaemonsWithDNSNames"]),  # its partner is on by default
-    ({"IMEXDaemonsWithDNSNames": False, "ComputeDomainCliques": False}, []),
-    ({"ComputeDomainCliques": True, "IMEXDaemonsWithDNSNames": False}, ["ComputeDomainCliques"]),
-    ({"NVMLDeviceHealthCheck": True, "DynamicMIG": True}, ["DynamicMIG"]),
-    ({"DeviceMetadata": True}, ["DeviceMetadata"]),  # needs PassthroughSupport, off by default
-    ({"MPSSupport": False}, []),
-    ({"MPSSupport": True}, ["MPSSupport"]),
-    ({"PassthroughSupport": True, "DeviceMetadata": True}, ["PassthroughSupport"]),
-    ({"ConsumableShares": True, "DRAListTypeAttributes": True, "FabricManagerPartitioning": True},
-     ["ConsumableShares", "DRAListTypeAttributes", "FabricManagerPartitioning"]),
-])
+@pytest.mark.parametrize(
+    "given, named",
+    [
+        ({}, []),
+        ({"DynamicMIG": True, "TimeSlicingSettings": True, "NVMLDeviceHealthCheck": False}, []),
+        ({"IMEXDaemonsWithDNSNames": False}, ["IMEXDaemonsWithDNSNames"]),  # its partner is on by default
+        ({"IMEXDaemonsWithDNSNames": False, "ComputeDomainCliques": False}, []),
+        ({"ComputeDomainCliques": True, "IMEXDaemonsWithDNSNames": False}, ["ComputeDomainCliques"]),
+        ({"NVMLDeviceHealthCheck": True, "DynamicMIG": True}, ["DynamicMIG"]),
+        ({"DeviceMetadata": True}, ["DeviceMetadata"]),  # needs PassthroughSupport, off by default
+        ({"MPSSupport": False}, []),
+        ({"MPSSupport": True}, ["MPSSupport"]),
+        ({"PassthroughSupport": True, "DeviceMetadata": True}, ["PassthroughSupport"]),
+        (
+            {"ConsumableShares": True, "DRAListTypeAttributes": True, "FabricManagerPartitioning": True},
+            ["ConsumableShares", "DRAListTypeAttributes", "FabricManagerPartitioning"],
+        ),
+    ],
+)
 def test_problems_name_a_gate_the_stack_set(given, named):
     assert [name for name, _, _ in dra.load()["v0.5.0"].problems(given)] == named
 
@@ -69,36 +85,51 @@ def test_an_image_finds_its_row_by_tag_with_or_without_a_digest():
 
 
 def test_gates_are_spelt_sorted_as_name_equals_bool():
-    assert dra.format_gates({"TimeSlicingSettings": False, "DynamicMIG": True}) == "DynamicMIG=true,TimeSlicingSettings=false"
-    assert dra.parse_gates("DynamicMIG=true, TimeSlicingSettings=False") == {"DynamicMIG": True, "TimeSlicingSettings": False}
+    assert (
+        dra.format_gates({"TimeSlicingSettings": False, "DynamicMIG": True})
+        == "DynamicMIG=true,TimeSlicingSettings=false"
+    )
+    assert dra.parse_gates("DynamicMIG=true, TimeSlicingSettings=False") == {
+        "DynamicMIG": True,
+        "TimeSlicingSettings": False,
+    }
 
 
 def test_a_row_with_an_unknown_maturity_is_refused(tmp_path):
     bad = tmp_path / "dra.yaml"
-    bad.write_text("drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
-                   "    gates:\n      Foo: {maturity: experimental, default: false}\n")
+    bad.write_text(
+        "drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
+        "    gates:\n      Foo: {maturity: experimental, default: false}\n"
+    )
     with pytest.raises(ValueError, match="Foo"):
         dra.load(bad)
 
 
-@pytest.mark.parametrize("extra, named", [
-    ("    rules: [{gate: Foo, needs: Bar, excludes: Bar, source: x}]\n", "rules[0]"),  # both relations
-    ("    rules: [{gate: Foo, source: x}]\n", "rules[0]"),  # neither
-    ("    rules: [{gate: Foo, needs: Baz, source: x}]\n", "rules[0]"),  # a gate the driver lacks
-    ("    unsupported: {Baz: why}\n", "Baz"),
-])
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        ("    rules: [{gate: Foo, needs: Bar, excludes: Bar, source: x}]\n", "rules[0]"),  # both relations
+        ("    rules: [{gate: Foo, source: x}]\n", "rules[0]"),  # neither
+        ("    rules: [{gate: Foo, needs: Baz, source: x}]\n", "rules[0]"),  # a gate the driver lacks
+        ("    unsupported: {Baz: why}\n", "Baz"),
+    ],
+)
 def test_a_row_whose_rules_or_unsupported_gates_are_malformed_is_refused(tmp_path, extra, named):
     bad = tmp_path / "dra.yaml"
-    bad.write_text("drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
-                   "    gates:\n      Foo: {maturity: alpha, default: false}\n      Bar: {maturity: beta, default: true}\n" + extra)
+    bad.write_text(
+        "drivers:\n  v1.0.0:\n    source: x\n    requires: {kubernetes: '1.34', driverBranch: 580, cdiKubelet: '1.32'}\n"
+        "    gates:\n      Foo: {maturity: alpha, default: false}\n      Bar: {maturity: beta, default: true}\n" + extra
+    )
     with pytest.raises(ValueError, match=re.escape(named)):
         dra.load(bad)
 
 
 def _table(tmp_path, kubernetes: str):
     path = tmp_path / f"dra-{kubernetes}.yaml"  # one file each: load() caches by path
-    path.write_text(f"drivers:\n  v1.0.0:\n    source: x\n    requires: {{kubernetes: '{kubernetes}', driverBranch: 580, cdiKubelet: '1.32'}}\n"
-                    "    gates: {}\ntokenNodeName: {feature: ServiceAccountTokenPodNodeInfo, lockedOn: '1.32'}\n")
+    path.write_text(
+        f"drivers:\n  v1.0.0:\n    source: x\n    requires: {{kubernetes: '{kubernetes}', driverBranch: 580, cdiKubelet: '1.32'}}\n"
+        "    gates: {}\ntokenNodeName: {feature: ServiceAccountTokenPodNodeInfo, lockedOn: '1.32'}\n"
+    )
     return path
 
 
@@ -111,5 +142,7 @@ def test_every_driver_row_needs_a_kubernetes_whose_tokens_always_name_their_node
 
 def test_a_driver_row_below_the_token_node_name_lock_is_refused(tmp_path):
     assert dra.load(_table(tmp_path, "1.32"))["v1.0.0"].kubernetes == "1.32"
-    with pytest.raises(ValueError, match=r"drivers\.v1\.0\.0\.requires\.kubernetes: '1\.31'.*ServiceAccountTokenPodNodeInfo"):
+    with pytest.raises(
+        ValueError, match=r"drivers\.v1\.0\.0\.requires\.kubernetes: '1\.31'.*ServiceAccountTokenPodNodeInfo"
+    ):
         dra.load(_table(tmp_path, "1.31"))

@@ -39,7 +39,9 @@ def test_a_changelog_is_read_per_minor_and_flavour_newest_first_without_abandone
 
 
 def test_an_entry_listing_another_releases_ami_is_refused():
-    with pytest.raises(ValueError, match="the entry of v20260714 lists amazon-eks-node-al2023-x86_64-standard-1.35-v20260618"):
+    with pytest.raises(
+        ValueError, match="the entry of v20260714 lists amazon-eks-node-al2023-x86_64-standard-1.35-v20260618"
+    ):
         eks_amis.parse_changelog("# AMI Release v20260714\namazon-eks-node-al2023-x86_64-standard-1.35-v20260618\n")
 
 
@@ -53,8 +55,12 @@ def test_the_command_writes_the_data_file_and_refuses_bad_input(tmp_path, capsys
     changelog.write_text(CHANGELOG)
     assert eks_amis.main([str(changelog), "--commit", "81fec2e8", "--out", str(out)]) == 0
     written = yaml.safe_load(out.read_text())
-    assert written["source"] == {"repository": "github.com/awslabs/amazon-eks-ami", "file": "CHANGELOG.md",
-                                 "commit": "81fec2e8", "newest": "v20260714"}
+    assert written["source"] == {
+        "repository": "github.com/awslabs/amazon-eks-ami",
+        "file": "CHANGELOG.md",
+        "commit": "81fec2e8",
+        "newest": "v20260714",
+    }
     assert written["published"]["1.35"]["standard"] == ["v20260714", "v20260618"]
     # The abandoned release is written down under its key (the data file's readers and its header say `abandoned`).
     assert written["abandoned"] == ["v20260625"]
@@ -77,8 +83,13 @@ def test_the_data_file_lists_minors_in_version_order_and_flavours_as_the_changel
     lines = [line for line in out.read_text().splitlines() if not line.startswith("#")]
     top = [line.split(":")[0] for line in lines if line and not line.startswith(" ")]
     assert top == ["source", "abandoned", "published"]
-    minors = [line.strip().rstrip(":").strip("'\"") for line in lines if line.startswith("  ") and not line.startswith("   ")
-              and line.strip().rstrip(":").strip("'\"").startswith("1.")]
+    minors = [
+        line.strip().rstrip(":").strip("'\"")
+        for line in lines
+        if line.startswith("  ")
+        and not line.startswith("   ")
+        and line.strip().rstrip(":").strip("'\"").startswith("1.")
+    ]
     assert minors == ["1.9", "1.35", "1.36"]
     assert out.read_text().index("standard: [v20260714]") < out.read_text().index("nvidia: [v20260714]")
 
@@ -89,8 +100,15 @@ def test_the_data_file_has_what_the_changelog_at_its_commit_lists():
     assert eks_amis.source()["commit"].startswith("81fec2e8")
     assert eks_amis.newest("1.28", "standard") == "v20251112"
     assert eks_amis.newest("1.29", "standard") == "v20260318"
-    assert [m for m in eks_amis.published() if "v20260714" in eks_amis.releases(m, "standard")] == \
-        ["1.30", "1.31", "1.32", "1.33", "1.34", "1.35", "1.36"]
+    assert [m for m in eks_amis.published() if "v20260714" in eks_amis.releases(m, "standard")] == [
+        "1.30",
+        "1.31",
+        "1.32",
+        "1.33",
+        "1.34",
+        "1.35",
+        "1.36",
+    ]
     for minor in eks_amis.published():
         for flavour in eks_amis.FLAVOURS:
             assert not {"v20260311", "v20260128"} & set(eks_amis.releases(minor, flavour)), minor

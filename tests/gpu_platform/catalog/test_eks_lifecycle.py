@@ -34,13 +34,16 @@ def test_standard_support_lasts_fourteen_months_from_the_eks_release():
             assert row.end_of_standard == _plus_months(row.released, 14), row.minor
 
 
-@pytest.mark.parametrize("minor, standard, extended", [
-    # From AWS's calendar as the issue and the sources state them.
-    ("1.28", D(2024, 11, 26), D(2025, 11, 26)),
-    ("1.31", D(2025, 11, 26), D(2026, 11, 26)),
-    ("1.32", D(2026, 3, 23), D(2027, 3, 23)),
-    ("1.35", D(2027, 3, 27), D(2028, 3, 27)),
-])
+@pytest.mark.parametrize(
+    "minor, standard, extended",
+    [
+        # From AWS's calendar as the issue and the sources state them.
+        ("1.28", D(2024, 11, 26), D(2025, 11, 26)),
+        ("1.31", D(2025, 11, 26), D(2026, 11, 26)),
+        ("1.32", D(2026, 3, 23), D(2027, 3, 23)),
+        ("1.35", D(2027, 3, 27), D(2028, 3, 27)),
+    ],
+)
 def test_the_calendar_has_awss_dates(minor, standard, extended):
     row = lifecycle.calendar()[minor]
     assert (row.end_of_standard, row.end_of_extended) == (standard, extended)
@@ -53,12 +56,15 @@ def test_every_minor_the_config_accepts_has_a_row_and_each_row_names_its_source(
         assert (row.source == "none") == (row.end_of_standard is None), row.minor
 
 
-@pytest.mark.parametrize("day, phase, until", [
-    (D(2026, 3, 22), lifecycle.STANDARD, D(2026, 3, 23)),
-    (D(2026, 3, 23), lifecycle.EXTENDED, D(2027, 3, 23)),  # extended support is billed from the start of the day
-    (D(2027, 3, 22), lifecycle.EXTENDED, D(2027, 3, 23)),
-    (D(2027, 3, 23), lifecycle.ENDED, None),
-])
+@pytest.mark.parametrize(
+    "day, phase, until",
+    [
+        (D(2026, 3, 22), lifecycle.STANDARD, D(2026, 3, 23)),
+        (D(2026, 3, 23), lifecycle.EXTENDED, D(2027, 3, 23)),  # extended support is billed from the start of the day
+        (D(2027, 3, 22), lifecycle.EXTENDED, D(2027, 3, 23)),
+        (D(2027, 3, 23), lifecycle.ENDED, None),
+    ],
+)
 def test_a_minors_phase_changes_at_the_start_of_its_end_dates(day, phase, until):
     standing = lifecycle.standing("1.32", day)
     assert (standing.phase, standing.until) == (phase, until)
@@ -88,9 +94,9 @@ def test_today_is_source_date_epoch_when_set(monkeypatch):
 
 def test_today_is_the_clocks_utc_date_without_it(monkeypatch):
     monkeypatch.delenv("SOURCE_DATE_EPOCH")
-    before = dt.datetime.now(dt.timezone.utc).date()
+    before = dt.datetime.now(dt.UTC).date()
     day, source = lifecycle.today()
-    assert before <= day <= dt.datetime.now(dt.timezone.utc).date()
+    assert before <= day <= dt.datetime.now(dt.UTC).date()
     assert source == "the clock, UTC"
 
 
@@ -111,7 +117,9 @@ def test_a_source_date_epoch_past_any_date_is_an_error(monkeypatch):
 def test_a_day_before_the_first_eks_release_is_refused_as_set_for_something_else(monkeypatch, value, day):
     # Nix shells export SOURCE_DATE_EPOCH=315532800: judged on 1980, every version would pass silently.
     monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
-    with pytest.raises(lifecycle.AsOfError, match=f"is {day}, before the first EKS release in the calendar \\(2022-11-15\\)"):
+    with pytest.raises(
+        lifecycle.AsOfError, match=f"is {day}, before the first EKS release in the calendar \\(2022-11-15\\)"
+    ):
         lifecycle.today()
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1668470400")  # 2022-11-15, 1.24's release
     assert lifecycle.today()[0] == D(2022, 11, 15)

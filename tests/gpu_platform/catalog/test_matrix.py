@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from gpu_platform.catalog import matrix, operands, versions
@@ -36,7 +38,7 @@ def test_overrides_swap_only_the_tag():
 
 def test_cuda_minimums_grow_with_the_toolkit():
     rows = sorted(MATRIX.cuda.toolkits.items(), key=lambda kv: versions.parse(kv[0]))
-    for (_, lower), (_, higher) in zip(rows, rows[1:]):
+    for (_, lower), (_, higher) in itertools.pairwise(rows):
         assert versions.at_least(higher, lower)
     # Minor-version compatibility: each major's floor is at most the driver of its first toolkit.
     assert versions.at_least(MATRIX.cuda.minimum_driver("12.0"), MATRIX.cuda.major_floor("12.8"))
@@ -84,7 +86,9 @@ def _matrix_with(tmp_path, change):
 
 def test_a_release_without_an_operand_the_registry_says_it_carries_is_refused(tmp_path):
     path = _matrix_with(tmp_path, lambda raw: raw["releases"]["v25.10.1"]["images"].pop("dcgm-exporter"))
-    with pytest.raises(ValueError, match="releases.v25.10.1.images: dcgm-exporter missing, but the registry says it ships from v23.9.0"):
+    with pytest.raises(
+        ValueError, match="releases.v25.10.1.images: dcgm-exporter missing, but the registry says it ships from v23.9.0"
+    ):
         matrix.load(path)
 
 
@@ -110,19 +114,28 @@ def test_the_dra_validator_pins_no_image_of_its_own_and_is_carried_from_v26_7_0(
 def test_a_release_pinning_an_image_for_an_operand_that_borrows_one_is_refused(tmp_path):
     def add(raw):
         raw["releases"]["v26.7.0"]["images"]["dra-validator"] = "nvcr.io/nvidia/gpu-operator:v26.7.0"
+
     with pytest.raises(ValueError, match="releases.v26.7.0.images: dra-validator not in the operand registry"):
         matrix.load(_matrix_with(tmp_path, add))
 
 
 def test_an_operand_image_in_a_release_before_its_first_is_refused(tmp_path):
     def add(raw):
-        raw["releases"]["v26.3.3"]["images"]["dra-driver"] = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
-    with pytest.raises(ValueError, match="releases.v26.3.3.images: dra-driver given, but the registry says it ships from v26.7.0"):
+        raw["releases"]["v26.3.3"]["images"]["dra-driver"] = (
+            "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1"
+        )
+
+    with pytest.raises(
+        ValueError, match="releases.v26.3.3.images: dra-driver given, but the registry says it ships from v26.7.0"
+    ):
         matrix.load(_matrix_with(tmp_path, add))
 
     def drop(raw):
         del raw["releases"]["v26.7.0"]["images"]["dra-driver"]
-    with pytest.raises(ValueError, match="releases.v26.7.0.images: dra-driver missing, but the registry says it ships from v26.7.0"):
+
+    with pytest.raises(
+        ValueError, match="releases.v26.7.0.images: dra-driver missing, but the registry says it ships from v26.7.0"
+    ):
         matrix.load(_matrix_with(tmp_path, drop))
 
 
@@ -147,8 +160,13 @@ def test_a_release_image_pinned_by_digest_keeps_it_until_an_override_changes_the
     release = matrix.load(_image_set(tmp_path, "v25.10.1", "device-plugin", pinned)).release("v25.10.1")
     assert release.images_with({})["device-plugin"] == pinned
     # The release's digest is the release tag's: another tag never inherits it.
-    assert release.images_with({"device-plugin": "v0.18.2"})["device-plugin"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
-    assert release.images_with({"device-plugin": f"v0.18.2@{DIGEST_B}"})["device-plugin"] == f"nvcr.io/nvidia/k8s-device-plugin:v0.18.2@{DIGEST_B}"
+    assert (
+        release.images_with({"device-plugin": "v0.18.2"})["device-plugin"] == "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
+    )
+    assert (
+        release.images_with({"device-plugin": f"v0.18.2@{DIGEST_B}"})["device-plugin"]
+        == f"nvcr.io/nvidia/k8s-device-plugin:v0.18.2@{DIGEST_B}"
+    )
 
 
 def test_the_toolkit_version_is_read_from_the_tag_of_a_digest_pinned_image(tmp_path):
@@ -157,14 +175,19 @@ def test_the_toolkit_version_is_read_from_the_tag_of_a_digest_pinned_image(tmp_p
     assert release.toolkit_version == "1.18.0"
 
 
-@pytest.mark.parametrize("ref, says", [
-    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'a' * 63}", "is malformed"),
-    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'A' * 64}", "is malformed"),
-    (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha512:{'a' * 128}", "is not a sha256 digest"),
-    (f"nvcr.io/nvidia/k8s-device-plugin@{DIGEST_A}", "is not repository:tag"),
-])
+@pytest.mark.parametrize(
+    "ref, says",
+    [
+        (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'a' * 63}", "is malformed"),
+        (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha256:{'A' * 64}", "is malformed"),
+        (f"nvcr.io/nvidia/k8s-device-plugin:v0.18.1@sha512:{'a' * 128}", "is not a sha256 digest"),
+        (f"nvcr.io/nvidia/k8s-device-plugin@{DIGEST_A}", "is not repository:tag"),
+    ],
+)
 def test_a_malformed_image_in_the_matrix_is_an_error_naming_the_file_and_key(tmp_path, ref, says):
-    with pytest.raises(ValueError, match=r"^matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: .*" + says):
+    with pytest.raises(
+        ValueError, match=r"^matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: .*" + says
+    ):
         matrix.load(_image_set(tmp_path, "v25.10.1", "device-plugin", ref))
 
 
@@ -178,5 +201,7 @@ def test_the_preview_of_a_stack_refuses_a_malformed_matrix_digest_with_exit_2(tm
     monkeypatch.setattr(matrix, "load", lambda path=bad: real_load(path))
     assert main(["--stack", "dev"]) == 2
     err = capsys.readouterr().err
-    assert re.search(r"matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: digest 'sha256:abc' is malformed", err)
+    assert re.search(
+        r"matrix[-\d]*\.yaml: releases\.v25\.10\.1\.images\.device-plugin: digest 'sha256:abc' is malformed", err
+    )
     assert "Traceback" not in err

@@ -15,16 +15,16 @@ import pytest
 import yaml
 
 from gpu_platform.catalog import matrix, operands, versions
+from tests.conftest import ROOT
 from tests.gpu_platform import contract_checks as checks
 from tests.release_stacks import each, group, rendered
-from tests.conftest import ROOT
 
 CONTRACTS = ROOT / "gpu_platform" / "catalog" / "operand_contracts"
 MATRIX = matrix.load()
 RELEASES = sorted(MATRIX.releases, key=lambda r: checks.version_key(r))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def contracts() -> dict[str, dict]:
     found = {}
     for path in sorted(CONTRACTS.glob("*.yaml")):
@@ -41,8 +41,13 @@ JIT_CDI_SINCE = "1.18.0"
 def facts(release: str, baked: bool) -> checks.Facts:
     # Both variants run the release's own toolkit, baked or as the DaemonSet.
     legacy = not versions.at_least(MATRIX.releases[release].toolkit_version, JIT_CDI_SINCE)
-    return checks.Facts(cdi=MATRIX.releases[release].cdi, toolkit_baked=baked, mig=True, time_slicing=not baked,
-                        toolkit_mig_by_env=legacy)
+    return checks.Facts(
+        cdi=MATRIX.releases[release].cdi,
+        toolkit_baked=baked,
+        mig=True,
+        time_slicing=not baked,
+        toolkit_mig_by_env=legacy,
+    )
 
 
 def tag(image: str) -> str:
@@ -98,11 +103,17 @@ def test_every_operand_meets_its_contract(release, baked):
             continue  # not deployed in this stack (the toolkit DaemonSet under a baked toolkit)
         image = images[operands.image_key(operand)]
         for clause in data["clauses"]:
-            if not clause.get("expect") or not stack.match(clause.get("when")) or not checks.applies(clause["applies"], tag(image)):
+            if (
+                not clause.get("expect")
+                or not stack.match(clause.get("when"))
+                or not checks.applies(clause["applies"], tag(image))
+            ):
                 continue
             for expectation in clause["expect"]:
                 for problem in checks.check(op, image, expectation):
-                    failures.append(f"{operand} {tag(image)} [{clause['id']}] {problem}\n    upstream: {clause['source'][0]}")
+                    failures.append(
+                        f"{operand} {tag(image)} [{clause['id']}] {problem}\n    upstream: {clause['source'][0]}"
+                    )
     assert not failures, f"release {release}:\n" + "\n".join(failures)
 
 
@@ -122,7 +133,11 @@ def test_the_dra_operands_meet_their_contracts_in_the_dra_stack(dra, operand):
     image = MATRIX.releases["v26.7.0"].images[operands.image_key(operand)]
     op = checks.Operand(dra, operand)
     assert op.daemonset is not None
-    failures = [f"[{clause['id']}] {problem}" for clause in contracts()[operand]["clauses"] if clause.get("expect")
-                and checks.applies(clause["applies"], tag(image)) for expectation in clause["expect"]
-                for problem in checks.check(op, image, expectation)]
+    failures = [
+        f"[{clause['id']}] {problem}"
+        for clause in contracts()[operand]["clauses"]
+        if clause.get("expect") and checks.applies(clause["applies"], tag(image))
+        for expectation in clause["expect"]
+        for problem in checks.check(op, image, expectation)
+    ]
     assert not failures, "\n".join(failures)

@@ -28,26 +28,56 @@ def test_every_operand_has_its_module_and_its_contract():
 
 def test_a_placement_outside_the_known_ones_is_refused(tmp_path):
     bad = tmp_path / "operands.yaml"
-    bad.write_text(yaml.safe_dump({"operands": [{"operand": "x", "module": "x", "component": "X", "gate": None,
-                                                 "waitsFor": None, "on": "some-nodes", "since": "v1.0.0"}]}))
-    with pytest.raises(ValueError, match="on 'some-nodes' is not one of every-node, gpu-nodes, mig-pools, toolkit-daemonset"):
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "operands": [
+                    {
+                        "operand": "x",
+                        "module": "x",
+                        "component": "X",
+                        "gate": None,
+                        "waitsFor": None,
+                        "on": "some-nodes",
+                        "since": "v1.0.0",
+                    }
+                ]
+            }
+        )
+    )
+    with pytest.raises(
+        ValueError, match="on 'some-nodes' is not one of every-node, gpu-nodes, mig-pools, toolkit-daemonset"
+    ):
         operands.rows(bad)
 
 
-@pytest.mark.parametrize(("on", "baked", "mig", "deployed"), [
-    ("toolkit-daemonset", True, True, False), ("toolkit-daemonset", False, False, True),
-    ("mig-pools", False, False, False), ("mig-pools", True, True, True),
-    ("gpu-nodes", True, False, True), ("every-node", True, False, True),
-    ("device-plugin-nodes", True, False, True), ("dra-nodes", True, False, False),
-])
+@pytest.mark.parametrize(
+    ("on", "baked", "mig", "deployed"),
+    [
+        ("toolkit-daemonset", True, True, False),
+        ("toolkit-daemonset", False, False, True),
+        ("mig-pools", False, False, False),
+        ("mig-pools", True, True, True),
+        ("gpu-nodes", True, False, True),
+        ("every-node", True, False, True),
+        ("device-plugin-nodes", True, False, True),
+        ("dra-nodes", True, False, False),
+    ],
+)
 def test_where_an_operand_runs(on, baked, mig, deployed):
     row = operands.OperandRow("x", "x", "X", "x", None, on, "v1.0.0")
     assert row.deployed(toolkit_baked=baked, mig=mig) is deployed
 
 
-@pytest.mark.parametrize(("on", "deployed"), [
-    ("device-plugin-nodes", False), ("dra-nodes", True), ("gpu-nodes", True), ("every-node", True),
-])
+@pytest.mark.parametrize(
+    ("on", "deployed"),
+    [
+        ("device-plugin-nodes", False),
+        ("dra-nodes", True),
+        ("gpu-nodes", True),
+        ("every-node", True),
+    ],
+)
 def test_where_an_operand_runs_in_allocation_mode_dra(on, deployed):
     row = operands.OperandRow("x", "x", "X", "x", None, on, "v1.0.0")
     assert row.deployed(toolkit_baked=True, mig=False, dra=True) is deployed
@@ -74,7 +104,9 @@ def test_the_dcgm_exporter_runs_in_both_modes_and_waits_for_toolkit_ready_only_b
 
 def test_a_marker_per_mode_must_name_both_modes(tmp_path):
     path = tmp_path / "operands.yaml"
-    path.write_text("operands:\n  - {operand: x, module: x, component: X, gate: x, waitsFor: {dra: null}, 'on': gpu-nodes, since: v1.0.0}\n")
+    path.write_text(
+        "operands:\n  - {operand: x, module: x, component: X, gate: x, waitsFor: {dra: null}, 'on': gpu-nodes, since: v1.0.0}\n"
+    )
     with pytest.raises(ValueError, match="waitsFor names"):
         operands.rows(path)
 
@@ -84,7 +116,13 @@ def test_the_dra_validator_runs_the_validators_image_after_the_dra_driver_on_dra
     # dra_validation.go:46-48) and proves the DRA path only where the DRA driver runs.
     rows = operands.rows()
     (row,) = [r for r in rows if r.operand == "dra-validator"]
-    assert (row.image, row.gate, row.on, row.since, row.marker(dra=True)) == ("validator", "dra-validator", "dra-nodes", "v26.7.0", None)
+    assert (row.image, row.gate, row.on, row.since, row.marker(dra=True)) == (
+        "validator",
+        "dra-validator",
+        "dra-nodes",
+        "v26.7.0",
+        None,
+    )
     order = [r.operand for r in rows]
     assert order.index("dra-driver") < order.index("dra-validator")
     # Every other operand runs its own image; the image keys are the matrix's, with no dra-validator key.
@@ -94,8 +132,10 @@ def test_the_dra_validator_runs_the_validators_image_after_the_dra_driver_on_dra
 
 def test_an_image_that_is_no_operands_own_is_refused(tmp_path):
     path = tmp_path / "operands.yaml"
-    path.write_text("operands:\n"
-                    "  - {operand: a, module: a, component: A, gate: a, waitsFor: null, 'on': gpu-nodes, since: v1.0.0}\n"
-                    "  - {operand: b, module: b, component: B, gate: b, waitsFor: null, 'on': gpu-nodes, since: v1.0.0, image: c}\n")
+    path.write_text(
+        "operands:\n"
+        "  - {operand: a, module: a, component: A, gate: a, waitsFor: null, 'on': gpu-nodes, since: v1.0.0}\n"
+        "  - {operand: b, module: b, component: B, gate: b, waitsFor: null, 'on': gpu-nodes, since: v1.0.0, image: c}\n"
+    )
     with pytest.raises(ValueError, match=r"operands.yaml: b: image 'c' is no operand's own image \(valid: a\)"):
         operands.rows(path)

@@ -10,10 +10,16 @@ from preview.offline import engine
 
 def test_cluster_admins_and_a_pinned_base_release_are_read_as_written():
     raw = engine.read_stack_file(engine.stack_file("dev"))
-    raw["gpu-platform:cluster"]["admins"] = ["arn:aws:iam::123456789012:role/ops/platform-admins", "arn:aws-us-gov:iam::123456789012:user/alice"]
+    raw["gpu-platform:cluster"]["admins"] = [
+        "arn:aws:iam::123456789012:role/ops/platform-admins",
+        "arn:aws-us-gov:iam::123456789012:user/alice",
+    ]
     raw["gpu-platform:nodeImage"]["baseImageRelease"] = "v20260625"
     parsed = config_model.parse(raw)
-    assert parsed.cluster.admins == ("arn:aws:iam::123456789012:role/ops/platform-admins", "arn:aws-us-gov:iam::123456789012:user/alice")
+    assert parsed.cluster.admins == (
+        "arn:aws:iam::123456789012:role/ops/platform-admins",
+        "arn:aws-us-gov:iam::123456789012:user/alice",
+    )
     assert parsed.node_image.base_image_release == "v20260625"
 
 
@@ -39,7 +45,11 @@ def test_the_quota_of_public_access_cidrs_is_accepted_whole():
     # 40 blocks is EKS's quota L-93A74D60 (one more: bad_stacks.yaml, public-access-cidrs-above-quota).
     raw = engine.read_stack_file(engine.stack_file("dev"))
     blocks = [f"203.0.{i}.0/24" for i in range(40)]
-    raw["gpu-platform:cluster"] = {**raw["gpu-platform:cluster"], "endpointPublicAccess": True, "publicAccessCidrs": blocks}
+    raw["gpu-platform:cluster"] = {
+        **raw["gpu-platform:cluster"],
+        "endpointPublicAccess": True,
+        "publicAccessCidrs": blocks,
+    }
     assert len(config_model.parse(raw).cluster.public_access_cidrs) == 40
 
 

@@ -8,18 +8,28 @@ import pytest
 from gpu_platform.config.config_keys import key_problem
 
 
-@pytest.mark.parametrize("key", [
-    "gpu-platform:cluster", "gpu-platform:nodePools", "pulumi:disable-default-providers",
-    # Settings pulumi-aws reads (its config/vars.py: region, profile, defaultTags).
-    "aws:region", "aws:profile", "aws:defaultTags"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "gpu-platform:cluster",
+        "gpu-platform:nodePools",
+        "pulumi:disable-default-providers",
+        # Settings pulumi-aws reads (its config/vars.py: region, profile, defaultTags).
+        "aws:region",
+        "aws:profile",
+        "aws:defaultTags",
+    ],
+)
 def test_the_projects_keys_the_engines_and_the_aws_providers_settings_are_taken(key):
     assert key_problem(key) is None
 
 
 def test_a_project_key_without_its_namespace_is_told_its_full_name():
     problem = key_problem("nodePools")
-    assert (problem.path, problem.message) == (("nodePools",), "a config key is namespace:key; did you mean "
-                                                              "gpu-platform:nodePools?")
+    assert (problem.path, problem.message) == (
+        ("nodePools",),
+        "a config key is namespace:key; did you mean gpu-platform:nodePools?",
+    )
 
 
 def test_a_namespace_no_package_reads_is_refused_naming_it():

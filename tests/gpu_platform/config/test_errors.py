@@ -23,11 +23,13 @@ def test_a_key_path_spells_indices_and_keys_as_the_stack_file_does():
 
 
 def test_an_items_problem_carries_the_items_index_and_a_message_without_the_path():
-    problems = _problems(lambda raw: raw["gpu-platform:cluster"].update(
-        admins=["arn:aws:sts::123456789012:assumed-role/Admin/alice"]))
+    problems = _problems(
+        lambda raw: raw["gpu-platform:cluster"].update(admins=["arn:aws:sts::123456789012:assumed-role/Admin/alice"])
+    )
     assert [p.path for p in problems] == [("gpu-platform:cluster", "admins", 0)]
-    assert problems[0].message.startswith("'arn:aws:sts::123456789012:assumed-role/Admin/alice' is an assumed-role "
-                                          "session")
+    assert problems[0].message.startswith(
+        "'arn:aws:sts::123456789012:assumed-role/Admin/alice' is an assumed-role session"
+    )
 
 
 def test_a_cross_section_rule_names_the_other_sections_key():
@@ -45,5 +47,7 @@ def test_a_key_holding_a_colon_and_space_stays_one_key_of_the_path():
 
 def test_every_line_of_the_message_is_a_problems_path_and_message():
     problems = _problems(lambda raw: raw["gpu-platform:nodePools"][0].update(minSize=-1, rootVolumeGiB=99))
-    assert [p.line() for p in problems] == ["gpu-platform:nodePools[0].minSize: must be at least 0 (got -1)",
-                                            "gpu-platform:nodePools[0].rootVolumeGiB: must be at least 100 (got 99)"]
+    assert [p.line() for p in problems] == [
+        "gpu-platform:nodePools[0].minSize: must be at least 0 (got -1)",
+        "gpu-platform:nodePools[0].rootVolumeGiB: must be at least 100 (got 99)",
+    ]

@@ -9,12 +9,15 @@ from gpu_platform import config as config_model
 from preview.offline import engine
 
 
-@pytest.mark.parametrize("labels, fragment", [
-    ({"release\n": "x"}, "is not a Kubernetes label key"),
-    ({"release": "kps\n"}, "is not a Kubernetes label value"),
-    ({"a" * 254 + "/release": "x"}, "is not a Kubernetes label key"),
-    ({"app.kubernetes.io/name": "evil"}, "is the ServiceMonitor's own label"),
-])
+@pytest.mark.parametrize(
+    "labels, fragment",
+    [
+        ({"release\n": "x"}, "is not a Kubernetes label key"),
+        ({"release": "kps\n"}, "is not a Kubernetes label value"),
+        ({"a" * 254 + "/release": "x"}, "is not a Kubernetes label key"),
+        ({"app.kubernetes.io/name": "evil"}, "is the ServiceMonitor's own label"),
+    ],
+)
 def test_service_monitor_labels_kubernetes_would_refuse_or_that_clash_are_errors(labels, fragment):
     raw = engine.read_stack_file(engine.stack_file("prod"))
     raw["gpu-platform:monitoring"] = {"serviceMonitor": True, "serviceMonitorLabels": labels}
@@ -23,11 +26,14 @@ def test_service_monitor_labels_kubernetes_would_refuse_or_that_clash_are_errors
     assert "gpu-platform:monitoring.serviceMonitorLabels" in str(error.value) and fragment in str(error.value)
 
 
-@pytest.mark.parametrize("key, value, fragment", [
-    ("prometheusPodLabels", {"app kubernetes": "prometheus"}, "is not a Kubernetes label key"),
-    ("prometheusPodLabels", {"app.kubernetes.io/name": "prom etheus"}, "is not a Kubernetes label value"),
-    ("prometheusNamespace", "Monitoring", "is not a Kubernetes namespace name"),
-])
+@pytest.mark.parametrize(
+    "key, value, fragment",
+    [
+        ("prometheusPodLabels", {"app kubernetes": "prometheus"}, "is not a Kubernetes label key"),
+        ("prometheusPodLabels", {"app.kubernetes.io/name": "prom etheus"}, "is not a Kubernetes label value"),
+        ("prometheusNamespace", "Monitoring", "is not a Kubernetes namespace name"),
+    ],
+)
 def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fragment):
     raw = engine.read_stack_file(engine.stack_file("prod"))
     raw["gpu-platform:monitoring"] = {key: value}
@@ -38,4 +44,7 @@ def test_prometheus_selectors_kubernetes_would_refuse_are_errors(key, value, fra
 
 def test_prometheus_selectors_default_to_kube_prometheus_stack():
     monitoring = config_model.parse(engine.read_stack_file(engine.stack_file("dev"))).monitoring
-    assert (monitoring.prometheus_namespace, dict(monitoring.prometheus_pod_labels)) == ("monitoring", {"app.kubernetes.io/name": "prometheus"})
+    assert (monitoring.prometheus_namespace, dict(monitoring.prometheus_pod_labels)) == (
+        "monitoring",
+        {"app.kubernetes.io/name": "prometheus"},
+    )

@@ -8,7 +8,10 @@ from tests.gpu_platform.config import message_for
 
 def test_a_quoted_but_unknown_cuda_version_is_not_told_to_quote_itself():
     message = message_for(lambda raw: raw["gpu-platform:workloads"].update(cudaVersions=["99.9"]))
-    assert "gpu-platform:workloads.cudaVersions[0]: '99.9' is not a CUDA toolkit version the matrix knows (valid: 11.8, " in message
+    assert (
+        "gpu-platform:workloads.cudaVersions[0]: '99.9' is not a CUDA toolkit version the matrix knows (valid: 11.8, "
+        in message
+    )
     assert "quote" not in message
 
 

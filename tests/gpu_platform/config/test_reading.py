@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpu_platform import config as config_model
-from preview.offline import engine
 from preview.__main__ import main
+from preview.offline import engine
 from tests import fixture_stacks
 from tests.conftest import SHIPPED_STACKS
 

@@ -18,8 +18,12 @@ def _sections(model=StackConfig, path="") -> dict[str, type]:
 
 
 def test_every_key_of_every_section_has_a_description():
-    undescribed = [f"{path}.{field.alias or name}" for path, model in _sections().items()
-                   for name, field in model.model_fields.items() if not (field.description or "").strip()]
+    undescribed = [
+        f"{path}.{field.alias or name}"
+        for path, model in _sections().items()
+        for name, field in model.model_fields.items()
+        if not (field.description or "").strip()
+    ]
     assert undescribed == []
 
 
@@ -31,8 +35,9 @@ def test_the_committed_configuration_reference_is_current():
 def test_a_stale_reference_is_reported_and_rewritten(tmp_path):
     doc = tmp_path / "configuration.md"
     doc.write_text("# old\n")
-    assert reference.stale(doc) == ["tmp_path/configuration.md: the configuration reference is stale".replace(
-        "tmp_path", tmp_path.name)]
+    assert reference.stale(doc) == [
+        "tmp_path/configuration.md: the configuration reference is stale".replace("tmp_path", tmp_path.name)
+    ]
     reference.write(doc)
     assert reference.stale(doc) == []
 
@@ -45,7 +50,16 @@ def test_a_row_gives_the_keys_type_bounds_and_default():
 
 def test_every_section_and_nested_section_has_a_heading_with_its_key_path():
     headings = [line for line in reference.render().splitlines() if line.startswith("## ")]
-    assert headings == ["## Top-level keys", "## `gpu-platform:cluster`", "## `gpu-platform:operator`",
-                        "## `gpu-platform:nodeImage`", "## `gpu-platform:workloads`", "## `gpu-platform:nodePools[]`",
-                        "## `gpu-platform:nodePools[].timeSlicing`", "## `gpu-platform:nodePools[].mig`",
-                        "## `gpu-platform:audit`", "## `gpu-platform:monitoring`", "## `gpu-platform:allocation`"]
+    assert headings == [
+        "## Top-level keys",
+        "## `gpu-platform:cluster`",
+        "## `gpu-platform:operator`",
+        "## `gpu-platform:nodeImage`",
+        "## `gpu-platform:workloads`",
+        "## `gpu-platform:nodePools[]`",
+        "## `gpu-platform:nodePools[].timeSlicing`",
+        "## `gpu-platform:nodePools[].mig`",
+        "## `gpu-platform:audit`",
+        "## `gpu-platform:monitoring`",
+        "## `gpu-platform:allocation`",
+    ]

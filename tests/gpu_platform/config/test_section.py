@@ -10,21 +10,44 @@ from tests.gpu_platform.config import message_for
 
 # Each key, and the whole answer when it is required (what to give, nothing after it); a key with a
 # default (None here) may also be removed, and its answer says so.
-@pytest.mark.parametrize("key, place, required_answer", [
-    ("aws:region", lambda raw, v: raw.update({"aws:region": v}), "a region (e.g. us-west-2)"),
-    ("gpu-platform:cluster", lambda raw, v: raw.update({"gpu-platform:cluster": v}),
-     "a mapping with keys name, kubernetesVersion, create, subnetIds, endpointPublicAccess, publicAccessCidrs, admins"),
-    ("gpu-platform:nodePools", lambda raw, v: raw.update({"gpu-platform:nodePools": v}),
-     "a list of pools (mappings with name, instanceType, minSize, desiredSize, maxSize)"),
-    ("gpu-platform:cluster.name", lambda raw, v: raw["gpu-platform:cluster"].update(name=v), "a name"),
-    ("gpu-platform:nodePools[0].instanceType", lambda raw, v: raw["gpu-platform:nodePools"][0].update(instanceType=v),
-     "an EC2 instance type (e.g. g6.2xlarge)"),
-    ("gpu-platform:nodePools[0].timeSlicing", lambda raw, v: raw["gpu-platform:nodePools"][0].update(timeSlicing=v), None),
-    ("gpu-platform:nodePools[0].rollout", lambda raw, v: raw["gpu-platform:nodePools"][0].update(rollout=v), None),
-    ("gpu-platform:nodeImage.toolkitBaked", lambda raw, v: raw["gpu-platform:nodeImage"].update(toolkitBaked=v), None),
-    ("gpu-platform:audit.owner", lambda raw, v: raw["gpu-platform:audit"].update(owner=v),
-     "a team that owns the privileged software"),
-])
+@pytest.mark.parametrize(
+    "key, place, required_answer",
+    [
+        ("aws:region", lambda raw, v: raw.update({"aws:region": v}), "a region (e.g. us-west-2)"),
+        (
+            "gpu-platform:cluster",
+            lambda raw, v: raw.update({"gpu-platform:cluster": v}),
+            "a mapping with keys name, kubernetesVersion, create, subnetIds, endpointPublicAccess, publicAccessCidrs, admins",
+        ),
+        (
+            "gpu-platform:nodePools",
+            lambda raw, v: raw.update({"gpu-platform:nodePools": v}),
+            "a list of pools (mappings with name, instanceType, minSize, desiredSize, maxSize)",
+        ),
+        ("gpu-platform:cluster.name", lambda raw, v: raw["gpu-platform:cluster"].update(name=v), "a name"),
+        (
+            "gpu-platform:nodePools[0].instanceType",
+            lambda raw, v: raw["gpu-platform:nodePools"][0].update(instanceType=v),
+            "an EC2 instance type (e.g. g6.2xlarge)",
+        ),
+        (
+            "gpu-platform:nodePools[0].timeSlicing",
+            lambda raw, v: raw["gpu-platform:nodePools"][0].update(timeSlicing=v),
+            None,
+        ),
+        ("gpu-platform:nodePools[0].rollout", lambda raw, v: raw["gpu-platform:nodePools"][0].update(rollout=v), None),
+        (
+            "gpu-platform:nodeImage.toolkitBaked",
+            lambda raw, v: raw["gpu-platform:nodeImage"].update(toolkitBaked=v),
+            None,
+        ),
+        (
+            "gpu-platform:audit.owner",
+            lambda raw, v: raw["gpu-platform:audit"].update(owner=v),
+            "a team that owns the privileged software",
+        ),
+    ],
+)
 @pytest.mark.parametrize("nothing", [None, ""], ids=["null", "empty"])
 def test_every_key_given_nothing_gets_the_same_answer(key, place, required_answer, nothing):
     message = message_for(lambda raw: place(raw, nothing))

@@ -49,26 +49,37 @@ def test_every_label_an_operand_writes_is_writable_for_it(operand):
 def test_nfd_may_not_write_the_keys_that_place_operands():
     writer = _writer("node-feature-discovery")
     reserved = admission.reserved_pattern(writer.reserved_labels)
-    for key in ("nvidia.com/gpu.deploy.container-toolkit", "nvidia.com/gpu.present", "nvidia.com/mig.config",
-                "nvidia.com/device-plugin.config"):
+    for key in (
+        "nvidia.com/gpu.deploy.container-toolkit",
+        "nvidia.com/gpu.present",
+        "nvidia.com/mig.config",
+        "nvidia.com/device-plugin.config",
+    ):
         assert re.match(admission.key_pattern(writer.label_namespaces), key) and re.match(reserved, key), key
     # look-alikes stay writable: only the exact keys (and the gate prefix) are reserved
-    assert not re.match(reserved, "nvidia.com/mig.config.state") and not re.match(reserved, "nvidia.com/gpu.present.count")
+    assert not re.match(reserved, "nvidia.com/mig.config.state") and not re.match(
+        reserved, "nvidia.com/gpu.present.count"
+    )
 
 
-@pytest.mark.parametrize("key, ok", [
-    ("feature.node.kubernetes.io/cpu-model.id", True),
-    ("cpu.feature.node.kubernetes.io/avx", True),
-    ("profile.node.kubernetes.io/x", True),
-    ("node.kubernetes.io/exclude-from-external-load-balancers", False),
-    ("evilfeature.node.kubernetes.io/x", False),
-    ("kubernetes.io/hostname", False),
-    ("nvidia.com.evil.io/x", False),
-])
+@pytest.mark.parametrize(
+    "key, ok",
+    [
+        ("feature.node.kubernetes.io/cpu-model.id", True),
+        ("cpu.feature.node.kubernetes.io/avx", True),
+        ("profile.node.kubernetes.io/x", True),
+        ("node.kubernetes.io/exclude-from-external-load-balancers", False),
+        ("evilfeature.node.kubernetes.io/x", False),
+        ("kubernetes.io/hostname", False),
+        ("nvidia.com.evil.io/x", False),
+    ],
+)
 def test_nfd_label_namespaces_and_their_sub_domains_only(key, ok):
     assert bool(re.match(admission.key_pattern(_writer("node-feature-discovery").label_namespaces), key)) is ok
 
 
-@pytest.mark.parametrize("version, served", [("1.25", False), ("1.29", False), ("1.30", True), ("1.33", True), ("1.35", True)])
+@pytest.mark.parametrize(
+    "version, served", [("1.25", False), ("1.29", False), ("1.30", True), ("1.33", True), ("1.35", True)]
+)
 def test_the_policies_are_asked_for_from_kubernetes_1_30(version, served):
     assert admission.supported(version) is served

@@ -13,11 +13,21 @@ EVICT = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 
 CASES = [
     # (toleration, taint, tolerated, why)
-    ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}, GPU, True, "same key and effect, any value"),
+    (
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+        GPU,
+        True,
+        "same key and effect, any value",
+    ),
     ({"key": "nvidia.com/gpu", "operator": "Exists"}, GPU, True, "empty effect matches every effect"),
     ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}, GPU, False, "effect differs"),
     ({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "PreferNoSchedule"}, GPU, False, "effect differs"),
-    ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}, GPU, True, "equal value"),
+    (
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+        GPU,
+        True,
+        "equal value",
+    ),
     ({"key": "nvidia.com/gpu", "value": "present"}, GPU, True, "an absent operator is Equal"),
     ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "false"}, GPU, False, "Equal with another value"),
     ({"key": "nvidia.com/gpu", "operator": "Equal"}, GPU, False, "Equal with no value is the empty value"),
@@ -26,11 +36,29 @@ CASES = [
     ({"operator": "Exists"}, EVICT, True, "empty key with Exists tolerates every taint"),
     ({"operator": "Exists", "effect": "NoSchedule"}, EVICT, False, "empty key, but the effect must still match"),
     ({"operator": "Exists", "effect": "NoExecute"}, EVICT, True, "empty key, matching effect"),
-    ({"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-      "tolerationSeconds": 300}, EVICT, True, "tolerationSeconds does not change whether it matches"),
-    ({"key": "node.kubernetes.io/unreachable", "operator": "Equal", "effect": "NoExecute"}, EVICT, True,
-     "Equal: an absent value on both sides is the same empty value"),
-    ({"key": "nvidia.com/gpu", "operator": "Gt", "value": "0"}, GPU, False, "an operator the rule does not know never matches"),
+    (
+        {
+            "key": "node.kubernetes.io/unreachable",
+            "operator": "Exists",
+            "effect": "NoExecute",
+            "tolerationSeconds": 300,
+        },
+        EVICT,
+        True,
+        "tolerationSeconds does not change whether it matches",
+    ),
+    (
+        {"key": "node.kubernetes.io/unreachable", "operator": "Equal", "effect": "NoExecute"},
+        EVICT,
+        True,
+        "Equal: an absent value on both sides is the same empty value",
+    ),
+    (
+        {"key": "nvidia.com/gpu", "operator": "Gt", "value": "0"},
+        GPU,
+        False,
+        "an operator the rule does not know never matches",
+    ),
 ]
 
 

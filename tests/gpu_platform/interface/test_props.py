@@ -9,13 +9,15 @@ from pulumi_policy.proxy import UnknownValueError, unknown_checking_proxy
 from gpu_platform.interface.props import dig, mapping, sequence, strings, text
 from tests.policy.verdict import UNKNOWN
 
-PROPS = unknown_checking_proxy({
-    "tags": {"a": "1", "b": "2"},
-    "list": [{"x": 1}, {"x": 2}],
-    "name": "n",
-    "unknown": UNKNOWN,
-    "nested": {"unknown": UNKNOWN},
-})
+PROPS = unknown_checking_proxy(
+    {
+        "tags": {"a": "1", "b": "2"},
+        "list": [{"x": 1}, {"x": 2}],
+        "name": "n",
+        "unknown": UNKNOWN,
+        "nested": {"unknown": UNKNOWN},
+    }
+)
 
 
 def test_the_analyzers_objects_are_neither_dicts_nor_lists():

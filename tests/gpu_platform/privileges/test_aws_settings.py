@@ -8,23 +8,39 @@ import pytest
 from gpu_platform.privileges import ledger
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
-HARDENED = {"metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1.0, "httpEndpoint": "enabled"},
-            "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}]}
+HARDENED = {
+    "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1.0, "httpEndpoint": "enabled"},
+    "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "true"}}],
+}
 
 
 def test_a_launch_templates_metadata_service_and_volumes_are_rows():
     assert ledger.rows([(LT, "gpu-cluster-system", HARDENED)]) == [
-        ("launch template gpu-cluster-system", "(node settings)", "instance metadata: tokens required, hop limit 1, endpoint enabled"),
-        ("launch template gpu-cluster-system", "(node settings)", "public address NOT stated: the subnet's MapPublicIpOnLaunch decides"),
-        ("launch template gpu-cluster-system", "(node settings)", "volume /dev/xvda encrypted")]
+        (
+            "launch template gpu-cluster-system",
+            "(node settings)",
+            "instance metadata: tokens required, hop limit 1, endpoint enabled",
+        ),
+        (
+            "launch template gpu-cluster-system",
+            "(node settings)",
+            "public address NOT stated: the subnet's MapPublicIpOnLaunch decides",
+        ),
+        ("launch template gpu-cluster-system", "(node settings)", "volume /dev/xvda encrypted"),
+    ]
     weakened = {**HARDENED, "metadataOptions": {"httpTokens": "optional", "httpPutResponseHopLimit": 3.0}}
-    assert ("launch template gpu-cluster-system", "(node settings)", "instance metadata: tokens optional, hop limit 3, endpoint enabled") \
-        in ledger.rows([(LT, "gpu-cluster-system", weakened)])
+    assert (
+        "launch template gpu-cluster-system",
+        "(node settings)",
+        "instance metadata: tokens optional, hop limit 3, endpoint enabled",
+    ) in ledger.rows([(LT, "gpu-cluster-system", weakened)])
 
 
 def test_a_node_group_without_a_launch_template_or_with_ssh_is_another_row():
     ng = "aws:eks/nodeGroup:NodeGroup"
-    base = ledger.rows([(ng, "pool", {"amiType": "AL2023_x86_64_STANDARD", "launchTemplate": {"id": "lt-1", "version": "1"}})])
+    base = ledger.rows(
+        [(ng, "pool", {"amiType": "AL2023_x86_64_STANDARD", "launchTemplate": {"id": "lt-1", "version": "1"}})]
+    )
     open_ng = ledger.rows([(ng, "pool", {"amiType": "AL2023_x86_64_NVIDIA", "remoteAccess": {"ec2SshKey": "k"}})])
     assert ("node group pool", "(node settings)", "NO launch template: EKS's own node settings") in open_ng
     assert ("node group pool", "(node settings)", 'SSH remote access {"ec2SshKey":"k"}') in open_ng
@@ -32,22 +48,56 @@ def test_a_node_group_without_a_launch_template_or_with_ssh_is_another_row():
 
 
 def test_the_build_host_the_ami_distribution_the_cluster_and_irsa_are_rows():
-    infra = ("aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration", "infra",
-             {"keyPair": "ops", "terminateInstanceOnFailure": False})
+    infra = (
+        "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration",
+        "infra",
+        {"keyPair": "ops", "terminateInstanceOnFailure": False},
+    )
     assert ("image build host infra", "(build settings)", "key pair ops") in ledger.rows([infra])
     assert ("image build host infra", "(build settings)", "terminateInstanceOnFailure false") in ledger.rows([infra])
-    public = ("aws:imagebuilder/distributionConfiguration:DistributionConfiguration", "dist", {"distributions": [
-        {"amiDistributionConfiguration": {"launchPermission": {"userGroups": ["all"]}, "targetAccountIds": ["999999999999"]}}]})
+    public = (
+        "aws:imagebuilder/distributionConfiguration:DistributionConfiguration",
+        "dist",
+        {
+            "distributions": [
+                {
+                    "amiDistributionConfiguration": {
+                        "launchPermission": {"userGroups": ["all"]},
+                        "targetAccountIds": ["999999999999"],
+                    }
+                }
+            ]
+        },
+    )
     assert ledger.rows([public]) == [
         ("image distribution dist to ?", "(who may launch it)", 'copied to accounts ["999999999999"]'),
-        ("image distribution dist to ?", "(who may launch it)", 'launchPermission {"userGroups":["all"]}')]
-    cluster = ("aws:eks/cluster:Cluster", "c", {"enabledClusterLogTypes": [], "vpcConfig": {"endpointPublicAccess": False},
-                                                "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}})
+        ("image distribution dist to ?", "(who may launch it)", 'launchPermission {"userGroups":["all"]}'),
+    ]
+    cluster = (
+        "aws:eks/cluster:Cluster",
+        "c",
+        {
+            "enabledClusterLogTypes": [],
+            "vpcConfig": {"endpointPublicAccess": False},
+            "accessConfig": {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False},
+        },
+    )
     assert ("EKS cluster", "(control plane)", "logs NONE") in ledger.rows([cluster])
     assert ("EKS cluster", "(control plane)", "secrets NOT envelope-encrypted") in ledger.rows([cluster])
-    sa = ("kubernetes:core/v1:ServiceAccount", "sa", {"metadata": {"name": "x", "namespace": "gpu-operator",
-                                                                   "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"}}})
-    assert ledger.rows([sa]) == [("ServiceAccount gpu-operator/x", "(identity)", "an IAM role through eks.amazonaws.com/role-arn")]
+    sa = (
+        "kubernetes:core/v1:ServiceAccount",
+        "sa",
+        {
+            "metadata": {
+                "name": "x",
+                "namespace": "gpu-operator",
+                "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::1:role/r"},
+            }
+        },
+    )
+    assert ledger.rows([sa]) == [
+        ("ServiceAccount gpu-operator/x", "(identity)", "an IAM role through eks.amazonaws.com/role-arn")
+    ]
 
 
 def test_a_null_the_provider_reads_back_is_read_as_not_set():
@@ -56,8 +106,9 @@ def test_a_null_the_provider_reads_back_is_read_as_not_set():
     written = {"amiType": "AL2023_x86_64_STANDARD", "launchTemplate": {"id": "lt-1", "version": "1"}}
     assert ledger.rows([(ng, "pool", {**written, "remoteAccess": None})]) == ledger.rows([(ng, "pool", written)])
     dist = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
-    assert ledger.rows([(dist, "d", {"distributions": [{"amiDistributionConfiguration": {"launchPermission": None}}]})]) == \
-        ledger.rows([(dist, "d", {"distributions": [{"amiDistributionConfiguration": {}}]})])
+    assert ledger.rows(
+        [(dist, "d", {"distributions": [{"amiDistributionConfiguration": {"launchPermission": None}}]})]
+    ) == ledger.rows([(dist, "d", {"distributions": [{"amiDistributionConfiguration": {}}]})])
 
 
 NG = "aws:eks/nodeGroup:NodeGroup"
@@ -78,10 +129,17 @@ def test_a_custom_ami_node_group_reads_alike_written_planned_and_deployed():
 def test_a_node_group_names_the_stack_template_it_boots_from_and_a_template_from_elsewhere_is_another_row():
     ours = ledger.rows([(NG, "gpu-pool-l40s-ng", POOL_NG)], FROM_TEMPLATE)
     assert ("node group gpu-pool-l40s-ng", "(node settings)", "launch template gpu-pool-l40s-lt") in ours
-    other = ledger.rows([(NG, "gpu-pool-l40s-ng", {"launchTemplate": {"name": "legacy-imdsv1-public", "version": "$Default"}})])
-    assert ("node group gpu-pool-l40s-ng", "(node settings)",
-            'launch template NOT made by this stack: {"name":"legacy-imdsv1-public"}') in other
-    swapped = ledger.rows([(NG, "gpu-pool-l40s-ng", POOL_NG)], {(NG, "gpu-pool-l40s-ng"): {"launchTemplate": ("gpu-cluster-system",)}})
+    other = ledger.rows(
+        [(NG, "gpu-pool-l40s-ng", {"launchTemplate": {"name": "legacy-imdsv1-public", "version": "$Default"}})]
+    )
+    assert (
+        "node group gpu-pool-l40s-ng",
+        "(node settings)",
+        'launch template NOT made by this stack: {"name":"legacy-imdsv1-public"}',
+    ) in other
+    swapped = ledger.rows(
+        [(NG, "gpu-pool-l40s-ng", POOL_NG)], {(NG, "gpu-pool-l40s-ng"): {"launchTemplate": ("gpu-cluster-system",)}}
+    )
     assert ledger.digest(swapped) != ledger.digest(ours) != ledger.digest(other)
 
 
@@ -90,23 +148,39 @@ def _template(**interface) -> dict:
 
 
 def test_a_public_address_reads_as_the_provider_parses_it():
-    rows = {value: ledger.rows([(LT, "t", _template(associatePublicIpAddress=value))]) for value in ("1", "true", True, "0", "false")}
+    rows = {
+        value: ledger.rows([(LT, "t", _template(associatePublicIpAddress=value))])
+        for value in ("1", "true", True, "0", "false")
+    }
     public = ("launch template t", "(node settings)", "an interface with a PUBLIC address")
     assert all(public in rows[value] for value in ("1", "true", True))
     assert all(("launch template t", "(node settings)", "no public address") in rows[value] for value in ("0", "false"))
     # Left out on a single interface, the subnet decides: not the same as "false".
     unstated = ledger.rows([(LT, "t", _template(deleteOnTermination="true"))])
-    assert ("launch template t", "(node settings)", "public address NOT stated: the subnet's MapPublicIpOnLaunch decides") in unstated
-    several = ledger.rows([(LT, "t", {**HARDENED, "networkInterfaces": [{"deviceIndex": 0}, {"deviceIndex": 1, "networkCardIndex": 1}]})])
-    assert ("launch template t", "(node settings)", "2 interfaces: no public address (EC2 assigns none at a launch with several)") in several
+    assert (
+        "launch template t",
+        "(node settings)",
+        "public address NOT stated: the subnet's MapPublicIpOnLaunch decides",
+    ) in unstated
+    several = ledger.rows(
+        [(LT, "t", {**HARDENED, "networkInterfaces": [{"deviceIndex": 0}, {"deviceIndex": 1, "networkCardIndex": 1}]})]
+    )
+    assert (
+        "launch template t",
+        "(node settings)",
+        "2 interfaces: no public address (EC2 assigns none at a launch with several)",
+    ) in several
 
 
 def test_a_volume_encrypted_with_1_is_encrypted_and_one_without_the_setting_says_so():
     one = {**HARDENED, "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"encrypted": "1"}}]}
     assert ("launch template t", "(node settings)", "volume /dev/xvda encrypted") in ledger.rows([(LT, "t", one)])
     unset = {**HARDENED, "blockDeviceMappings": [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": 200}}]}
-    assert ("launch template t", "(node settings)", "volume /dev/xvda encryption NOT stated (the account default applies)") \
-        in ledger.rows([(LT, "t", unset)])
+    assert (
+        "launch template t",
+        "(node settings)",
+        "volume /dev/xvda encryption NOT stated (the account default applies)",
+    ) in ledger.rows([(LT, "t", unset)])
 
 
 INFRA = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguration"
@@ -114,12 +188,18 @@ INFRA = "aws:imagebuilder/infrastructureConfiguration:InfrastructureConfiguratio
 
 def test_the_build_host_defaults_to_keeping_a_failed_instance_and_names_its_instance_profile():
     # terminate_instance_on_failure defaults to false in the provider: left out, a failed build's host stays.
-    rows = ledger.rows([(INFRA, "infra", {"instanceProfileName": "gpu-node-image-builder-1a2b3c4"})],
-                       {(INFRA, "infra"): {"instanceProfileName": ("gpu-node-image-builder",)}})
+    rows = ledger.rows(
+        [(INFRA, "infra", {"instanceProfileName": "gpu-node-image-builder-1a2b3c4"})],
+        {(INFRA, "infra"): {"instanceProfileName": ("gpu-node-image-builder",)}},
+    )
     assert ("image build host infra", "(build settings)", "terminateInstanceOnFailure false") in rows
     assert ("image build host infra", "(build settings)", "instance profile gpu-node-image-builder") in rows
     admin = ledger.rows([(INFRA, "infra", {"instanceProfileName": "OrgAdminInstanceProfile"})])
-    assert ("image build host infra", "(build settings)", "instance profile NOT made by this stack: OrgAdminInstanceProfile") in admin
+    assert (
+        "image build host infra",
+        "(build settings)",
+        "instance profile NOT made by this stack: OrgAdminInstanceProfile",
+    ) in admin
 
 
 DIST = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
@@ -128,24 +208,66 @@ DIST = "aws:imagebuilder/distributionConfiguration:DistributionConfiguration"
 def test_every_way_the_image_leaves_the_build_is_a_row_per_region():
     home = {"region": "us-west-2", "amiDistributionConfiguration": {"name": "gpu-{{ imagebuilder:buildDate }}"}}
     base = ledger.rows([(DIST, "d", {"distributions": [home]})])
-    assert base == [("image distribution d to us-west-2", "(who may launch it)", "launchPermission (none: this account only)")]
+    assert base == [
+        ("image distribution d to us-west-2", "(who may launch it)", "launchPermission (none: this account only)")
+    ]
     copied = ledger.rows([(DIST, "d", {"distributions": [home, {**home, "region": "eu-west-1"}]})])
-    assert ("image distribution d to eu-west-1", "(who may launch it)", "launchPermission (none: this account only)") in copied
-    exported = ledger.rows([(DIST, "d", {"distributions": [{**home, "s3ExportConfiguration": {
-        "roleName": "vmimport", "diskImageFormat": "RAW", "s3Bucket": "attacker-bucket"}}]})])
-    ssm = ledger.rows([(DIST, "d", {"distributions": [{**home, "ssmParameterConfigurations": [
-        {"accountId": "999999999999", "parameterName": "/ami"}]}]})])
+    assert (
+        "image distribution d to eu-west-1",
+        "(who may launch it)",
+        "launchPermission (none: this account only)",
+    ) in copied
+    exported = ledger.rows(
+        [
+            (
+                DIST,
+                "d",
+                {
+                    "distributions": [
+                        {
+                            **home,
+                            "s3ExportConfiguration": {
+                                "roleName": "vmimport",
+                                "diskImageFormat": "RAW",
+                                "s3Bucket": "attacker-bucket",
+                            },
+                        }
+                    ]
+                },
+            )
+        ]
+    )
+    ssm = ledger.rows(
+        [
+            (
+                DIST,
+                "d",
+                {
+                    "distributions": [
+                        {**home, "ssmParameterConfigurations": [{"accountId": "999999999999", "parameterName": "/ami"}]}
+                    ]
+                },
+            )
+        ]
+    )
     assert len({ledger.digest(base), ledger.digest(copied), ledger.digest(exported), ledger.digest(ssm)}) == 4
     assert any(row[2].startswith("s3ExportConfiguration sha256:") for row in exported)
 
 
 def test_which_stack_resource_a_property_takes_is_read_from_the_dependencies_by_type():
-    deps = [("aws:eks/cluster:Cluster", "gpu-cluster"), ("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt"),
-            ("aws:iam/role:Role", "gpu-node-role")]
+    deps = [
+        ("aws:eks/cluster:Cluster", "gpu-cluster"),
+        ("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt"),
+        ("aws:iam/role:Role", "gpu-node-role"),
+    ]
     assert ledger.references(NG, deps) == {"launchTemplate": ("gpu-pool-l40s-lt",)}
-    assert ledger.references(INFRA, [("aws:iam/instanceProfile:InstanceProfile", "gpu-node-image-builder"),
-                                      ("aws:ec2/securityGroup:SecurityGroup", "gpu-node-image-build")]) == \
-        {"instanceProfileName": ("gpu-node-image-builder",)}
+    assert ledger.references(
+        INFRA,
+        [
+            ("aws:iam/instanceProfile:InstanceProfile", "gpu-node-image-builder"),
+            ("aws:ec2/securityGroup:SecurityGroup", "gpu-node-image-build"),
+        ],
+    ) == {"instanceProfileName": ("gpu-node-image-builder",)}
     assert ledger.references(NG, [("aws:eks/cluster:Cluster", "gpu-cluster")]) == {}
 
 
@@ -154,8 +276,12 @@ def test_the_subnets_of_the_cluster_the_nodes_and_the_build_host_are_rows_in_any
     assert ("EKS cluster", "(control plane)", 'subnets ["subnet-1","subnet-2"]') in ledger.rows([cluster])
     moved = ("aws:eks/cluster:Cluster", "c", {"vpcConfig": {"subnetIds": ["subnet-1", "subnet-9"]}})
     assert ledger.digest(ledger.rows([cluster])) != ledger.digest(ledger.rows([moved]))
-    assert ("node group ng", "(node settings)", 'subnets ["subnet-1"]') in ledger.rows([(NG, "ng", {"subnetIds": ["subnet-1"]})])
-    assert ("image build host b", "(build settings)", 'subnets ["subnet-3"]') in ledger.rows([(INFRA, "b", {"subnetId": "subnet-3"})])
+    assert ("node group ng", "(node settings)", 'subnets ["subnet-1"]') in ledger.rows(
+        [(NG, "ng", {"subnetIds": ["subnet-1"]})]
+    )
+    assert ("image build host b", "(build settings)", 'subnets ["subnet-3"]') in ledger.rows(
+        [(INFRA, "b", {"subnetId": "subnet-3"})]
+    )
 
 
 def test_with_the_engines_property_dependencies_a_template_named_by_a_literal_is_not_the_stacks_whatever_depends_on_says():
@@ -163,9 +289,14 @@ def test_with_the_engines_property_dependencies_a_template_named_by_a_literal_is
     deps = [("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt"), ("aws:eks/cluster:Cluster", "gpu-cluster")]
     literal = {"launchTemplate": {"name": "legacy-imdsv1-public", "version": "$Default"}, "clusterName": "gpu"}
     strict = ledger.references(NG, deps, {"clusterName": [("aws:eks/cluster:Cluster", "gpu-cluster")]})
-    assert ("node group ng", "(node settings)", 'launch template NOT made by this stack: {"name":"legacy-imdsv1-public"}') \
-        in ledger.rows([(NG, "ng", literal)], {(NG, "ng"): strict})
-    built = ledger.references(NG, deps, {"launchTemplate": [("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt")]})
+    assert (
+        "node group ng",
+        "(node settings)",
+        'launch template NOT made by this stack: {"name":"legacy-imdsv1-public"}',
+    ) in ledger.rows([(NG, "ng", literal)], {(NG, "ng"): strict})
+    built = ledger.references(
+        NG, deps, {"launchTemplate": [("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l40s-lt")]}
+    )
     assert built == {"launchTemplate": ("gpu-pool-l40s-lt",)}
     # Without property dependencies (a caller that sends none), the dependency list by type.
     assert ledger.references(NG, deps) == {"launchTemplate": ("gpu-pool-l40s-lt",)}

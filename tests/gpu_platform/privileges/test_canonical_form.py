@@ -25,13 +25,16 @@ def test_text_and_bytes_hash_alike():
     assert expected == "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # FIPS 180-2 "abc"
 
 
-@pytest.mark.parametrize("value, name", [
-    ("arn:aws:iam::123456789012:role/gpu-prod-cni-3f2a9c1", "gpu-prod-cni"),
-    ("arn:aws:iam::123456789012:role/path/gpu-prod-cni", "gpu-prod-cni"),
-    ("gpu-prod-node-role-0a1b2c3", "gpu-prod-node-role"),
-    ("gpu-prod-node-role", "gpu-prod-node-role"),
-    ("gpu-prod-node-role-0A1B2C3", "gpu-prod-node-role-0A1B2C3"),  # not Pulumi's suffix: lower-case hex only
-])
+@pytest.mark.parametrize(
+    "value, name",
+    [
+        ("arn:aws:iam::123456789012:role/gpu-prod-cni-3f2a9c1", "gpu-prod-cni"),
+        ("arn:aws:iam::123456789012:role/path/gpu-prod-cni", "gpu-prod-cni"),
+        ("gpu-prod-node-role-0a1b2c3", "gpu-prod-node-role"),
+        ("gpu-prod-node-role", "gpu-prod-node-role"),
+        ("gpu-prod-node-role-0A1B2C3", "gpu-prod-node-role-0A1B2C3"),  # not Pulumi's suffix: lower-case hex only
+    ],
+)
 def test_an_autonamed_name_or_arn_loses_the_suffix_only(value, name):
     assert canonical_form.without_autoname(value) == name
 

@@ -18,34 +18,73 @@ def _template(request: dict, api: str = TEMPLATE_V1) -> list:
 
 
 def test_an_admin_access_template_is_a_row_naming_its_class_and_how_many():
-    rows = _template({"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": True}})
-    assert rows == [("ResourceClaimTemplate ns/t", "request all", "adminAccess to devices of class gpu.nvidia.com, allocationMode All")]
+    rows = _template(
+        {"name": "all", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": True}}
+    )
+    assert rows == [
+        (
+            "ResourceClaimTemplate ns/t",
+            "request all",
+            "adminAccess to devices of class gpu.nvidia.com, allocationMode All",
+        )
+    ]
 
 
 def test_an_exact_count_reads_with_its_count():
-    rows = _template({"name": "one", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1.0, "adminAccess": True}})
-    assert rows == [("ResourceClaimTemplate ns/t", "request one", "adminAccess to devices of class gpu.nvidia.com, allocationMode ExactCount 1")]
+    rows = _template(
+        {"name": "one", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 1.0, "adminAccess": True}}
+    )
+    assert rows == [
+        (
+            "ResourceClaimTemplate ns/t",
+            "request one",
+            "adminAccess to devices of class gpu.nvidia.com, allocationMode ExactCount 1",
+        )
+    ]
 
 
 def test_the_v1beta1_form_and_a_first_available_subrequest_count_too():
-    beta = _template({"name": "b", "deviceClassName": "x", "allocationMode": "All", "adminAccess": True},
-                     api="kubernetes:resource.k8s.io/v1beta1:ResourceClaimTemplate")
-    assert beta == [("ResourceClaimTemplate ns/t", "request b", "adminAccess to devices of class x, allocationMode All")]
-    sub = _template({"name": "f", "firstAvailable": [{"name": "s", "deviceClassName": "y", "allocationMode": "All", "adminAccess": True}]})
-    assert sub == [("ResourceClaimTemplate ns/t", "request f/s", "adminAccess to devices of class y, allocationMode All")]
+    beta = _template(
+        {"name": "b", "deviceClassName": "x", "allocationMode": "All", "adminAccess": True},
+        api="kubernetes:resource.k8s.io/v1beta1:ResourceClaimTemplate",
+    )
+    assert beta == [
+        ("ResourceClaimTemplate ns/t", "request b", "adminAccess to devices of class x, allocationMode All")
+    ]
+    sub = _template(
+        {
+            "name": "f",
+            "firstAvailable": [{"name": "s", "deviceClassName": "y", "allocationMode": "All", "adminAccess": True}],
+        }
+    )
+    assert sub == [
+        ("ResourceClaimTemplate ns/t", "request f/s", "adminAccess to devices of class y, allocationMode All")
+    ]
 
 
 def test_a_resource_claim_is_read_from_its_own_spec():
-    props = {"metadata": {"name": "c", "namespace": "ns"},
-             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "z", "allocationMode": "All", "adminAccess": True}}]}}}
+    props = {
+        "metadata": {"name": "c", "namespace": "ns"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "r", "exactly": {"deviceClassName": "z", "allocationMode": "All", "adminAccess": True}}
+                ]
+            }
+        },
+    }
     assert ledger.resource_rows("kubernetes:resource.k8s.io/v1:ResourceClaim", "c", props) == [
-        ("ResourceClaim ns/c", "request r", "adminAccess to devices of class z, allocationMode All")]
+        ("ResourceClaim ns/c", "request r", "adminAccess to devices of class z, allocationMode All")
+    ]
 
 
-@pytest.mark.parametrize("exactly", [
-    {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"},
-    {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": False},
-])
+@pytest.mark.parametrize(
+    "exactly",
+    [
+        {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"},
+        {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": False},
+    ],
+)
 def test_an_ordinary_claim_adds_no_row(exactly):
     assert _template({"name": "r", "exactly": exactly}) == []
 

@@ -45,17 +45,21 @@ class _List(Sequence):
 ALLOW = {"Effect": "Allow", "Action": "sts:AssumeRole"}
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ('{"Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole"}]}', [ALLOW]),
-    ('{"Statement": {"Effect": "Allow", "Action": "sts:AssumeRole"}}', [ALLOW]),  # one statement, no list
-    ({"Statement": [ALLOW, "not a statement", None]}, [ALLOW]),
-    ('{"Statement": []}', []),
-    ('{"Version": "2012-10-17"}', []),
-    ("not JSON", []),
-    ("", []),
-    (None, []),
-    ('["a list, not a document"]', []),
-], ids=["list", "single", "junk-items", "empty", "no-statement", "not-json", "empty-text", "none", "json-list"])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ('{"Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole"}]}', [ALLOW]),
+        ('{"Statement": {"Effect": "Allow", "Action": "sts:AssumeRole"}}', [ALLOW]),  # one statement, no list
+        ({"Statement": [ALLOW, "not a statement", None]}, [ALLOW]),
+        ('{"Statement": []}', []),
+        ('{"Version": "2012-10-17"}', []),
+        ("not JSON", []),
+        ("", []),
+        (None, []),
+        ('["a list, not a document"]', []),
+    ],
+    ids=["list", "single", "junk-items", "empty", "no-statement", "not-json", "empty-text", "none", "json-list"],
+)
 def test_statements_of_every_shape_iam_takes(raw, expected):
     assert [dict(s) for s in statements(raw)] == expected
 
@@ -66,15 +70,19 @@ def test_statements_read_through_the_analyzers_proxies():
     assert [dict(s) for s in statements(_Object({"Statement": ALLOW}))] == [ALLOW]
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("s3:GetObject", ["s3:GetObject"]),
-    (["s3:GetObject", "s3:PutObject"], ["s3:GetObject", "s3:PutObject"]),
-    (_List(["*"]), ["*"]),
-    ([], []),
-    (None, []),
-    (True, ["True"]),
-    ({"AWS": "*"}, []),  # an object is no value of these elements
-], ids=["one", "list", "proxy-list", "empty-list", "missing", "bool", "object"])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("s3:GetObject", ["s3:GetObject"]),
+        (["s3:GetObject", "s3:PutObject"], ["s3:GetObject", "s3:PutObject"]),
+        (_List(["*"]), ["*"]),
+        ([], []),
+        (None, []),
+        (True, ["True"]),
+        ({"AWS": "*"}, []),  # an object is no value of these elements
+    ],
+    ids=["one", "list", "proxy-list", "empty-list", "missing", "bool", "object"],
+)
 def test_values_one_or_a_list(value, expected):
     assert values(value) == expected
 

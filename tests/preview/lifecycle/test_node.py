@@ -23,8 +23,12 @@ def _one_pod(view, daemonset):
 
 def _with_main(env=(), privileged=False, caps=()):
     spec = DAEMONSET["spec"]["template"]["spec"]
-    main = {"name": "thing", "image": "x:v1", "env": [{"name": k, "value": v} for k, v in env],
-            "securityContext": {"privileged": privileged, "capabilities": {"add": list(caps)}}}
+    main = {
+        "name": "thing",
+        "image": "x:v1",
+        "env": [{"name": k, "value": v} for k, v in env],
+        "securityContext": {"privileged": privileged, "capabilities": {"add": list(caps)}},
+    }
     return {**DAEMONSET, "spec": {"template": {"spec": {**spec, "initContainers": [], "containers": [main]}}}}
 
 
@@ -54,15 +58,20 @@ def test_deleting_a_pod_runs_its_pre_stop_deletion(dev_view):
     assert node.markers == {"other"}
 
 
-@pytest.mark.parametrize("mode, privileged, caps, monitor, sees", [
-    ("jit-cdi", False, ("SYS_ADMIN",), "all", False),  # toolkit issue #1740: jit-cdi injects no caps devices
-    ("jit-cdi", True, (), "", True),  # a privileged container gets every host device
-    ("legacy", False, ("SYS_ADMIN",), "all", True),  # the legacy hook honours NVIDIA_MIG_MONITOR_DEVICES
-    ("legacy", False, (), "all", False),  # ... only in a container it counts as privileged
-])
+@pytest.mark.parametrize(
+    "mode, privileged, caps, monitor, sees",
+    [
+        ("jit-cdi", False, ("SYS_ADMIN",), "all", False),  # toolkit issue #1740: jit-cdi injects no caps devices
+        ("jit-cdi", True, (), "", True),  # a privileged container gets every host device
+        ("legacy", False, ("SYS_ADMIN",), "all", True),  # the legacy hook honours NVIDIA_MIG_MONITOR_DEVICES
+        ("legacy", False, (), "all", False),  # ... only in a container it counts as privileged
+    ],
+)
 def test_which_containers_see_the_mig_capability_devices(dev_view, mode, privileged, caps, monitor, sees):
-    view, pool = _one_pod(dataclasses.replace(dev_view, toolkit_mode=mode), _with_main(
-        env=(("NVIDIA_MIG_MONITOR_DEVICES", monitor),), privileged=privileged, caps=caps))
+    view, pool = _one_pod(
+        dataclasses.replace(dev_view, toolkit_mode=mode),
+        _with_main(env=(("NVIDIA_MIG_MONITOR_DEVICES", monitor),), privileged=privileged, caps=caps),
+    )
     node = lifecycle_node.Node.boot(view, pool)
     step = view.pods[0].main[0]
     assert node._holds("mig-devices", step) is sees
@@ -81,6 +90,7 @@ def test_a_full_node_has_no_free_gpu_and_a_drained_one_has(dev):
 def _toolkit_daemonset_view(variant, boot_registration: bool):
     def change(config):
         config["gpu-platform:nodeImage"]["toolkitBaked"] = False
+
     view = stack.view(variant(change))
     pool = view.pools[0]
     if not boot_registration:
@@ -126,8 +136,11 @@ def _mig_node(view, operand, **change):
     return lifecycle_node.Node.boot(view, view.pool("h100-mig")).settle()
 
 
-PAUSED_GATES = ("nvidia.com/gpu.deploy.dcgm-exporter", "nvidia.com/gpu.deploy.device-plugin",
-                "nvidia.com/gpu.deploy.gpu-feature-discovery")
+PAUSED_GATES = (
+    "nvidia.com/gpu.deploy.dcgm-exporter",
+    "nvidia.com/gpu.deploy.device-plugin",
+    "nvidia.com/gpu.deploy.gpu-feature-discovery",
+)
 
 
 def test_a_client_slower_to_leave_than_the_managers_wait_leaves_the_gates_paused(prod):

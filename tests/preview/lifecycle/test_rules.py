@@ -46,7 +46,11 @@ def test_the_mig_manager_waits_five_minutes_for_each_client_by_its_app_label():
     manager = rules.load().mig_manager
     assert manager.wait_seconds == 300
     assert manager.waits_for_apps == (
-        "nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-dcgm")
+        "nvidia-device-plugin-daemonset",
+        "gpu-feature-discovery",
+        "nvidia-dcgm-exporter",
+        "nvidia-dcgm",
+    )
 
 
 def test_a_pod_without_a_grace_period_gets_the_kubernetes_default_of_30_seconds():

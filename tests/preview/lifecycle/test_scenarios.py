@@ -8,8 +8,7 @@ import pytest
 from gpu_platform.catalog import matrix
 from preview.lifecycle import scenarios, stack
 from preview.recording import Recording
-from tests import release_stacks
-from tests import fixture_stacks
+from tests import fixture_stacks, release_stacks
 from tests.conftest import FIXTURES, record
 
 # What one node of each shipped pool offers, from the instance catalogue and the pool's sharing:
@@ -66,10 +65,18 @@ def _planted(recording: Recording, daemonset: str, change, part: str = "spec") -
 
 def _wait_for(marker: str):
     def change(pod: dict) -> dict:
-        wait = {"name": f"wait-for-{marker}", "image": "busybox", "command": ["sh", "-c"],
-                "args": [f"until [ -f /run/nvidia/validations/{marker} ]; do sleep 5; done"]}
-        pod["initContainers"] = [wait, *[c for c in pod.get("initContainers", []) if not c["name"].startswith("wait-for-")]]
+        wait = {
+            "name": f"wait-for-{marker}",
+            "image": "busybox",
+            "command": ["sh", "-c"],
+            "args": [f"until [ -f /run/nvidia/validations/{marker} ]; do sleep 5; done"],
+        }
+        pod["initContainers"] = [
+            wait,
+            *[c for c in pod.get("initContainers", []) if not c["name"].startswith("wait-for-")],
+        ]
         return pod
+
     return change
 
 
@@ -77,7 +84,9 @@ def test_gfd_waiting_for_a_marker_nobody_writes_never_starts(dev):
     planted = _planted(dev, "nvidia-gpu-feature-discovery", _wait_for("nobody-writes-this"))
     view = stack.view(planted)
     outcome = scenarios.joins_later(view, view.pool("l4"))
-    assert outcome.problems == ("nvidia-gpu-feature-discovery: Init (wait-for-nobody-writes-this waits for marker nobody-writes-this)",)
+    assert outcome.problems == (
+        "nvidia-gpu-feature-discovery: Init (wait-for-nobody-writes-this waits for marker nobody-writes-this)",
+    )
 
 
 def _plugin_check_with_workload(pod: dict) -> dict:
@@ -85,7 +94,11 @@ def _plugin_check_with_workload(pod: dict) -> dict:
     for c in pod["containers"]:
         env = c.get("env") or []
         if any(e.get("name") == "COMPONENT" and e.get("value") == "plugin" for e in env):
-            c = {**c, "env": [e for e in env if e.get("name") != "WITH_WORKLOAD"] + [{"name": "WITH_WORKLOAD", "value": "true"}]}
+            c = {
+                **c,
+                "env": [e for e in env if e.get("name") != "WITH_WORKLOAD"]
+                + [{"name": "WITH_WORKLOAD", "value": "true"}],
+            }
         containers.append(c)
     pod["containers"] = containers
     return pod
@@ -93,8 +106,11 @@ def _plugin_check_with_workload(pod: dict) -> dict:
 
 @pytest.mark.parametrize("scenario", [scenarios.reboot_full, scenarios.roll_all_full], ids=["reboot", "roll"])
 def test_markers_deleted_while_every_gpu_is_taken_hold_gfd_forever_when_plugin_ready_needs_a_workload(dev, scenario):
-    planted = _planted(_planted(dev, "nvidia-operator-validator", _plugin_check_with_workload),
-                       "nvidia-gpu-feature-discovery", _wait_for("plugin-ready"))
+    planted = _planted(
+        _planted(dev, "nvidia-operator-validator", _plugin_check_with_workload),
+        "nvidia-gpu-feature-discovery",
+        _wait_for("plugin-ready"),
+    )
     view = stack.view(planted)
     problems = scenario(view, view.pool("l4")).problems
     assert "nvidia-gpu-feature-discovery: Init (wait-for-plugin-ready waits for marker plugin-ready)" in problems
@@ -116,6 +132,7 @@ def _grace(seconds: int):
     def change(pod: dict) -> dict:
         pod["terminationGracePeriodSeconds"] = seconds
         return pod
+
     return change
 
 
@@ -129,7 +146,8 @@ def test_a_gpu_client_slower_to_leave_than_the_mig_managers_wait_leaves_its_gate
         "nvidia-mig-manager: nvidia-dcgm-exporter may take 600 s to leave, the MIG manager waits 300 s: it "
         "gave up on MIG config all-balanced, gates nvidia.com/gpu.deploy.dcgm-exporter, "
         "nvidia.com/gpu.deploy.device-plugin, nvidia.com/gpu.deploy.gpu-feature-discovery stay "
-        "paused-for-mig-change until a new manager pod runs")
+        "paused-for-mig-change until a new manager pod runs"
+    )
 
 
 def test_a_gpu_client_that_leaves_within_the_mig_managers_wait_is_waited_for(prod):
@@ -142,6 +160,7 @@ def _app(value: str):
     def change(metadata: dict) -> dict:
         metadata["labels"] = {**metadata.get("labels", {}), "app": value}
         return metadata
+
     return change
 
 
@@ -151,6 +170,10 @@ def test_a_device_plugin_the_mig_manager_does_not_find_by_its_app_label_keeps_th
     planted = _planted(prod, "nvidia-device-plugin", _app("nvidia-device-plugin"), part="metadata")
     view = stack.view(planted)
     problems = scenarios.joins_later(view, view.pool("h100-mig")).problems
-    assert problems == ("advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
-                        "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
-                        "failed: GPUs in use by nvidia-device-plugin (app label not waited for))",)
+    assert problems == (
+        (
+            "advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
+            "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
+            "failed: GPUs in use by nvidia-device-plugin (app label not waited for))"
+        ),
+    )

@@ -5,21 +5,37 @@ from preview.lifecycle import stack
 
 DAEMONSET = {
     "metadata": {"name": "nvidia-thing", "labels": {"gpu-platform.io/operand": "thing"}},
-    "spec": {"template": {"spec": {
-        "nodeSelector": {"nvidia.com/gpu.deploy.thing": "true"},
-        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        "initContainers": [
-            {"name": "wait-for-toolkit-ready", "image": "v:v25.10.1", "command": ["sh", "-c"],
-             "args": ["until [ -f /run/nvidia/validations/toolkit-ready ]; do sleep 5; done"]},
-            {"name": "plugin-validation", "image": "v:v25.10.1",
-             "env": [{"name": "COMPONENT", "value": "plugin"}, {"name": "WITH_WORKLOAD", "value": "true"}]},
-        ],
-        "containers": [
-            {"name": "thing", "image": "nvcr.io/nvidia/thing:v0.18.1",
-             "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}},
-             "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "rm -f /run/nvidia/validations/*-ready"]}}}},
-        ],
-    }}},
+    "spec": {
+        "template": {
+            "spec": {
+                "nodeSelector": {"nvidia.com/gpu.deploy.thing": "true"},
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                "initContainers": [
+                    {
+                        "name": "wait-for-toolkit-ready",
+                        "image": "v:v25.10.1",
+                        "command": ["sh", "-c"],
+                        "args": ["until [ -f /run/nvidia/validations/toolkit-ready ]; do sleep 5; done"],
+                    },
+                    {
+                        "name": "plugin-validation",
+                        "image": "v:v25.10.1",
+                        "env": [{"name": "COMPONENT", "value": "plugin"}, {"name": "WITH_WORKLOAD", "value": "true"}],
+                    },
+                ],
+                "containers": [
+                    {
+                        "name": "thing",
+                        "image": "nvcr.io/nvidia/thing:v0.18.1",
+                        "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}},
+                        "lifecycle": {
+                            "preStop": {"exec": {"command": ["sh", "-c", "rm -f /run/nvidia/validations/*-ready"]}}
+                        },
+                    },
+                ],
+            }
+        }
+    },
 }
 GPU_TAINT = ({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"},)
 
@@ -48,7 +64,10 @@ def test_a_pod_lands_only_where_its_gate_is_true_and_it_tolerates_the_gpu_taint(
     template = stack.pod_template(DAEMONSET)
     assert template.selects({"nvidia.com/gpu.deploy.thing": "true"}, GPU_TAINT)
     assert not template.selects({"nvidia.com/gpu.deploy.thing": "paused-for-mig-change"}, GPU_TAINT)
-    intolerant = {**DAEMONSET, "spec": {"template": {"spec": {**DAEMONSET["spec"]["template"]["spec"], "tolerations": []}}}}
+    intolerant = {
+        **DAEMONSET,
+        "spec": {"template": {"spec": {**DAEMONSET["spec"]["template"]["spec"], "tolerations": []}}},
+    }
     assert not stack.pod_template(intolerant).selects({"nvidia.com/gpu.deploy.thing": "true"}, GPU_TAINT)
 
 
@@ -59,7 +78,10 @@ def test_a_toleration_without_a_key_tolerates_every_taint():
 
 def test_a_readiness_probe_on_a_marker_is_what_the_pod_is_ready_on():
     spec = DAEMONSET["spec"]["template"]["spec"]
-    probed = {**spec["containers"][0], "readinessProbe": {"exec": {"command": ["test", "-f", "/run/nvidia/validations/plugin-ready"]}}}
+    probed = {
+        **spec["containers"][0],
+        "readinessProbe": {"exec": {"command": ["test", "-f", "/run/nvidia/validations/plugin-ready"]}},
+    }
     template = stack.pod_template({**DAEMONSET, "spec": {"template": {"spec": {**spec, "containers": [probed]}}}})
     assert template.main[0].ready_marker == "plugin-ready"
     assert stack.pod_template(DAEMONSET).main[0].ready_marker is None

@@ -52,7 +52,11 @@ def test_a_policy_that_reads_an_unknown_value_says_it_cannot_decide_and_never_pa
 
 def test_an_undecided_policy_is_shown_as_such_in_the_summary(dev):
     up = [analyze.Violation("gpu-launch-templates-hardened", "mandatory", "urn:x", "hop limit 2")]
-    first = [analyze.Violation("gpu-launch-templates-hardened", "advisory", "urn:x", "can't run policy ...: unknown", undecided=True)]
+    first = [
+        analyze.Violation(
+            "gpu-launch-templates-hardened", "advisory", "urn:x", "can't run policy ...: unknown", undecided=True
+        )
+    ]
     text = report.summary(dev, up, "stacks/Pulumi.dev.yaml", first_preview=first)
     assert "First pulumi preview of a new stack (ids and computed outputs unknown): differs" in text
     assert "[cannot decide until the values exist; pulumi up decides] gpu-launch-templates-hardened" in text
@@ -63,20 +67,28 @@ def test_an_undecided_policy_is_shown_as_such_in_the_summary(dev):
 def test_a_mandatory_violation_only_the_first_preview_finds_fails_the_verdict(dev):
     first = [analyze.Violation("release-supports-kubernetes", "mandatory", "urn:x", "boom")]
     assert report.fails([], first)
-    assert "[mandatory, found only by the first preview] release-supports-kubernetes" in report.summary(dev, [], "s", first_preview=first)
+    assert "[mandatory, found only by the first preview] release-supports-kubernetes" in report.summary(
+        dev, [], "s", first_preview=first
+    )
 
 
 def test_resource_policy_diagnostics_belong_to_the_analyzed_resource(dev):
-    broken = dev.replaced("aws:imagebuilder/image:Image", "gpu-node-image-image",
-                          lambda inputs: inputs["tags"].pop("audit.gpu-platform.io/approval"))
+    broken = dev.replaced(
+        "aws:imagebuilder/image:Image",
+        "gpu-node-image-image",
+        lambda inputs: inputs["tags"].pop("audit.gpu-platform.io/approval"),
+    )
     found = [v for v in analyze.analyze(broken) if v.policy == "privileged-software-tagged"]
     assert [v.urn for v in found] == [dev.one("aws:imagebuilder/image:Image", "gpu-node-image-image").urn]
 
 
 def test_a_stack_policy_diagnostic_without_a_resource_belongs_to_the_root_stack(dev):
     # declared-facts-agree names no single resource: the engine files it under the root stack.
-    changed = dev.replaced("kubernetes:core/v1:Namespace", "gpu-namespace",
-                           lambda inputs: inputs["metadata"]["annotations"].update({"gpu-platform.io/operator-release": "v25.3.0"}))
+    changed = dev.replaced(
+        "kubernetes:core/v1:Namespace",
+        "gpu-namespace",
+        lambda inputs: inputs["metadata"]["annotations"].update({"gpu-platform.io/operator-release": "v25.3.0"}),
+    )
     found = [v for v in analyze.analyze(changed) if v.policy == "declared-facts-agree"]
     assert [v.urn for v in found] == ["urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack::gpu-platform-dev"]
     assert "v25.3.0" in found[0].message and "v25.10.1" in found[0].message
@@ -85,7 +97,9 @@ def test_a_stack_policy_diagnostic_without_a_resource_belongs_to_the_root_stack(
 def test_the_image_is_checked_before_anything_else_sees_its_driver():
     # A resource policy on the image: it runs before the image's create step, so a bad driver never
     # starts a 30-60 minute bake, also under `pulumi up --skip-preview`.
-    found = [d for d in diagnostics([node_image(driver="560.35.03")]) if d.policyName == "driver-branch-supported-by-release"]
+    found = [
+        d for d in diagnostics([node_image(driver="560.35.03")]) if d.policyName == "driver-branch-supported-by-release"
+    ]
     assert len(found) == 1
 
 
@@ -96,13 +110,17 @@ def test_the_in_process_pack_converts_each_message_of_a_call_once(dev, monkeypat
     from google.protobuf import json_format
 
     real, converted = json_format.MessageToDict, []
-    monkeypatch.setattr(json_format, "MessageToDict", lambda message, *a, **k: converted.append(message) or real(message, *a, **k))
+    monkeypatch.setattr(
+        json_format, "MessageToDict", lambda message, *a, **k: converted.append(message) or real(message, *a, **k)
+    )
     pack = analyze.in_process()
     pack.Configure(policy_config.configure_request(analyze.info(pack), {}))
     stack = requests.analyze_stack_request(dev)
     converted.clear()
     pack.AnalyzeStack(stack)
-    messages = [r.properties for r in stack.resources] + [r.provider.properties for r in stack.resources if r.HasField("provider")]
+    messages = [r.properties for r in stack.resources] + [
+        r.provider.properties for r in stack.resources if r.HasField("provider")
+    ]
     assert len(converted) == len({id(m) for m in messages})
     (request, *_) = [r for r in requests.analyze_requests(dev) if r.HasField("provider")]
     converted.clear()

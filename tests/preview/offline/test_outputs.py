@@ -18,7 +18,9 @@ def test_an_input_the_provider_fills_in_is_unknown_in_a_first_preview_only_when_
     assert planned["ingress"] is rpc.UNKNOWN and planned["egress"] == []
     _, planned = outputs.preview("aws:eks/addon:Addon", "a", {"addonName": "vpc-cni"})
     assert planned["addonVersion"] is rpc.UNKNOWN
-    _, planned = outputs.preview("aws:eks/addon:Addon", "a", {"addonName": "eks-node-monitoring-agent", "addonVersion": "v1.7.0-eksbuild.1"})
+    _, planned = outputs.preview(
+        "aws:eks/addon:Addon", "a", {"addonName": "eks-node-monitoring-agent", "addonVersion": "v1.7.0-eksbuild.1"}
+    )
     assert planned["addonVersion"] == "v1.7.0-eksbuild.1"
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from preview.offline import analyze, policy_config
 from preview.__main__ import main
+from preview.offline import analyze, policy_config
 from tests import fixture_stacks
 from tests.policy.test_pack import EXPECTED
 
@@ -18,7 +18,9 @@ LEVEL = {v: k for k, v in policy_config.FROM_PROTO.items()}
 
 
 def _sent(config: dict) -> dict[str, str]:
-    request = policy_config.configure_request(analyze.info(analyze.in_process()), policy_config.parse(json.dumps(config), "f"))
+    request = policy_config.configure_request(
+        analyze.info(analyze.in_process()), policy_config.parse(json.dumps(config), "f")
+    )
     return {name: policy_config.FROM_PROTO[c.enforcementLevel] for name, c in request.policyConfig.items()}
 
 
@@ -41,22 +43,31 @@ def test_an_empty_file_is_no_config():
     assert policy_config.parse("  \n", "f") == {}
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("[1]", "must be a JSON object"),
-    ('{"driver-supports-gpu": "warn"}', "'warn' is not an enforcement level (valid: advisory, mandatory, remediate, disabled)"),
-    ('{"driver-supports-gpu": {"enforcementLevel": 3}}', "driver-supports-gpu.enforcementLevel: 3 is not an enforcement level"),
-    ('{"driver-supports-gpu": 3}', "neither an enforcement level nor an object"),
-    ('{"environments": ["prod-env"]}', "Pulumi ESC"),
-    ("{", "not JSON"),
-    ('{"driver-supports-gpu": ""}', "'' is not an enforcement level"),
-    ('{"driver-supports-gpu": {"enforcementLevel": ""}}', "driver-supports-gpu.enforcementLevel: '' is not"),
-    ('{"driver-supports-gpu": "Mandatory"}', "'Mandatory' is not an enforcement level"),
-    # Go's encoding/json (the CLI's reader) has no NaN or Infinity; protobuf could not carry them either.
-    ('{"cluster-endpoint-private": {"x": 1e999}}', "not JSON (1e999 is beyond the largest number"),
-    ('{"cluster-endpoint-private": {"x": NaN}}', "not JSON (NaN is not a JSON number"),
-    ('{"cluster-endpoint-private": {"x": -Infinity}}', "not JSON (-Infinity is not a JSON number"),
-    ('{"cluster-endpoint-private": {"x": ' + "9" * 5000 + "}}", "not JSON (a number of more than 4300 digits)"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[1]", "must be a JSON object"),
+        (
+            '{"driver-supports-gpu": "warn"}',
+            "'warn' is not an enforcement level (valid: advisory, mandatory, remediate, disabled)",
+        ),
+        (
+            '{"driver-supports-gpu": {"enforcementLevel": 3}}',
+            "driver-supports-gpu.enforcementLevel: 3 is not an enforcement level",
+        ),
+        ('{"driver-supports-gpu": 3}', "neither an enforcement level nor an object"),
+        ('{"environments": ["prod-env"]}', "Pulumi ESC"),
+        ("{", "not JSON"),
+        ('{"driver-supports-gpu": ""}', "'' is not an enforcement level"),
+        ('{"driver-supports-gpu": {"enforcementLevel": ""}}', "driver-supports-gpu.enforcementLevel: '' is not"),
+        ('{"driver-supports-gpu": "Mandatory"}', "'Mandatory' is not an enforcement level"),
+        # Go's encoding/json (the CLI's reader) has no NaN or Infinity; protobuf could not carry them either.
+        ('{"cluster-endpoint-private": {"x": 1e999}}', "not JSON (1e999 is beyond the largest number"),
+        ('{"cluster-endpoint-private": {"x": NaN}}', "not JSON (NaN is not a JSON number"),
+        ('{"cluster-endpoint-private": {"x": -Infinity}}', "not JSON (-Infinity is not a JSON number"),
+        ('{"cluster-endpoint-private": {"x": ' + "9" * 5000 + "}}", "not JSON (a number of more than 4300 digits)"),
+    ],
+)
 def test_a_malformed_file_names_the_flag_and_the_key(text, fragment):
     with pytest.raises(ValueError) as caught:
         policy_config.parse(text, "--policy-config p.json")
@@ -68,7 +79,11 @@ def test_an_unknown_policy_name_is_an_error_the_cli_would_ignore(tmp_path, capsy
     levels.write_text(json.dumps({"driver-suports-gpu": "advisory"}))
     assert main(["--stack", "dev", "--policy-config", str(levels)]) == 2
     err = capsys.readouterr().err
-    assert "'driver-suports-gpu' is not a policy of the pack" in err and "driver-supports-gpu" in err and "ignore it silently" in err
+    assert (
+        "'driver-suports-gpu' is not a policy of the pack" in err
+        and "driver-supports-gpu" in err
+        and "ignore it silently" in err
+    )
 
 
 def test_all_without_a_level_is_refused_as_the_cli_refuses_it():
@@ -84,12 +99,15 @@ def test_all_advisory_lets_a_violating_stack_pass(tmp_path):
 
 def test_the_level_reaches_the_pack_started_as_the_cli_starts_it(real_pack):
     # The same Configure request, over gRPC: the level the CLI pack applies is the file's.
-    from tests.conftest import record_mode
     from preview.offline import engine
+    from tests.conftest import record_mode
 
     recording = record_mode(TOO_OLD_FOR_GPU, engine.UP)
     config = policy_config.parse('{"driver-supports-gpu": "advisory"}', "f")
     found = analyze.analyze(recording, real_pack, config)
     # Besides the advisories every stack has: no image digest pinned in the matrix, no approved ledger in the fixture.
-    assert {(v.policy, v.enforcement_level) for v in found} == {("driver-supports-gpu", "advisory"), ("privileged-images-pinned-by-digest", "advisory"),
-                                                                ("privilege-ledger-recorded", "advisory")}
+    assert {(v.policy, v.enforcement_level) for v in found} == {
+        ("driver-supports-gpu", "advisory"),
+        ("privileged-images-pinned-by-digest", "advisory"),
+        ("privilege-ledger-recorded", "advisory"),
+    }

@@ -28,8 +28,13 @@ def test_every_registered_resource_is_analyzed_with_the_root_stack_and_the_defau
     # generation, components and providers included; the engine registers the root stack and one
     # default provider per package and version itself (default_providers.go:139-200).
     assert [r.urn for r in analyzed] == [STACK, *_program_urns_with_default(dev)]
-    assert {r.type for r in analyzed} >= {"pulumi:pulumi:Stack", "pulumi:providers:aws", "pulumi:providers:kubernetes",
-                                          "gpu-platform:index:GpuPlatform", "aws:eks/cluster:Cluster"}
+    assert {r.type for r in analyzed} >= {
+        "pulumi:pulumi:Stack",
+        "pulumi:providers:aws",
+        "pulumi:providers:kubernetes",
+        "gpu-platform:index:GpuPlatform",
+        "aws:eks/cluster:Cluster",
+    }
 
 
 def _program_urns_with_default(recording):
@@ -84,36 +89,72 @@ def test_the_stack_request_has_outputs_parents_dependencies_and_property_depende
     assert cluster.properties.fields["endpoint"].string_value.startswith("https://")
     assert "endpoint" not in dev.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs
     group = next(r for r in stack.resources if r.name == "gpu-pool-l4-ng")
-    assert list(group.propertyDependencies["launchTemplate"].urns) == [dev.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt").urn]
+    assert list(group.propertyDependencies["launchTemplate"].urns) == [
+        dev.one("aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt").urn
+    ]
     # Properties without dependencies are left out (analyzer_plugin.go:357-361).
     assert "instanceTypes" not in group.propertyDependencies
     assert list(group.dependencies) == list(dev.one("aws:eks/nodeGroup:NodeGroup", "gpu-pool-l4-ng").dependencies)
     root = next(r for r in stack.resources if r.urn == STACK)
-    assert set(json_format.MessageToDict(root.properties)) == {"clusterName", "nodeGroups", "nodeImageId", "operandOrder"}
+    assert set(json_format.MessageToDict(root.properties)) == {
+        "clusterName",
+        "nodeGroups",
+        "nodeImageId",
+        "operandOrder",
+    }
 
 
 def test_the_first_preview_sends_unknown_inputs_as_the_engines_sentinel():
     first = record_mode(engine.stack_file("dev"), engine.FIRST_PREVIEW)
-    template = _by_name(list(requests.analyze_requests(first)), "aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt")
+    template = _by_name(
+        list(requests.analyze_requests(first)), "aws:ec2/launchTemplate:LaunchTemplate", "gpu-pool-l4-lt"
+    )
     # sdk/go/common/resource/plugin/rpc.go:71-73, UnknownStringValue.
     assert template.properties.fields["imageId"].string_value == "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
-    assert template.properties.fields["tags"].struct_value.fields["gpu-platform.io/driver-version"].string_value == "580.105.08"
+    assert (
+        template.properties.fields["tags"].struct_value.fields["gpu-platform.io/driver-version"].string_value
+        == "580.105.08"
+    )
 
 
 def test_internal_keys_are_dropped_at_the_top_level_only_and_resource_references_become_ids():
     # rpc.go:95-118 (SkipInternalKeys, top level only), 253-262 (no KeepResources: id, else URN).
     sent = struct_pb2.Struct()
-    json_format.ParseDict({
-        "__defaults": ["x"], "keep": {"__nested": 1},
-        "role": {"4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e", "urn": "urn:a", "id": "role-id"},
-        "part": {"4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e", "urn": "urn:component", "id": ""},
-    }, sent)
+    json_format.ParseDict(
+        {
+            "__defaults": ["x"],
+            "keep": {"__nested": 1},
+            "role": {
+                "4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e",
+                "urn": "urn:a",
+                "id": "role-id",
+            },
+            "part": {
+                "4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e",
+                "urn": "urn:component",
+                "id": "",
+            },
+        },
+        sent,
+    )
     marshalled = json_format.MessageToDict(requests._marshal_struct(sent))
     assert marshalled == {"keep": {"__nested": 1.0}, "role": "role-id", "part": "urn:component"}
 
 
-@pytest.mark.parametrize("text, seconds", [("", 0.0), ("0", 0.0), ("150m", 9000.0), ("1h30m", 5400.0), ("90s", 90.0),
-                                           ("2.5h", 9000.0), (".5h", 1800.0), ("+1m", 60.0), ("-1m", -60.0)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("", 0.0),
+        ("0", 0.0),
+        ("150m", 9000.0),
+        ("1h30m", 5400.0),
+        ("90s", 90.0),
+        ("2.5h", 9000.0),
+        (".5h", 1800.0),
+        ("+1m", 60.0),
+        ("-1m", -60.0),
+    ],
+)
 def test_custom_timeouts_are_read_as_go_durations(text, seconds):
     assert requests.seconds(text) == seconds
 
@@ -127,15 +168,23 @@ def test_urns_carry_the_whole_ancestor_type_chain_as_the_engine_builds_them(dev)
     # deployment.go:793-805: the parent's full qualified type, never the root stack's. (The SDK's
     # own mock prefixes only the immediate parent's type.)
     runtime_class = dev.one("kubernetes:node.k8s.io/v1:RuntimeClass", "gpu-namespace-runtime-class")
-    assert runtime_class.urn == ("urn:pulumi:dev::gpu-platform::gpu-platform:index:GpuPlatform$gpu-platform:kubernetes:"
-                                 "GpuNamespace$kubernetes:node.k8s.io/v1:RuntimeClass::gpu-namespace-runtime-class")
+    assert runtime_class.urn == (
+        "urn:pulumi:dev::gpu-platform::gpu-platform:index:GpuPlatform$gpu-platform:kubernetes:"
+        "GpuNamespace$kubernetes:node.k8s.io/v1:RuntimeClass::gpu-namespace-runtime-class"
+    )
     platform = dev.one("gpu-platform:index:GpuPlatform", "gpu")
     assert platform.urn == "urn:pulumi:dev::gpu-platform::gpu-platform:index:GpuPlatform::gpu"
 
 
-
-@pytest.mark.parametrize("version, name", [("7.51.1", "default_7_51_1"), ("1.2.3-alpha.1", "default_1_2_3_alpha_1"),
-                                           ("1.2.3+build.5", "default_1_2_3_build_5"), ("", "default")])
+@pytest.mark.parametrize(
+    "version, name",
+    [
+        ("7.51.1", "default_7_51_1"),
+        ("1.2.3-alpha.1", "default_1_2_3_alpha_1"),
+        ("1.2.3+build.5", "default_1_2_3_build_5"),
+        ("", "default"),
+    ],
+)
 def test_default_provider_names_follow_the_engine(version, name):
     assert requests._default_provider_name(version) == name
 

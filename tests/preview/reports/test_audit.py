@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from gpu_platform.interface import contract
+from preview.__main__ import main
 from preview.offline import engine
 from preview.reports import audit, ledger
-from preview.__main__ import main
 from tests.golden import assert_golden
 
 
@@ -25,7 +25,7 @@ def _section(report: str, heading: str) -> str:
 
 
 def _changes(report: str) -> str:
-    return report[report.index("## Changes since the previous report"):report.index("## Kubernetes workloads")]
+    return report[report.index("## Changes since the previous report") : report.index("## Kubernetes workloads")]
 
 
 def test_prod_report_matches_its_golden_file(prod):
@@ -52,9 +52,22 @@ def test_prod_report_lists_every_recorded_host_path_of_every_daemonset_with_its_
                     security = container.get("securityContext") or {}
                     privileged = security.get("privileged") is True
                     sys_admin = "SYS_ADMIN" in ((security.get("capabilities") or {}).get("add") or [])
-                    who = ("a privileged container" if privileged else "a container with CAP_SYS_ADMIN" if sys_admin else None)
-                    mode = "read-write" if mount.get("readOnly") is not True else (
-                        f"mounted read-only, which is no boundary for {who} (it can remount it read-write)," if who else "read-only")
+                    who = (
+                        "a privileged container"
+                        if privileged
+                        else "a container with CAP_SYS_ADMIN"
+                        if sys_admin
+                        else None
+                    )
+                    mode = (
+                        "read-write"
+                        if mount.get("readOnly") is not True
+                        else (
+                            f"mounted read-only, which is no boundary for {who} (it can remount it read-write),"
+                            if who
+                            else "read-only"
+                        )
+                    )
                     assert f"`{volumes[mount['name']]}` {mode} at `{mount['mountPath']}`" in section
 
 
@@ -104,29 +117,51 @@ def test_against_itself_nothing_changes(prod):
 
 def test_a_mig_pool_adds_the_mig_manager_and_runs_the_mig_readers_privileged(dev, prod):
     changes = _changes(audit.report(prod, against=ledger.parse(audit.report(dev))))
-    added = changes[changes.index("### Added"):changes.index("### Removed")]
+    added = changes[changes.index("### Added") : changes.index("### Removed")]
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | privileged |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |" in added
     # dev and prod both run toolkit 1.18.1, whose jit-cdi hands MIG's capability devices to no
     # unprivileged container (toolkit issue #1740): the three operands that read MIG devices turn privileged.
-    for workload, container in (("nvidia-device-plugin", "nvidia-device-plugin"),
-                                ("nvidia-gpu-feature-discovery", "gpu-feature-discovery"),
-                                ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter")):
+    for workload, container in (
+        ("nvidia-device-plugin", "nvidia-device-plugin"),
+        ("nvidia-gpu-feature-discovery", "gpu-feature-discovery"),
+        ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter"),
+    ):
         assert f"| DaemonSet gpu-operator/{workload} | {container} | privileged |" in added
     # No workload privilege removed but the exporter's SYS_ADMIN, which privileged holds; the bake's rows differ (another driver, the fabric manager, the toolkit),
     # and so do the sharing ConfigMaps and the device plugin's env (MIG strategy): each such row is
     # replaced by the same binding with its new hash, never dropped.
-    removed = changes[changes.index("### Removed"):]
-    rows = [line for line in removed.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
+    removed = changes[changes.index("### Removed") :]
+    rows = [
+        line
+        for line in removed.splitlines()
+        if line.startswith("| ") and "---" not in line and "workload |" not in line
+    ]
     # dev's own pool (l4) has its launch template and node group: those settings rows go with it.
     # The other stack's subnets (the cluster's, the system nodes', the build host's) go with it too.
     subnets = [line for line in rows if " | subnets [" in line]
     assert sorted(line.split(" | ")[0] for line in subnets) == [
-        "| EKS cluster", "| image build host gpu-node-image-infrastructure", "| node group gpu-cluster-system", "| node group gpu-pool-l4-ng"]
-    workload_removed = [line for line in rows if line not in subnets and not line.startswith((
-        "| node image bake ", "| IAM ", "| Approval record ", "| EKS cluster access ", "| launch template gpu-pool-l4",
-        "| node group gpu-pool-l4"))]
+        "| EKS cluster",
+        "| image build host gpu-node-image-infrastructure",
+        "| node group gpu-cluster-system",
+        "| node group gpu-pool-l4-ng",
+    ]
+    workload_removed = [
+        line
+        for line in rows
+        if line not in subnets
+        and not line.startswith(
+            (
+                "| node image bake ",
+                "| IAM ",
+                "| Approval record ",
+                "| EKS cluster access ",
+                "| launch template gpu-pool-l4",
+                "| node group gpu-pool-l4",
+            )
+        )
+    ]
     # The other stack's cluster and approval record (dev's), replaced by prod's.
     assert sorted(line for line in rows if line.startswith(("| Approval record ", "| EKS cluster access "))) == [
         "| Approval record | (gpu-platform:audit) | approval SEC-1042, owner ml-platform |",
@@ -142,48 +177,68 @@ def test_a_mig_pool_adds_the_mig_manager_and_runs_the_mig_readers_privileged(dev
     ]
     # The three MIG readers turn privileged: their securityContext rows are replaced, and GFD and the
     # exporter ask for the MIG monitor devices (a new env row, so their env order row is replaced too).
-    unprivileged = ('securityContext {"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},'
-                    '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
-    sys_admin = ('securityContext {"allowPrivilegeEscalation":false,"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]},'
-                 '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |')
+    unprivileged = (
+        'securityContext {"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},'
+        '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |'
+    )
+    sys_admin = (
+        'securityContext {"allowPrivilegeEscalation":false,"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]},'
+        '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |'
+    )
     subsumed = "| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | capability SYS_ADMIN |"
     assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
         subsumed,
-        '| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | env order ["DCGM_EXPORTER_LISTEN",'
-        '"DCGM_EXPORTER_KUBERNETES","DCGM_EXPORTER_COLLECTORS","NVIDIA_VISIBLE_DEVICES","NODE_NAME"] |',
+        (
+            '| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | env order ["DCGM_EXPORTER_LISTEN",'
+            '"DCGM_EXPORTER_KUBERNETES","DCGM_EXPORTER_COLLECTORS","NVIDIA_VISIBLE_DEVICES","NODE_NAME"] |'
+        ),
         f"| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | {sys_admin}",
         "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
         '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="none" |',
         f"| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | {unprivileged}",
         "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
-        '| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | env order ["GFD_SLEEP_INTERVAL",'
-        '"GFD_FAIL_ON_INIT_ERROR","CONFIG_FILE","NVIDIA_VISIBLE_DEVICES","NVIDIA_DRIVER_CAPABILITIES","NAMESPACE","NODE_NAME"] |',
+        (
+            '| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | env order ["GFD_SLEEP_INTERVAL",'
+            '"GFD_FAIL_ON_INIT_ERROR","CONFIG_FILE","NVIDIA_VISIBLE_DEVICES","NVIDIA_DRIVER_CAPABILITIES","NAMESPACE","NODE_NAME"] |'
+        ),
         f"| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | {unprivileged}",
     ]
+
     def binding(line: str) -> str:  # the row's key: what it binds, without the value that changed
         if " sha256:" in line:
             return line.split(" sha256:")[0] + " sha256:"
         if " | env order " in line:
             return line.split(" [")[0] + " ["
-        return line.split("=")[0] + "=" if " | env " in line else line.split(" securityContext ")[0] + " securityContext "
+        return (
+            line.split("=")[0] + "=" if " | env " in line else line.split(" securityContext ")[0] + " securityContext "
+        )
+
     assert all(binding(line) in added for line in workload_removed if line != subsumed)
-    assert '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |' in added
-    assert '| nvidia-dcgm-exporter | securityContext {"privileged":true,"readOnlyRootFilesystem":true,"runAsUser":0} |' in added
+    assert (
+        '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |'
+        in added
+    )
+    assert (
+        '| nvidia-dcgm-exporter | securityContext {"privileged":true,"readOnlyRootFilesystem":true,"runAsUser":0} |'
+        in added
+    )
 
 
 def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     # prod bakes the toolkit; the same stack with the toolkit DaemonSet is the older report.
     daemonset = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
     changes = _changes(audit.report(prod, against=ledger.parse(audit.report(daemonset))))
-    removed = changes[changes.index("### Removed"):]
+    removed = changes[changes.index("### Removed") :]
     # The baked image adds nothing: with the toolkit DaemonSet the node refuses NVIDIA_VISIBLE_DEVICES
     # from unprivileged pods too, so the operands that read every GPU unprivileged already ask for the
     # device list by a read-only /dev/null mount there.
-    added = changes[changes.index("### Added"):changes.index("### Removed")]
+    added = changes[changes.index("### Added") : changes.index("### Removed")]
     # Only the bake grows: it installs the toolkit as root on the image (its version an input of the script);
     # the operands that run the CDI hook find it elsewhere (NVIDIA_CDI_HOOK_PATH in /usr/bin, not in the
     # DaemonSet's /usr/local/nvidia/toolkit), so that env row of theirs changes.
-    added_rows = [line for line in added.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line]
+    added_rows = [
+        line for line in added.splitlines() if line.startswith("| ") and "---" not in line and "workload |" not in line
+    ]
     env_rows = [line for line in added_rows if not line.startswith("| node image bake gpu-node-image-driver |")]
     assert added_rows and env_rows == [
         '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
@@ -192,11 +247,15 @@ def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     assert "| node image bake gpu-node-image-driver | (build step) | input TOOLKIT_VERSION=1.18.1 |" in added
     assert "| hostPath /dev/null ro |" not in removed
     assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | privileged |" in removed
-    assert "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | hostPath /etc/containerd rw |" in removed
+    assert (
+        "| DaemonSet gpu-operator/nvidia-container-toolkit | nvidia-container-toolkit-ctr | hostPath /etc/containerd rw |"
+        in removed
+    )
     # The MIG manager keeps every privilege: only its env (the hook path) differs.
     assert [line for line in changes.splitlines() if "nvidia-mig-manager" in line] == [
         '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
-        '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/local/nvidia/toolkit/nvidia-cdi-hook" |']
+        '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/local/nvidia/toolkit/nvidia-cdi-hook" |',
+    ]
 
 
 @pytest.mark.parametrize("old", ["# some older report\n", f"{ledger.BEGIN}\n| a | b | c |\n"])
@@ -217,7 +276,9 @@ def test_a_previous_report_edited_after_it_was_written_is_refused(tmp_path, caps
     assert main(["--stack", "dev", "--audit", str(old)]) == 0
     text = old.read_text()
     if edit == "a row deleted":
-        text = text.replace("| DaemonSet gpu-operator/nvidia-operator-validator | driver-validation | privileged |\n", "")
+        text = text.replace(
+            "| DaemonSet gpu-operator/nvidia-operator-validator | driver-validation | privileged |\n", ""
+        )
     else:
         text = text.replace(ledger.stated_hash(text), "sha256:" + "e" * 64)
     assert text != old.read_text()
@@ -294,7 +355,7 @@ def test_a_baseline_forged_consistently_is_named_not_the_approved_one(tmp_path, 
     assert f"NOT the approved {_approved_in_stack_file('dev')}; 1 rows added, 0 removed since" in line, line
     if recomputed:
         assert f"ledger hashes to `{recomputed}`" in changes
-    assert row.strip() in changes[changes.index("### Added"):changes.index("### Removed")]
+    assert row.strip() in changes[changes.index("### Added") : changes.index("### Removed")]
 
 
 def test_a_stack_without_an_approved_hash_says_nothing_vouches_for_the_baseline(tmp_path, variant):
@@ -338,7 +399,7 @@ def test_the_report_names_who_may_administer_the_cluster(variant):
         config["gpu-platform:cluster"]["admins"] = admins
 
     text = audit.report(variant(change))
-    section = text[text.index("### Cluster access"):text.index("### Instance metadata")]
+    section = text[text.index("### Cluster access") : text.index("### Instance metadata")]
     policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
     assert [line for line in section.splitlines() if line.startswith("- ")] == [
         f"- `{arn}`: `{policy}`, scope cluster" for arn in sorted(admins)
@@ -349,8 +410,10 @@ def test_a_read_only_host_mount_of_a_privileged_container_is_not_presented_as_a_
     # The validator's driver-validation container is privileged and mounts the host's / read-only.
     section = _section(audit.report(prod), "DaemonSet gpu-operator/nvidia-operator-validator")
     assert "`/sys` read-only at `/sys`" not in section
-    assert ("`/` mounted read-only, which is no boundary for a privileged container (it can remount it read-write), "
-            "at `/host`") in section
+    assert (
+        "`/` mounted read-only, which is no boundary for a privileged container (it can remount it read-write), "
+        "at `/host`"
+    ) in section
     summary = audit.report(prod).split("## Summary per operand")[1].split("\n\n")[1]
     # validator: /run/nvidia/validations, /dev/char rw and / (privileged) writable; /dev/null read-only.
     assert "| 2 | validator | 1 | 4 | 1 | 0 | 3 | 1 | 0 |" in summary
@@ -363,6 +426,8 @@ def test_a_read_only_host_mount_of_a_container_with_sys_admin_is_not_presented_a
     # with CAP_SYS_ADMIN. On prod (toolkit 1.18.1) it is privileged, which says the same.
     rec = variant(lambda c: c["gpu-platform:operator"].update({"release": "v25.3.4"}), stack="prod")
     section = _section(audit.report(rec), "DaemonSet gpu-operator/nvidia-gpu-feature-discovery")
-    assert ("`/sys` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
-            "read-write), at `/sys`") in section
+    assert (
+        "`/sys` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
+        "read-write), at `/sys`"
+    ) in section
     assert "`/sys` read-only at `/sys`" not in section

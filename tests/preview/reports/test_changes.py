@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from preview.offline import engine
-from preview.reports import changes
 from preview.__main__ import main
+from preview.offline import engine
 from preview.recording import Recording
+from preview.reports import changes
 from preview.reports.report import as_json
 from tests.conftest import stack_config, write_stack
 
@@ -44,8 +44,15 @@ def test_identical_reports_have_no_changes(prod):
 def test_dev_to_prod_adds_the_mig_manager_and_the_prod_pools_and_removes_the_l4_pool(dev, prod):
     result = changes.compare(report(dev), report(prod))
     added, removed = names(result.added), names(result.removed)
-    assert {"gpu-mig-manager", "gpu-mig-manager-ds", "gpu-pool-h100-mig", "gpu-pool-h100-mig-ng",
-            "gpu-pool-l40s", "gpu-pool-l40s-ng", "gpu-gpu-dashboard"} <= added
+    assert {
+        "gpu-mig-manager",
+        "gpu-mig-manager-ds",
+        "gpu-pool-h100-mig",
+        "gpu-pool-h100-mig-ng",
+        "gpu-pool-l40s",
+        "gpu-pool-l40s-ng",
+        "gpu-gpu-dashboard",
+    } <= added
     assert removed == {"gpu-pool-l4", "gpu-pool-l4-lt", "gpu-pool-l4-ng", "gpu-pool-l4-ca-nvidia.com-gpu"}
     changed = {c.resource.name: c.keys for c in result.changed}
     assert "name" in changed["gpu-cluster"]  # gpu-dev -> gpu-prod
@@ -57,8 +64,11 @@ def test_a_driver_bump_touches_only_the_image_launch_templates_and_node_groups(d
     assert not driver_bump.added and not driver_bump.removed
     types = {c.resource.type for c in driver_bump.changed}
     assert {t for t in types if not t.startswith(IMAGE_BUILDER)} == {LAUNCH_TEMPLATE, NODE_GROUP}
-    assert {"aws:imagebuilder/component:Component", "aws:imagebuilder/imageRecipe:ImageRecipe",
-            "aws:imagebuilder/image:Image"} <= types
+    assert {
+        "aws:imagebuilder/component:Component",
+        "aws:imagebuilder/imageRecipe:ImageRecipe",
+        "aws:imagebuilder/image:Image",
+    } <= types
     changed = {c.resource.name: c.keys for c in driver_bump.changed}
     assert {"data", "name"} <= set(changed["gpu-node-image-driver"])  # the install script, a new component
     assert "tags.gpu-platform.io/driver-version" in changed["gpu-pool-l4-lt"]
@@ -72,7 +82,9 @@ def test_under_mocks_a_driver_bump_keeps_the_ami_and_launch_template_ids(driver_
     changed = {c.resource.name: c.keys for c in driver_bump.changed}
     assert "imageId" not in changed["gpu-pool-l4-lt"]
     # The node group's labels carry the image generation (components/aws/node_pool.py), an in-place update.
-    assert all(key.startswith("tags.") or key == "labels.gpu-platform.io/image-generation" for key in changed["gpu-pool-l4-ng"])
+    assert all(
+        key.startswith("tags.") or key == "labels.gpu-platform.io/image-generation" for key in changed["gpu-pool-l4-ng"]
+    )
 
 
 def test_a_driver_bump_rebuilds_the_image_and_rolls_the_gpu_nodes_in_place(driver_bump):
@@ -88,7 +100,9 @@ def test_a_driver_bump_rebuilds_the_image_and_rolls_the_gpu_nodes_in_place(drive
     lt = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-lt")
     assert [(e.key, e.because) for e in lt.entries if e.because] == [("imageId", "gpu-node-image-image is replaced")]
     ng = next(c for c in driver_bump.changed if c.resource.name == "gpu-pool-l4-ng")
-    assert [(e.key, e.because) for e in ng.entries if e.because] == [("launchTemplate.version", "gpu-pool-l4-lt gets a new version")]
+    assert [(e.key, e.because) for e in ng.entries if e.because] == [
+        ("launchTemplate.version", "gpu-pool-l4-lt gets a new version")
+    ]
 
 
 def _changed_dev(tmp_path_factory, dev, edit) -> changes.Changes:
@@ -105,9 +119,11 @@ def test_a_new_instance_type_replaces_the_node_group(dev, tmp_path_factory):
     result = _changed_dev(tmp_path_factory, dev, edit)
     ng = next(c for c in result.changed if c.resource.name == "gpu-pool-l4-ng")
     assert ng.verdict == "replaces"
-    assert "  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng: REPLACED (create-before-delete: the new node group is created beside " \
-           "the old one, which is deleted with its nodes at the end of the update)\n" \
-           "      instanceTypes[0]: \"g6.2xlarge\" -> \"g6.4xlarge\"  [replaces]\n" in changes.describe(result)
+    assert (
+        "  ~ aws:eks/nodeGroup:NodeGroup gpu-pool-l4-ng: REPLACED (create-before-delete: the new node group is created beside "
+        "the old one, which is deleted with its nodes at the end of the update)\n"
+        '      instanceTypes[0]: "g6.2xlarge" -> "g6.4xlarge"  [replaces]\n' in changes.describe(result)
+    )
 
 
 def test_a_desired_size_the_node_group_ignores_is_no_change(dev, tmp_path_factory):
@@ -126,9 +142,13 @@ def test_a_new_approval_id_rolls_no_node_and_restarts_no_pod(prod, tmp_path_fact
     tags and workload objects, never in launch template content or a pod template."""
     config = stack_config("prod")
     config["gpu-platform:audit"]["approval"] = "SEC-9999"
-    result = changes.compare(report(prod), report(engine.run(write_stack(tmp_path_factory.mktemp("approval"), config, name="prod"))))
+    result = changes.compare(
+        report(prod), report(engine.run(write_stack(tmp_path_factory.mktemp("approval"), config, name="prod")))
+    )
     assert result.changed, "the approval id is recorded somewhere"
-    rolled = [c.resource.name for c in result.changed if c.verdict in ("rolls the nodes", "replaces", "may be replaced")]
+    rolled = [
+        c.resource.name for c in result.changed if c.verdict in ("rolls the nodes", "replaces", "may be replaced")
+    ]
     assert rolled == []
     keys = [k for c in result.changed for k in c.keys]
     assert not [k for k in keys if k.startswith("tagSpecifications")]
@@ -149,12 +169,25 @@ def test_long_values_are_shown_where_they_differ():
 
 
 def test_changed_keys_are_dotted_paths_with_list_indexes():
-    old = {"tags": {"gpu-platform.io/driver-version": "580.95.05", "owner": "a"},
-           "mappings": [{"size": 100}], "subnets": ["a"], "gone": 1}
-    new = {"tags": {"gpu-platform.io/driver-version": "580.105.08", "owner": "a"},
-           "mappings": [{"size": 200}], "subnets": ["a", "b"], "imageId": "ami-1"}
+    old = {
+        "tags": {"gpu-platform.io/driver-version": "580.95.05", "owner": "a"},
+        "mappings": [{"size": 100}],
+        "subnets": ["a"],
+        "gone": 1,
+    }
+    new = {
+        "tags": {"gpu-platform.io/driver-version": "580.105.08", "owner": "a"},
+        "mappings": [{"size": 200}],
+        "subnets": ["a", "b"],
+        "imageId": "ami-1",
+    }
     assert changes.changed_keys(old, new) == [
-        "gone", "imageId", "mappings[0].size", "subnets", "tags.gpu-platform.io/driver-version"]
+        "gone",
+        "imageId",
+        "mappings[0].size",
+        "subnets",
+        "tags.gpu-platform.io/driver-version",
+    ]
 
 
 def test_describe_lists_counts_and_each_resources_keys(driver_bump):
@@ -162,7 +195,9 @@ def test_describe_lists_counts_and_each_resources_keys(driver_bump):
     assert f"0 added, 0 removed, {len(driver_bump.changed)} changed" in text
     assert f"  ~ {NODE_GROUP} gpu-pool-l4-ng: ROLLS ITS NODES (a rolling replacement inside the node group)\n" in text
     assert '      tags.gpu-platform.io/driver-version: "580.105.08" -> "580.95.05"\n' in text
-    assert "      launchTemplate.version: changes because gpu-pool-l4-lt gets a new version  [rolls the nodes]\n" in text
+    assert (
+        "      launchTemplate.version: changes because gpu-pool-l4-lt gets a new version  [rolls the nodes]\n" in text
+    )
     assert "(3 replaced, 1 rolling their nodes)" in text
 
 
@@ -193,18 +228,24 @@ def test_cli_against_an_invalid_report_exits_2(tmp_path, capsys, content):
 _R = '{"urn": "u", "type": "t", "name": "n"'
 
 
-@pytest.mark.parametrize("content, message", [
-    ("{not json", "not JSON"),
-    ('{"stack": "dev"}', "not a preview report (no 'resources' list)"),
-    ('{"resources": [{"urn": 1}]}', "resources[0] has no urn, type and name"),
-    ('{"resources": [' + _R + ', "inputs": "str"}]}', "resources[0] has inputs that are not an object"),
-    ('{"resources": [' + _R + ', "inputs": [1, 2]}]}', "resources[0] has inputs that are not an object"),
-    ('{"resources": [' + _R + ', "propertyDependencies": {"a": "u"}}]}', "propertyDependencies that are not an object"),
-    ('{"resources": [' + _R + ', "ignoreChanges": "a"}]}', "ignoreChanges or replaceOnChanges that are not lists"),
-    ('{"stack": NaN, "resources": []}', "not JSON (NaN is not a JSON number"),
-    ('{"stack": 3, "resources": []}', "'stack' is not text"),
-    ('{"resources": [], "x": ' + "9" * 5000 + "}", "not JSON (a number of more than 4300 digits)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{not json", "not JSON"),
+        ('{"stack": "dev"}', "not a preview report (no 'resources' list)"),
+        ('{"resources": [{"urn": 1}]}', "resources[0] has no urn, type and name"),
+        ('{"resources": [' + _R + ', "inputs": "str"}]}', "resources[0] has inputs that are not an object"),
+        ('{"resources": [' + _R + ', "inputs": [1, 2]}]}', "resources[0] has inputs that are not an object"),
+        (
+            '{"resources": [' + _R + ', "propertyDependencies": {"a": "u"}}]}',
+            "propertyDependencies that are not an object",
+        ),
+        ('{"resources": [' + _R + ', "ignoreChanges": "a"}]}', "ignoreChanges or replaceOnChanges that are not lists"),
+        ('{"stack": NaN, "resources": []}', "not JSON (NaN is not a JSON number"),
+        ('{"stack": 3, "resources": []}', "'stack' is not text"),
+        ('{"resources": [], "x": ' + "9" * 5000 + "}", "not JSON (a number of more than 4300 digits)"),
+    ],
+)
 def test_load_names_the_file_and_what_is_wrong_with_an_invalid_report(tmp_path, content, message):
     old = tmp_path / "old.json"
     old.write_text(content)
@@ -225,11 +266,20 @@ NG_URN = "urn:pulumi:s::p::aws:eks/nodeGroup:NodeGroup::ng"
 
 
 def _pair(lt_inputs: dict, ng_options: dict | None = None) -> dict:
-    return {"stack": "s", "resources": [
-        {"urn": LT_URN, "type": LAUNCH_TEMPLATE, "name": "lt", "inputs": lt_inputs},
-        {"urn": NG_URN, "type": NODE_GROUP, "name": "ng", "propertyDependencies": {"launchTemplate": [LT_URN]},
-         "inputs": {"launchTemplate": {"id": "lt-1", "version": "1"}}, **(ng_options or {})},
-    ]}
+    return {
+        "stack": "s",
+        "resources": [
+            {"urn": LT_URN, "type": LAUNCH_TEMPLATE, "name": "lt", "inputs": lt_inputs},
+            {
+                "urn": NG_URN,
+                "type": NODE_GROUP,
+                "name": "ng",
+                "propertyDependencies": {"launchTemplate": [LT_URN]},
+                "inputs": {"launchTemplate": {"id": "lt-1", "version": "1"}},
+                **(ng_options or {}),
+            },
+        ],
+    }
 
 
 def _verdicts(old: dict, new: dict) -> dict[str, str]:
@@ -259,10 +309,19 @@ def test_a_replaced_kms_key_leaves_the_cluster_on_its_old_key():
     key_urn = "urn:pulumi:s::p::aws:kms/key:Key::k"
 
     def report(usage: str) -> dict:
-        return {"stack": "s", "resources": [
-            {"urn": key_urn, "type": "aws:kms/key:Key", "name": "k", "inputs": {"keyUsage": usage}},
-            {"urn": "urn:pulumi:s::p::aws:eks/cluster:Cluster::c", "type": "aws:eks/cluster:Cluster", "name": "c",
-             "propertyDependencies": {"encryptionConfig": [key_urn]}, "inputs": {}}]}
+        return {
+            "stack": "s",
+            "resources": [
+                {"urn": key_urn, "type": "aws:kms/key:Key", "name": "k", "inputs": {"keyUsage": usage}},
+                {
+                    "urn": "urn:pulumi:s::p::aws:eks/cluster:Cluster::c",
+                    "type": "aws:eks/cluster:Cluster",
+                    "name": "c",
+                    "propertyDependencies": {"encryptionConfig": [key_urn]},
+                    "inputs": {},
+                },
+            ],
+        }
 
     result = changes.compare(report("ENCRYPT_DECRYPT"), report("SIGN_VERIFY"))
     assert {c.resource.name: c.verdict for c in result.changed} == {"k": "replaces", "c": "no API call"}

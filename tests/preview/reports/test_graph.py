@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
-from preview.offline import engine
-from preview.reports import graph
 from preview.__main__ import main
+from preview.offline import engine
 from preview.recording import Recording
+from preview.reports import graph
 
 OPERAND = "gpu-platform:operands:"
 DECLARED = re.compile(r'^\s+(n_\w+)\["(?:\d+\. )?([^<"]+)<br/>')
@@ -65,7 +66,7 @@ def expected_edges(rec: Recording) -> set[tuple[str, str]]:
     assert (admission.name, chain[0]) in edges
     edges.add((component_of(rec, namespace.urn), admission.name))
     edges.discard((component_of(rec, namespace.urn), chain[0]))
-    edges |= set(zip(chain, chain[1:]))
+    edges |= set(itertools.pairwise(chain))
     return edges
 
 

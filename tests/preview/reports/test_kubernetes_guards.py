@@ -8,9 +8,14 @@ from preview.reports import audit
 
 def test_prod_report_shows_the_admission_policies_and_who_may_reach_the_operator_namespace(prod):
     text = audit.report(prod)
-    guards = text[text.index("## Kubernetes guards"):text.index("## AWS")]
-    for name in ("gpu-platform-validator-pods", "gpu-platform-mig-manager-nodes", "gpu-platform-nfd-master-nodes", "gpu-platform-gpu-access"):
-        block = guards[guards.index(f"`{name}`"):].split("\n\n", 2)[1]
+    guards = text[text.index("## Kubernetes guards") : text.index("## AWS")]
+    for name in (
+        "gpu-platform-validator-pods",
+        "gpu-platform-mig-manager-nodes",
+        "gpu-platform-nfd-master-nodes",
+        "gpu-platform-gpu-access",
+    ):
+        block = guards[guards.index(f"`{name}`") :].split("\n\n", 2)[1]
         assert "bound with: Deny (failurePolicy Fail)" in block, block
     assert "system:serviceaccount:gpu-operator:nvidia-operator-validator" in guards
     assert "| `gpu-operator/default-deny-ingress` | every pod | Ingress | none |" in guards

@@ -32,8 +32,11 @@ def _quantities(doc) -> list[tuple[str, str, object]]:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "resources" and isinstance(value, dict) and {"requests", "limits"} >= set(value):
-                    found.extend((f"{path}.resources.{kind}", name, q)
-                                 for kind in ("requests", "limits") for name, q in (value.get(kind) or {}).items())
+                    found.extend(
+                        (f"{path}.resources.{kind}", name, q)
+                        for kind in ("requests", "limits")
+                        for name, q in (value.get(kind) or {}).items()
+                    )
                 else:
                     walk(value, f"{path}.{key}")
         elif isinstance(node, list):
@@ -55,10 +58,16 @@ def _problems(recording) -> list[str]:
     problems = []
     for filename, text in manifests.files(recording).items():
         doc = yaml.safe_load(text)
-        problems += [f"{filename}: {where}.{name} = {value!r} is not a Kubernetes quantity"
-                     for where, name, value in _quantities(doc) if not (isinstance(value, int) or QUANTITY.fullmatch(str(value)))]
-        problems += [f"{filename}: {where}: {name!r} is no resource name the API server takes"
-                     for where, name, _ in _quantities(doc) if not RESOURCE_NAME.fullmatch(name)]
+        problems += [
+            f"{filename}: {where}.{name} = {value!r} is not a Kubernetes quantity"
+            for where, name, value in _quantities(doc)
+            if not (isinstance(value, int) or QUANTITY.fullmatch(str(value)))
+        ]
+        problems += [
+            f"{filename}: {where}: {name!r} is no resource name the API server takes"
+            for where, name, _ in _quantities(doc)
+            if not RESOURCE_NAME.fullmatch(name)
+        ]
         if doc["kind"] in CUSTOM_KINDS:
             continue
         try:
@@ -87,15 +96,39 @@ def test_the_parts_no_shipped_stack_renders_are_strictly_valid_too(variant):
     assert _problems(rec) == []
 
 
-@pytest.mark.parametrize("value, valid", [("16Mi", True), ("10m", True), ("1.5", True), ("1e3", True), (".5Gi", True),
-                                          ("100u", True), ("16mi", False), ("16MB", False), ("1 Gi", False), ("Gi", False)])
+@pytest.mark.parametrize(
+    "value, valid",
+    [
+        ("16Mi", True),
+        ("10m", True),
+        ("1.5", True),
+        ("1e3", True),
+        (".5Gi", True),
+        ("100u", True),
+        ("16mi", False),
+        ("16MB", False),
+        ("1 Gi", False),
+        ("Gi", False),
+    ],
+)
 def test_the_quantity_grammar_is_the_api_servers(value, valid):
     assert bool(QUANTITY.fullmatch(value)) is valid
 
 
-@pytest.mark.parametrize("name, valid", [("cpu", True), ("memory", True), ("ephemeral-storage", True), ("hugepages-2Mi", True),
-                                         ("nvidia.com/gpu", True), ("nvidia.com/mig-1g.10gb", True),
-                                         ("MEMORY", False), ("gpu", False), ("storage", False)])
+@pytest.mark.parametrize(
+    "name, valid",
+    [
+        ("cpu", True),
+        ("memory", True),
+        ("ephemeral-storage", True),
+        ("hugepages-2Mi", True),
+        ("nvidia.com/gpu", True),
+        ("nvidia.com/mig-1g.10gb", True),
+        ("MEMORY", False),
+        ("gpu", False),
+        ("storage", False),
+    ],
+)
 def test_the_resource_names_are_the_api_servers(name, valid):
     assert bool(RESOURCE_NAME.fullmatch(name)) is valid
 
@@ -105,8 +138,12 @@ def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_imag
     # AWS's EFA device plugin first: it is created with the namespace, for the EFA pool (h100-mig).
     assert daemonsets == [
         "aws-efa-k8s-device-plugin",
-        "nvidia-node-feature-discovery", "nvidia-operator-validator", "nvidia-mig-manager", "nvidia-device-plugin",
-        "nvidia-gpu-feature-discovery", "nvidia-dcgm-exporter",
+        "nvidia-node-feature-discovery",
+        "nvidia-operator-validator",
+        "nvidia-mig-manager",
+        "nvidia-device-plugin",
+        "nvidia-gpu-feature-discovery",
+        "nvidia-dcgm-exporter",
     ]
 
 
@@ -115,8 +152,13 @@ def test_all_seven_operands_reach_the_manifests_in_order_with_the_toolkit_daemon
     daemonsets = [yaml.safe_load(t)["metadata"]["name"] for f, t in manifests.files(rec).items() if "-daemonset-" in f]
     assert daemonsets == [
         "aws-efa-k8s-device-plugin",
-        "nvidia-node-feature-discovery", "nvidia-container-toolkit", "nvidia-operator-validator", "nvidia-mig-manager",
-        "nvidia-device-plugin", "nvidia-gpu-feature-discovery", "nvidia-dcgm-exporter",
+        "nvidia-node-feature-discovery",
+        "nvidia-container-toolkit",
+        "nvidia-operator-validator",
+        "nvidia-mig-manager",
+        "nvidia-device-plugin",
+        "nvidia-gpu-feature-discovery",
+        "nvidia-dcgm-exporter",
     ]
 
 
@@ -136,10 +178,14 @@ def test_a_cluster_this_update_creates_gets_no_service_monitor_and_a_warning(pro
     assert any("serviceMonitor" in w and "does not exist yet" in w for w in prod.warnings)
 
 
-@pytest.mark.parametrize("cluster", [
-    {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False},  # adopted
-    {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": True},  # created by an earlier `pulumi up`
-], ids=["adopted", "existing"])
+@pytest.mark.parametrize(
+    "cluster",
+    [
+        {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False},  # adopted
+        {"name": "gpu-shared", "kubernetesVersion": "1.32", "create": True},  # created by an earlier `pulumi up`
+    ],
+    ids=["adopted", "existing"],
+)
 def test_an_existing_cluster_gets_the_service_monitor_with_the_labels_prometheus_selects(variant, cluster):
     def change(config):
         config["gpu-platform:cluster"].update(cluster)

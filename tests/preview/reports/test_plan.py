@@ -14,38 +14,67 @@ def _plan(recording) -> list[str]:
 
 def test_the_dev_plan_names_cluster_image_pool_and_operands(dev):
     lines = _plan(dev)
-    assert lines[0] == "  Cluster     gpu-dev in us-west-2: new (this stack creates it), Kubernetes 1.33, private endpoint"
-    assert lines[3] == "  Node image  NVIDIA driver 580.105.08, baked by EC2 Image Builder on the EKS AL2023 image of release v20260714"
+    assert (
+        lines[0] == "  Cluster     gpu-dev in us-west-2: new (this stack creates it), Kubernetes 1.33, private endpoint"
+    )
+    assert (
+        lines[3]
+        == "  Node image  NVIDIA driver 580.105.08, baked by EC2 Image Builder on the EKS AL2023 image of release v20260714"
+    )
     assert lines[4] == "  Toolkit     baked into the image (it registers the nvidia runtime)"
     assert "  l4           g6.2xlarge -> L4 x1, 0/1/4 nodes (min/desired/max), ON_DEMAND, time-sliced x4" in lines
     operands = [line for line in lines if line[:5].strip().rstrip(".").isdigit()]
     assert [line.split()[1] for line in operands] == [
-        "NodeFeatureDiscovery", "Validator", "DevicePlugin", "GpuFeatureDiscovery", "DcgmExporter"]
-    assert "  3. DevicePlugin         on nvidia.com/gpu.deploy.device-plugin=true; on each node waits for toolkit-ready" in lines
+        "NodeFeatureDiscovery",
+        "Validator",
+        "DevicePlugin",
+        "GpuFeatureDiscovery",
+        "DcgmExporter",
+    ]
+    assert (
+        "  3. DevicePlugin         on nvidia.com/gpu.deploy.device-plugin=true; on each node waits for toolkit-ready"
+        in lines
+    )
     # A baked toolkit leaves the toolkit DaemonSet out; no MIG pool leaves the MIG manager out.
-    assert "  left out: container-toolkit (the node image registers the nvidia runtime (nodeImage.toolkitBaked))" in lines
+    assert (
+        "  left out: container-toolkit (the node image registers the nvidia runtime (nodeImage.toolkitBaked))" in lines
+    )
     assert "  left out: mig-manager (no pool uses MIG)" in lines
 
 
 def test_the_prod_plan_shows_the_mig_pool_and_the_mig_manager(prod):
     lines = _plan(prod)
-    assert "  h100-mig     p5.48xlarge -> H100-80GB x8, 0/2/8 nodes (min/desired/max), ON_DEMAND, MIG all-balanced" in lines
+    assert (
+        "  h100-mig     p5.48xlarge -> H100-80GB x8, 0/2/8 nodes (min/desired/max), ON_DEMAND, MIG all-balanced"
+        in lines
+    )
     assert "  l40s         g6e.12xlarge -> L40S x4, 1/2/10 nodes (min/desired/max), ON_DEMAND, whole GPUs" in lines
-    assert "  3. MigManager           on nvidia.com/gpu.deploy.mig-manager=true; on each node waits for toolkit-ready" in lines
+    assert (
+        "  3. MigManager           on nvidia.com/gpu.deploy.mig-manager=true; on each node waits for toolkit-ready"
+        in lines
+    )
     assert not any("left out: mig-manager" in line for line in lines)
 
 
 def test_the_plan_says_where_privileged_pods_on_gpu_nodes_are_refused(dev, variant):
-    assert "  Workloads   CUDA 12.8; privileged pods on GPU nodes: refused outside gpu-operator, kube-system" in _plan(dev)
-    adopted = variant(lambda c: (c["gpu-platform:cluster"].update(create=False),
-                                 c["gpu-platform:workloads"].update(privilegedNamespaces=["calico-system"])))
-    assert ("  Workloads   CUDA 12.8; privileged pods on GPU nodes: only WARNED outside gpu-operator, kube-system, "
-            "calico-system (privilegeAdmission: warn)") in _plan(adopted)
+    assert "  Workloads   CUDA 12.8; privileged pods on GPU nodes: refused outside gpu-operator, kube-system" in _plan(
+        dev
+    )
+    adopted = variant(
+        lambda c: (
+            c["gpu-platform:cluster"].update(create=False),
+            c["gpu-platform:workloads"].update(privilegedNamespaces=["calico-system"]),
+        )
+    )
+    assert (
+        "  Workloads   CUDA 12.8; privileged pods on GPU nodes: only WARNED outside gpu-operator, kube-system, "
+        "calico-system (privilegeAdmission: warn)"
+    ) in _plan(adopted)
 
 
 def test_long_steps_name_the_bake_and_no_wait_for_every_node(dev):
     lines = _plan(dev)
-    steps = lines[lines.index("Long steps:") + 1:]
+    steps = lines[lines.index("Long steps:") + 1 :]
     assert steps[0] == "  the node image bake (EC2 Image Builder, 30-60 min; Pulumi waits up to 150 min)"
     # Pulumi does not wait for an operand on every node (stages.py), so no rollout is a long step.
     assert not any("DaemonSet" in step for step in steps)
@@ -53,16 +82,20 @@ def test_long_steps_name_the_bake_and_no_wait_for_every_node(dev):
 
 def test_an_eks_nvidia_image_is_named_as_aws_s_with_nothing_to_bake():
     lines = _plan(record(FIXTURES / "passing" / "eks-nvidia.yaml"))
-    assert lines[3] == ("  Node image  NVIDIA driver 580.159.03, AWS's accelerated (nvidia) EKS AL2023 AMI of release "
-                        "v20260714 (nothing to bake)")
+    assert lines[3] == (
+        "  Node image  NVIDIA driver 580.159.03, AWS's accelerated (nvidia) EKS AL2023 AMI of release "
+        "v20260714 (nothing to bake)"
+    )
     assert not any("node image bake" in line for line in lines)
 
 
 def test_the_validator_waits_for_the_driver_and_then_checks_toolkit_and_cuda(prod):
     # Its driver-validation init container runs with WITH_WAIT=true (retries until the driver loads);
     # toolkit and cuda validation check once.
-    assert ("  2. Validator            on nvidia.com/gpu.deploy.operator-validator=true; on each node waits for "
-            "driver, then checks toolkit, cuda") in _plan(prod)
+    assert (
+        "  2. Validator            on nvidia.com/gpu.deploy.operator-validator=true; on each node waits for "
+        "driver, then checks toolkit, cuda"
+    ) in _plan(prod)
 
 
 def _pool_facts(lines: list[str], pool: str) -> str:
@@ -78,12 +111,17 @@ def test_each_pool_says_its_rollout_gate_repair_kernel_modules_and_fabric_manage
     # p5 pool has EFA (on by default for the family; moto's catalogue: 32 network cards, 32 EFA), and
     # no placement group of its own: it runs on a capacity block.
     lines = _plan(record(FIXTURES / "passing" / "rollouts.yaml"))
-    assert _pool_facts(lines, "l4") == ("rollout surge, no readiness gate, nodeRepair on, open kernel modules, "
-                                        "no fabric manager (no NVSwitch), no EFA")
-    assert _pool_facts(lines, "h100-block") == ("rollout in-place, no readiness gate, nodeRepair on, open kernel modules, "
-                                                "fabric manager runs (NVSwitch), EFA x32 per node (its capacity block's placement, in subnet-0a1b2c3d4e5f60002)")
+    assert _pool_facts(lines, "l4") == (
+        "rollout surge, no readiness gate, nodeRepair on, open kernel modules, no fabric manager (no NVSwitch), no EFA"
+    )
+    assert _pool_facts(lines, "h100-block") == (
+        "rollout in-place, no readiness gate, nodeRepair on, open kernel modules, "
+        "fabric manager runs (NVSwitch), EFA x32 per node (its capacity block's placement, in subnet-0a1b2c3d4e5f60002)"
+    )
     assert _pool_facts(lines, "l40s").startswith("rollout blue-green, guarded by the readiness gate ")
-    assert _pool_facts(lines, "l40s").endswith(", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch), no EFA")
+    assert _pool_facts(lines, "l40s").endswith(
+        ", nodeRepair on, open kernel modules, no fabric manager (no NVSwitch), no EFA"
+    )
 
 
 def test_a_g5_pool_s_image_takes_the_proprietary_modules(tmp_path):
@@ -105,26 +143,37 @@ def test_node_repair_off_is_said(tmp_path):
 
 def test_long_steps_name_each_pool_s_roll_with_its_wait_and_the_blue_green_gate():
     lines = _plan(record(FIXTURES / "passing" / "rollouts.yaml"))
-    steps = lines[lines.index("Long steps:") + 1:]
+    steps = lines[lines.index("Long steps:") + 1 :]
     # Update timeouts: 30 min per batch, at least the provider's 60 (components/aws/node_pool.py):
     # l4 surges 25% of maxSize 4, one node a batch, 4 batches; h100-block rolls 1 of 2 at a time.
-    assert ("    l4           surge: rolls inside the group, new nodes first, at most 25% unavailable, no GPU check; "
-            "Pulumi waits up to 120 min") in steps
-    assert ("    h100-block   in-place: rolls inside the group, old nodes first, 1 at a time, no GPU check; "
-            "Pulumi waits up to 60 min") in steps
-    assert ("    l40s         blue-green: a new node group beside the old one (both run at once), then its readiness gate "
-            "(up to 45 min) before the old group and its nodes are deleted") in steps
+    assert (
+        "    l4           surge: rolls inside the group, new nodes first, at most 25% unavailable, no GPU check; "
+        "Pulumi waits up to 120 min"
+    ) in steps
+    assert (
+        "    h100-block   in-place: rolls inside the group, old nodes first, 1 at a time, no GPU check; "
+        "Pulumi waits up to 60 min"
+    ) in steps
+    assert (
+        "    l40s         blue-green: a new node group beside the old one (both run at once), then its readiness gate "
+        "(up to 45 min) before the old group and its nodes are deleted"
+    ) in steps
 
 
 def test_a_pinned_ami_is_declared_not_verified(tmp_path):
     from tests.conftest import stack_config, write_stack
 
     config = stack_config("dev")
-    config["gpu-platform:nodeImage"] = {"source": "ami", "driverVersion": "580.105.08", "amiId": "ami-0123456789abcdef0"}
+    config["gpu-platform:nodeImage"] = {
+        "source": "ami",
+        "driverVersion": "580.105.08",
+        "amiId": "ami-0123456789abcdef0",
+    }
     lines = _plan(record(write_stack(tmp_path, config)))
     assert _pool_facts(lines, "l4").endswith(
         "kernel modules as the pinned AMI was baked, no fabric manager (no NVSwitch), no EFA, "
-        "AMI ami-0123456789abcdef0 declared, not verified: run python -m preview verify-ami")
+        "AMI ami-0123456789abcdef0 declared, not verified: run python -m preview verify-ami"
+    )
     assert not any("node image bake" in line for line in lines)
 
 
@@ -141,8 +190,10 @@ def test_an_adopted_cluster_s_endpoint_is_not_claimed_public_or_private(tmp_path
     config = stack_config("dev")
     config["gpu-platform:cluster"].update({"name": "gpu-shared", "kubernetesVersion": "1.32", "create": False})
     lines = _plan(record(write_stack(tmp_path, config)))
-    assert lines[0] == ("  Cluster     gpu-shared in us-west-2: adopted (exists already), Kubernetes 1.32, "
-                        "endpoint not managed by this stack")
+    assert lines[0] == (
+        "  Cluster     gpu-shared in us-west-2: adopted (exists already), Kubernetes 1.32, "
+        "endpoint not managed by this stack"
+    )
 
 
 def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
@@ -157,11 +208,16 @@ def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
 
 
 def test_the_plan_gives_the_lifecycle_verdict(dev):
-    assert "  node lifecycle: 8 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should" in _plan(dev)
+    assert (
+        "  node lifecycle: 8 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should"
+        in _plan(dev)
+    )
 
 
 def test_the_plan_shows_what_the_cluster_autoscaler_sees_of_an_empty_pool(prod, dev):
     # H100 80GB all-balanced: 2, 1 and 1 instances per GPU (NVIDIA's mig-parted default config), 8 GPUs.
-    assert ("               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x0, "
-            "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8") in _plan(prod)
+    assert (
+        "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x0, "
+        "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8"
+    ) in _plan(prod)
     assert "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x4" in _plan(dev)

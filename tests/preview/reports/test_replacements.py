@@ -30,7 +30,9 @@ def _args_class(token: str):
 
 def _inputs(args_class) -> dict[str, property]:
     """The input names the engine sees (the SDK's @pulumi.getter names) -> their properties."""
-    return {getattr(v.fget, "_pulumi_name", None) or k: v for k, v in vars(args_class).items() if isinstance(v, property)}
+    return {
+        getattr(v.fget, "_pulumi_name", None) or k: v for k, v in vars(args_class).items() if isinstance(v, property)
+    }
 
 
 def _nested(prop: property, module):
@@ -65,7 +67,15 @@ def _listed_paths():
     for token, entry in DATA["types"].items():
         if token.endswith("*"):
             continue
-        for section in ("replaces_on", "replaces_if", "rolls_nodes", "in_place", "no_op", "refused_on", "new_version_on"):
+        for section in (
+            "replaces_on",
+            "replaces_if",
+            "rolls_nodes",
+            "in_place",
+            "no_op",
+            "refused_on",
+            "new_version_on",
+        ):
             for clause in entry.get(section, []):
                 yield from ((token, p) for p in clause["paths"])
         yield from ((token, p) for p in entry.get("except", []))
@@ -85,49 +95,59 @@ def test_the_sdk_check_catches_a_misspelt_path():
 
 def test_every_clause_cites_a_source():
     missing = [
-        f"{token}.{section}" for token, entry in DATA["types"].items()
+        f"{token}.{section}"
+        for token, entry in DATA["types"].items()
         for section in ("replaces_on", "replaces_if", "rolls_nodes", "follows", "no_op", "refused_on", "new_version_on")
-        for clause in entry.get(section, []) if not clause.get("source")
+        for clause in entry.get(section, [])
+        if not clause.get("source")
     ]
     missing += [token for token, entry in DATA["types"].items() if entry.get("all_inputs") and not entry.get("source")]
     assert missing == []
 
 
 def test_every_type_the_shipped_stacks_create_has_a_rule(dev, prod):
-    types = {r.type for rec in (dev, prod) for r in rec.resources if not r.type.startswith(("pulumi:providers:", "gpu-platform:"))}
+    types = {
+        r.type
+        for rec in (dev, prod)
+        for r in rec.resources
+        if not r.type.startswith(("pulumi:providers:", "gpu-platform:"))
+    }
     assert sorted(t for t in types if replacements.rule_for(t) is None) == []
 
 
 # What the providers decide, written from the cited provider code.
-@pytest.mark.parametrize("token, key, kind", [
-    ("aws:eks/nodeGroup:NodeGroup", "instanceTypes[0]", REPLACES),  # node_group.go: instance_types ForceNew
-    ("aws:eks/nodeGroup:NodeGroup", "subnetIds[1]", REPLACES),
-    ("aws:eks/nodeGroup:NodeGroup", "launchTemplate.version", ROLLS_NODES),  # UpdateNodegroupVersion
-    ("aws:eks/nodeGroup:NodeGroup", "releaseVersion", ROLLS_NODES),
-    ("aws:eks/nodeGroup:NodeGroup", "scalingConfig.maxSize", UPDATE),  # UpdateNodegroupConfig
-    ("aws:eks/nodeGroup:NodeGroup", "labels.nvidia.com/gpu.deploy.dcgm-exporter", UPDATE),
-    ("aws:eks/nodeGroup:NodeGroup", "tags.owner", UPDATE),
-    ("aws:eks/cluster:Cluster", "name", REPLACES),
-    ("aws:eks/cluster:Cluster", "vpcConfig.subnetIds", UPDATE),  # UpdateClusterConfig, not ForceNew
-    ("aws:eks/cluster:Cluster", "version", UPDATE),  # UpdateClusterVersion
-    ("aws:ec2/launchTemplate:LaunchTemplate", "userData", UPDATE),  # a new version
-    ("aws:ec2/launchTemplate:LaunchTemplate", "namePrefix", REPLACES),
-    ("aws:imagebuilder/component:Component", "data", REPLACES),  # immutable but for tags
-    ("aws:imagebuilder/component:Component", "tags.owner", UPDATE),
-    ("aws:imagebuilder/imageRecipe:ImageRecipe", "blockDeviceMappings[0].ebs.volumeSize", REPLACES),
-    ("kubernetes:apps/v1:DaemonSet", "spec.selector.matchLabels.app", REPLACES),  # diff.go: .spec.selector
-    ("kubernetes:apps/v1:DaemonSet", "spec.template.spec.containers[0].image", UPDATE),
-    ("kubernetes:core/v1:ConfigMap", "data.config.yaml", REPLACES),  # not enableConfigMapMutable
-    ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "metadata.name", REPLACES),  # every kind
-    ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "spec.endpoints", UPDATE),
-    ("aws:eks/nodeGroup:NodeGroup", "remoteAccess", REPLACES),  # the block itself is ForceNew
-    ("aws:eks/nodeGroup:NodeGroup", "launchTemplate", MAY_REPLACE),  # a block above launchTemplate.id
-    ("aws:cloudwatch/logGroup:LogGroup", "name", UNKNOWN),  # no data: never guessed as an update
-    ("kubernetes:node.k8s.io/v1:RuntimeClass", "handler", replacements.REFUSED),  # immutable in the API
-    ("aws:imagebuilder/image:Image", "workflows[0].workflowArn", REPLACES),
-    ("aws:imagebuilder/image:Image", "executionRole", replacements.NO_OP),  # update is tags only
-    ("aws:eks/cluster:Cluster", "encryptionConfig.provider.keyArn", replacements.NO_OP),
-])
+@pytest.mark.parametrize(
+    "token, key, kind",
+    [
+        ("aws:eks/nodeGroup:NodeGroup", "instanceTypes[0]", REPLACES),  # node_group.go: instance_types ForceNew
+        ("aws:eks/nodeGroup:NodeGroup", "subnetIds[1]", REPLACES),
+        ("aws:eks/nodeGroup:NodeGroup", "launchTemplate.version", ROLLS_NODES),  # UpdateNodegroupVersion
+        ("aws:eks/nodeGroup:NodeGroup", "releaseVersion", ROLLS_NODES),
+        ("aws:eks/nodeGroup:NodeGroup", "scalingConfig.maxSize", UPDATE),  # UpdateNodegroupConfig
+        ("aws:eks/nodeGroup:NodeGroup", "labels.nvidia.com/gpu.deploy.dcgm-exporter", UPDATE),
+        ("aws:eks/nodeGroup:NodeGroup", "tags.owner", UPDATE),
+        ("aws:eks/cluster:Cluster", "name", REPLACES),
+        ("aws:eks/cluster:Cluster", "vpcConfig.subnetIds", UPDATE),  # UpdateClusterConfig, not ForceNew
+        ("aws:eks/cluster:Cluster", "version", UPDATE),  # UpdateClusterVersion
+        ("aws:ec2/launchTemplate:LaunchTemplate", "userData", UPDATE),  # a new version
+        ("aws:ec2/launchTemplate:LaunchTemplate", "namePrefix", REPLACES),
+        ("aws:imagebuilder/component:Component", "data", REPLACES),  # immutable but for tags
+        ("aws:imagebuilder/component:Component", "tags.owner", UPDATE),
+        ("aws:imagebuilder/imageRecipe:ImageRecipe", "blockDeviceMappings[0].ebs.volumeSize", REPLACES),
+        ("kubernetes:apps/v1:DaemonSet", "spec.selector.matchLabels.app", REPLACES),  # diff.go: .spec.selector
+        ("kubernetes:apps/v1:DaemonSet", "spec.template.spec.containers[0].image", UPDATE),
+        ("kubernetes:core/v1:ConfigMap", "data.config.yaml", REPLACES),  # not enableConfigMapMutable
+        ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "metadata.name", REPLACES),  # every kind
+        ("kubernetes:monitoring.coreos.com/v1:ServiceMonitor", "spec.endpoints", UPDATE),
+        ("aws:eks/nodeGroup:NodeGroup", "remoteAccess", REPLACES),  # the block itself is ForceNew
+        ("aws:eks/nodeGroup:NodeGroup", "launchTemplate", MAY_REPLACE),  # a block above launchTemplate.id
+        ("aws:cloudwatch/logGroup:LogGroup", "name", UNKNOWN),  # no data: never guessed as an update
+        ("kubernetes:node.k8s.io/v1:RuntimeClass", "handler", replacements.REFUSED),  # immutable in the API
+        ("aws:imagebuilder/image:Image", "workflows[0].workflowArn", REPLACES),
+        ("aws:imagebuilder/image:Image", "executionRole", replacements.NO_OP),  # update is tags only
+        ("aws:eks/cluster:Cluster", "encryptionConfig.provider.keyArn", replacements.NO_OP),
+    ],
+)
 def test_a_changed_key_has_the_providers_effect(token, key, kind):
     assert effect(token, key).kind == kind
 

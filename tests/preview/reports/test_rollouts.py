@@ -25,7 +25,7 @@ def _rollouts(tmp_path, capsys, old: dict, new: dict) -> list[str]:
     capsys.readouterr()
     assert main(["--config", str(tmp_path / "new" / "Pulumi.dev.yaml"), "--against", str(tmp_path / "old.json")]) == 0
     out = capsys.readouterr().out
-    return out[out.index("GPU node rollouts"):].splitlines()
+    return out[out.index("GPU node rollouts") :].splitlines()
 
 
 def test_a_driver_bump_on_the_same_pinned_ami_warns_that_the_nodes_roll_onto_the_old_driver(tmp_path, capsys):
@@ -37,9 +37,13 @@ def test_a_driver_bump_on_the_same_pinned_ami_warns_that_the_nodes_roll_onto_the
     lines = _rollouts(tmp_path, capsys, old, new)
     assert lines[1].startswith("  l4  surge: replaces 1 GPU node (1 GPU) inside the node group")
     (warning,) = [line.strip() for line in lines if line.strip().startswith("warning:")]
-    assert warning.startswith(f"warning: every node rolls onto the same AMI {OLD_AMI}: the launch template changes only in ")
-    assert warning.endswith("a new nodeImage.driverVersion needs a new amiId of an AMI that has that driver "
-                            "(python -m preview verify-ami checks its tags)")
+    assert warning.startswith(
+        f"warning: every node rolls onto the same AMI {OLD_AMI}: the launch template changes only in "
+    )
+    assert warning.endswith(
+        "a new nodeImage.driverVersion needs a new amiId of an AMI that has that driver "
+        "(python -m preview verify-ami checks its tags)"
+    )
 
 
 def test_a_driver_bump_with_a_new_pinned_ami_rolls_without_the_warning(tmp_path, capsys):

@@ -65,8 +65,11 @@ def test_the_commit_of_the_run_is_recorded_in_mutants(tmp_path):
     assert fresh_copies.record_commit(tmp_path) is None  # no mutants/ yet
     (tmp_path / "mutants").mkdir()
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
-                   cwd=tmp_path, check=True)
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "x"],
+        cwd=tmp_path,
+        check=True,
+    )
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert fresh_copies.record_commit(tmp_path) == head
     assert head in (tmp_path / "mutants" / "gpu-platform-run.json").read_text()
@@ -80,9 +83,19 @@ def _mutants_with_results(root: Path, last: str) -> Path:
     (mutants / fresh_copies.RUN_FILE).write_text(json.dumps({"commit": last}) + "\n")
     (mutants / fresh_copies.STATS).write_text("{}")
     # mutmut's record: 1 killed, 0 survived, None not run yet, 36 a timeout.
-    (mutants / "pkg" / "code.py.meta").write_text(json.dumps({"exit_code_by_key": {
-        "pkg.x_f__mutmut_1": 1, "pkg.x_f__mutmut_2": 0, "pkg.x_f__mutmut_3": None, "pkg.x_f__mutmut_4": 36},
-        "hash_by_function_name": {"pkg.x_f": "abc"}}))
+    (mutants / "pkg" / "code.py.meta").write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {
+                    "pkg.x_f__mutmut_1": 1,
+                    "pkg.x_f__mutmut_2": 0,
+                    "pkg.x_f__mutmut_3": None,
+                    "pkg.x_f__mutmut_4": 36,
+                },
+                "hash_by_function_name": {"pkg.x_f": "abc"},
+            }
+        )
+    )
     return mutants
 
 
@@ -93,8 +106,12 @@ def test_after_a_change_coverage_is_collected_again_and_survivors_run_again(tmp_
     done = fresh_copies.recover(tmp_path, "b" * 40)
     assert not (mutants / fresh_copies.STATS).exists()
     meta = json.loads((mutants / "pkg" / "code.py.meta").read_text())
-    assert meta["exit_code_by_key"] == {"pkg.x_f__mutmut_1": 1, "pkg.x_f__mutmut_2": None,
-                                        "pkg.x_f__mutmut_3": None, "pkg.x_f__mutmut_4": 36}
+    assert meta["exit_code_by_key"] == {
+        "pkg.x_f__mutmut_1": 1,
+        "pkg.x_f__mutmut_2": None,
+        "pkg.x_f__mutmut_3": None,
+        "pkg.x_f__mutmut_4": 36,
+    }
     assert meta["hash_by_function_name"] == {"pkg.x_f": "abc"}
     assert any("1 surviving mutants to run again" in line for line in done)
 

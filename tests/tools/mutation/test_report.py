@@ -17,8 +17,11 @@ def _meta(root, relative: str, codes: dict) -> None:
 
 def test_results_are_read_per_package_with_mutmuts_exit_codes(tmp_path):
     _meta(tmp_path, "policy/gpu.py.meta", {"policy.gpu.x_a__mutmut_1": 1, "policy.gpu.x_a__mutmut_2": 0})
-    _meta(tmp_path, "components/aws/cluster.py.meta", {"components.aws.cluster.x_b__mutmut_1": 36,
-                                                        "components.aws.cluster.x_b__mutmut_2": None})
+    _meta(
+        tmp_path,
+        "components/aws/cluster.py.meta",
+        {"components.aws.cluster.x_b__mutmut_1": 36, "components.aws.cluster.x_b__mutmut_2": None},
+    )
     _meta(tmp_path, "preview/cli.py.meta", {"preview.cli.x_c__mutmut_1": 0})  # outside the scope
     found = report.read_results(tmp_path)
     assert found == [
@@ -47,8 +50,11 @@ def test_a_mutant_without_tests_counts_as_not_caught():
 
 
 def test_the_target_holds_at_85_percent_and_not_below():
-    text, ok = report.render(_mutants(killed=17, survived=3), {f"policy.m.x_survived__mutmut_{i}": "- a / + b" for i in range(3)},
-                             {f"policy.m.x_survived__mutmut_{i}": {"change": "- a / + b", "why": "equivalent"} for i in range(3)})
+    text, ok = report.render(
+        _mutants(killed=17, survived=3),
+        {f"policy.m.x_survived__mutmut_{i}": "- a / + b" for i in range(3)},
+        {f"policy.m.x_survived__mutmut_{i}": {"change": "- a / + b", "why": "equivalent"} for i in range(3)},
+    )
     assert "85.0%, holds" in text and ok
     text, ok = report.render(_mutants(killed=16, survived=4), {}, {})
     assert "80.0%, NOT MET" in text and not ok
@@ -56,12 +62,21 @@ def test_the_target_holds_at_85_percent_and_not_below():
 
 def test_every_survivor_is_listed_with_its_change_and_fate():
     survivors = _mutants(killed=98, survived=2)
-    changes = {"policy.m.x_survived__mutmut_0": "- return a >= b / + return a > b",
-               "policy.m.x_survived__mutmut_1": "- x = 'a' / + x = 'XXaXX'"}
-    explained = {"policy.m.x_survived__mutmut_0": {"change": "- return a >= b / + return a > b",
-                                                   "why": "equal values never reach this line"}}
+    changes = {
+        "policy.m.x_survived__mutmut_0": "- return a >= b / + return a > b",
+        "policy.m.x_survived__mutmut_1": "- x = 'a' / + x = 'XXaXX'",
+    }
+    explained = {
+        "policy.m.x_survived__mutmut_0": {
+            "change": "- return a >= b / + return a > b",
+            "why": "equal values never reach this line",
+        }
+    }
     text, ok = report.render(survivors, changes, explained)
-    assert "| `policy.m.x_survived__mutmut_0` | survived | `- return a >= b / + return a > b` | explained: equal values never reach this line |" in text
+    assert (
+        "| `policy.m.x_survived__mutmut_0` | survived | `- return a >= b / + return a > b` | explained: equal values never reach this line |"
+        in text
+    )
     assert "| `policy.m.x_survived__mutmut_1` | survived | `- x = 'a' / + x = 'XXaXX'` | open |" in text
     assert "## Survivors (2; 1 without a fate)" in text
     assert not ok  # one survivor has no fate
@@ -89,8 +104,10 @@ def test_an_explanation_follows_its_change_when_an_edit_renumbers_the_mutant():
     mutants = _mutants(killed=98, survived=2)
     renumbered, other = "policy.m.x_survived__mutmut_0", "policy.m.x_survived__mutmut_1"
     changes = {renumbered: "- a / + b", other: "- c / + d"}
-    explained = {"policy.m.x_survived__mutmut_7": {"change": "- a / + b", "why": "equivalent"},
-                 "policy.m.x_elsewhere__mutmut_1": {"change": "- c / + d", "why": "other function"}}
+    explained = {
+        "policy.m.x_survived__mutmut_7": {"change": "- a / + b", "why": "equivalent"},
+        "policy.m.x_elsewhere__mutmut_1": {"change": "- c / + d", "why": "other function"},
+    }
     text, ok = report.render(mutants, changes, explained)
     assert f"| `{renumbered}` | survived | `- a / + b` | explained: equivalent |" in text
     assert f"| `{other}` | survived | `- c / + d` | open |" in text

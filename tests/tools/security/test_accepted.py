@@ -73,12 +73,15 @@ def test_the_written_list_reads_back_the_same():
     assert list(out) == ["CKV_K8S_8", "CKV_K8S_16"]  # numeric order, not text order
 
 
-@pytest.mark.parametrize("text, where", [
-    ("CKV_K8S_16: {resources: {X: {stacks: prod, reason: r}}}", "CKV_K8S_16.resources[X].stacks"),
-    ("CKV_K8S_16: {resources: {X: {stacks: [prod]}}}", "CKV_K8S_16.resources[X]: no reason"),
-    ("CKV_K8S_16: {resources: {X: {stacks: [prod], reason: r, why: r}}}", "unknown key(s) ['why']"),
-    ("CKV_K8S_16: [X]", "CKV_K8S_16.resources"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("CKV_K8S_16: {resources: {X: {stacks: prod, reason: r}}}", "CKV_K8S_16.resources[X].stacks"),
+        ("CKV_K8S_16: {resources: {X: {stacks: [prod]}}}", "CKV_K8S_16.resources[X]: no reason"),
+        ("CKV_K8S_16: {resources: {X: {stacks: [prod], reason: r, why: r}}}", "unknown key(s) ['why']"),
+        ("CKV_K8S_16: [X]", "CKV_K8S_16.resources"),
+    ],
+)
 def test_a_malformed_list_names_the_key_path(text, where):
     with pytest.raises(accepted.ListError) as exc:
         listed(text)

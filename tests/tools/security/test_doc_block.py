@@ -11,10 +11,12 @@ def test_the_docs_block_is_current_with_the_accepted_list():
 
 def test_the_figure_counts_the_prod_daemonset_failures_only():
     checks = {
-        "CKV_K8S_16": Check("privileged", "r", {"DaemonSet/ns/a": Resource(["dev", "prod"]),
-                                                "DaemonSet/ns/b": Resource(["dev"])}),
-        "CKV_K8S_43": Check("digest", "r", {"DaemonSet/ns/a": Resource(["prod"]),
-                                            "Deployment/ns/c": Resource(["prod"])}),
+        "CKV_K8S_16": Check(
+            "privileged", "r", {"DaemonSet/ns/a": Resource(["dev", "prod"]), "DaemonSet/ns/b": Resource(["dev"])}
+        ),
+        "CKV_K8S_43": Check(
+            "digest", "r", {"DaemonSet/ns/a": Resource(["prod"]), "Deployment/ns/c": Resource(["prod"])}
+        ),
     }
     text = doc_block.block(checks)
     assert "**2 checks failed on the prod operand DaemonSets**" in text
@@ -23,6 +25,9 @@ def test_the_figure_counts_the_prod_daemonset_failures_only():
 
 
 def test_a_resource_failing_in_only_some_stacks_says_which():
-    checks = {"CKV_K8S_16": Check("privileged", "r", {"DaemonSet/ns/a": Resource(["dev", "prod"]),
-                                                      "DaemonSet/ns/b": Resource(["prod"])})}
+    checks = {
+        "CKV_K8S_16": Check(
+            "privileged", "r", {"DaemonSet/ns/a": Resource(["dev", "prod"]), "DaemonSet/ns/b": Resource(["prod"])}
+        )
+    }
     assert "DaemonSet a, DaemonSet b (prod)" in doc_block.block(checks)

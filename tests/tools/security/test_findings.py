@@ -12,14 +12,26 @@ metadata: {name: nvidia-device-plugin, namespace: gpu-operator}
 
 
 def report(failed, resource_count=1, parsing_errors=0):
-    return {"check_type": "kubernetes", "results": {"failed_checks": failed, "parsing_errors": []},
-            "summary": {"passed": 1, "failed": len(failed), "parsing_errors": parsing_errors,
-                        "resource_count": resource_count}}
+    return {
+        "check_type": "kubernetes",
+        "results": {"failed_checks": failed, "parsing_errors": []},
+        "summary": {
+            "passed": 1,
+            "failed": len(failed),
+            "parsing_errors": parsing_errors,
+            "resource_count": resource_count,
+        },
+    }
 
 
 def failed(check, resource, path):
-    return {"check_id": check, "check_name": "a check", "resource": resource,
-            "file_path": "/" + path.name, "file_abs_path": str(path)}
+    return {
+        "check_id": check,
+        "check_name": "a check",
+        "resource": resource,
+        "file_path": "/" + path.name,
+        "file_abs_path": str(path),
+    }
 
 
 def test_a_graph_checks_pod_is_named_after_the_workload_in_its_file(tmp_path):
@@ -27,13 +39,19 @@ def test_a_graph_checks_pod_is_named_after_the_workload_in_its_file(tmp_path):
     manifest.write_text(DAEMONSET)
     pod = "Pod.gpu-operator.nvidia-device-plugin.app-nvidia-device-plugin-daemonset"
     (found,) = findings.read(report([failed("CKV2_K8S_6", pod, manifest)]), "prod", tmp_path)
-    assert (found.check, found.resource, found.stack) == ("CKV2_K8S_6", "DaemonSet/gpu-operator/nvidia-device-plugin", "prod")
+    assert (found.check, found.resource, found.stack) == (
+        "CKV2_K8S_6",
+        "DaemonSet/gpu-operator/nvidia-device-plugin",
+        "prod",
+    )
 
 
 def test_a_cluster_scoped_object_is_kind_and_name(tmp_path):
     manifest = tmp_path / "02-clusterrole.yaml"
     manifest.write_text("kind: ClusterRole\nmetadata: {name: nvidia-validator}\n")
-    (found,) = findings.read(report([failed("CKV_K8S_49", "ClusterRole.default.nvidia-validator", manifest)]), "dev", tmp_path)
+    (found,) = findings.read(
+        report([failed("CKV_K8S_49", "ClusterRole.default.nvidia-validator", manifest)]), "dev", tmp_path
+    )
     assert found.resource == "ClusterRole/nvidia-validator"
 
 

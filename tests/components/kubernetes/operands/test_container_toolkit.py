@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from components.kubernetes.operands import container_toolkit
+from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.manifests import daemonset_manifest
 from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.version_table import image_version
-from components.kubernetes.operands.context import OperandContext
 from gpu_platform.catalog import matrix, versions
 from gpu_platform.config.audit import Audit
 from tests.components.kubernetes.conftest import daemonset_of, pod_spec
@@ -26,11 +26,25 @@ INSTALLER = "nvidia-container-toolkit-ctr"
 
 def manifest(release: str) -> dict:
     row = MATRIX.release(release)
-    ctx = OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False,
-                         toolkit_version=row.toolkit_version, cdi=row.cdi)
+    ctx = OperandContext(
+        images=dict(row.images),
+        sharing=(),
+        mig_pools=(),
+        toolkit_baked=False,
+        toolkit_version=row.toolkit_version,
+        cdi=row.cdi,
+    )
     spec = container_toolkit.spec(ctx)
-    args = OperandArgs(spec=spec, namespace="gpu-operator", gate="container-toolkit", waits_for=None, wait_image="",
-                            audit=Audit(owner="o", approval="a"), release=release, provider=None)
+    args = OperandArgs(
+        spec=spec,
+        namespace="gpu-operator",
+        gate="container-toolkit",
+        waits_for=None,
+        wait_image="",
+        audit=Audit(owner="o", approval="a"),
+        release=release,
+        provider=None,
+    )
     return daemonset_manifest(spec, args, spec.name, {})
 
 

@@ -14,10 +14,17 @@ RELEASES = matrix.load().releases
 
 
 def spec(release: str, service_monitor=None):
-    return dcgm_exporter.spec(OperandContext(images=dict(RELEASES[release].images), sharing=(), mig_pools=(),
-                                             toolkit_baked=True, toolkit_version=RELEASES[release].toolkit_version,
-                                             cdi=RELEASES[release].cdi,
-                                             service_monitor=service_monitor))
+    return dcgm_exporter.spec(
+        OperandContext(
+            images=dict(RELEASES[release].images),
+            sharing=(),
+            mig_pools=(),
+            toolkit_baked=True,
+            toolkit_version=RELEASES[release].toolkit_version,
+            cdi=RELEASES[release].cdi,
+            service_monitor=service_monitor,
+        )
+    )
 
 
 def test_its_pods_carry_the_label_the_mig_manager_waits_for():
@@ -61,8 +68,14 @@ def test_it_makes_no_api_call_so_it_gets_no_rights():
 
 def _shared(release: str, replicas, image: str | None = None) -> OperandContext:
     images = dict(RELEASES[release].images, **({"dcgm-exporter": image} if image else {}))
-    return OperandContext(images=images, sharing=(PoolSharing("l4", replicas, "none", None),), mig_pools=(),
-                          toolkit_baked=True, cdi=RELEASES[release].cdi, toolkit_version=RELEASES[release].toolkit_version)
+    return OperandContext(
+        images=images,
+        sharing=(PoolSharing("l4", replicas, "none", None),),
+        mig_pools=(),
+        toolkit_baked=True,
+        cdi=RELEASES[release].cdi,
+        toolkit_version=RELEASES[release].toolkit_version,
+    )
 
 
 def _env(ctx: OperandContext) -> dict:
@@ -74,14 +87,17 @@ def _env(ctx: OperandContext) -> dict:
 # holds (internal/pkg/transformation/kubernetes.go:83-127 at 4.1.1-4.0.4); from 4.5.3-4.8.2 GPU_UTIL
 # and FB_USED per pod need the host PID namespace and pod UIDs (kubernetes.go:201-252, 921-954), which
 # the exporter does not get. So it stays off on either side, and a time-sliced stack is told why.
-@pytest.mark.parametrize("release, image, why", [
-    ("v24.9.2", None, "has no shared-GPU mode"),                                  # 3.3.9-3.6.1
-    ("v25.3.0", None, "drops the series of every GPU no pod holds"),               # 4.1.1-4.0.4
-    ("v26.3.1", None, "drops the series of every GPU no pod holds"),               # 4.5.1-4.8.0
-    ("v26.3.2", None, "needs the host PID namespace and pod UIDs"),                # 4.5.3-4.8.2
-    ("v26.7.0", None, "needs the host PID namespace and pod UIDs"),                # 4.6.0-4.8.3
-    ("v25.3.0", "nvcr.io/nvidia/k8s/dcgm-exporter:4.1.1-4.0.3-ubuntu22.04", "drops the series"),
-])
+@pytest.mark.parametrize(
+    "release, image, why",
+    [
+        ("v24.9.2", None, "has no shared-GPU mode"),  # 3.3.9-3.6.1
+        ("v25.3.0", None, "drops the series of every GPU no pod holds"),  # 4.1.1-4.0.4
+        ("v26.3.1", None, "drops the series of every GPU no pod holds"),  # 4.5.1-4.8.0
+        ("v26.3.2", None, "needs the host PID namespace and pod UIDs"),  # 4.5.3-4.8.2
+        ("v26.7.0", None, "needs the host PID namespace and pod UIDs"),  # 4.6.0-4.8.3
+        ("v25.3.0", "nvcr.io/nvidia/k8s/dcgm-exporter:4.1.1-4.0.3-ubuntu22.04", "drops the series"),
+    ],
+)
 def test_a_time_sliced_stack_is_told_why_its_gpus_name_one_pod_each(release, image, why):
     ctx = _shared(release, 4, image)
     warning = dcgm_exporter.shared_gpu_warning(ctx)

@@ -44,8 +44,10 @@ def test_the_claim_template_asks_for_every_gpu_of_the_class_the_dra_driver_creat
     assert template["apiVersion"] == "resource.k8s.io/v1"
     (request,) = template["spec"]["spec"]["devices"]["requests"]
     # 0400_resourceclaimtemplate.yaml:10-15: request admin-gpus, exactly: gpu.nvidia.com, All, adminAccess.
-    assert request == {"name": "admin-gpus",
-                       "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": True}}
+    assert request == {
+        "name": "admin-gpus",
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All", "adminAccess": True},
+    }
     # A class nobody creates would leave the claim unallocatable and the exporter Pending on every node.
     created = {c.inputs["metadata"]["name"] for c in dra.of_type(DEVICE_CLASS)}
     assert request["exactly"]["deviceClassName"] in created
@@ -58,7 +60,10 @@ def test_the_pod_claims_from_the_template_and_every_container_using_gpus_lists_t
     # Each pod claim names a template the stack creates in the exporter's namespace ...
     assert set(claims.values()) <= set(templates)
     for name in claims.values():
-        assert templates[name]["metadata"]["namespace"] == daemonset_of(dra, "dcgm-exporter").inputs["metadata"]["namespace"]
+        assert (
+            templates[name]["metadata"]["namespace"]
+            == daemonset_of(dra, "dcgm-exporter").inputs["metadata"]["namespace"]
+        )
     # ... the exporter's container lists it (else the kubelet gives it none of the claim's devices) ...
     (exporter,) = [c for c in spec["containers"] if c["name"] == "nvidia-dcgm-exporter"]
     assert [c["name"] for c in exporter["resources"]["claims"]] == list(claims)
@@ -72,9 +77,13 @@ def test_the_exporter_gets_gpus_from_the_claim_not_from_the_device_plugin(dra):
     spec = _exporter(dra)
     for container in spec["containers"] + spec.get("initContainers", []):
         resources = container.get("resources", {})
-        assert "nvidia.com/gpu" not in {**resources.get("requests", {}), **resources.get("limits", {})}, container["name"]
+        assert "nvidia.com/gpu" not in {**resources.get("requests", {}), **resources.get("limits", {})}, container[
+            "name"
+        ]
     # Nothing writes plugin-ready in mode dra: a wait for it would hold the exporter forever.
-    assert not [c["name"] for c in spec.get("initContainers", []) if "plugin-ready" in c["name"] + " ".join(c.get("args", []))]
+    assert not [
+        c["name"] for c in spec.get("initContainers", []) if "plugin-ready" in c["name"] + " ".join(c.get("args", []))
+    ]
     # Upstream's DRA variant runs no runtime class and leaves NVIDIA_VISIBLE_DEVICES to the claim's CDI devices.
     assert "runtimeClassName" not in spec
     (exporter,) = spec["containers"]
@@ -101,8 +110,11 @@ def test_its_only_api_rights_are_reading_pods_and_resource_slices(dra):
         (("",), ("pods",), ("list", "watch")),
         (("resource.k8s.io",), ("resourceslices",), ("list", "watch")),
     ]
-    assert not [r for r in dra.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
-                if r.inputs["metadata"]["name"] == "nvidia-dcgm-exporter"]
+    assert not [
+        r
+        for r in dra.of_type("kubernetes:rbac.authorization.k8s.io/v1:Role")
+        if r.inputs["metadata"]["name"] == "nvidia-dcgm-exporter"
+    ]
     assert _exporter(dra)["automountServiceAccountToken"] is True
 
 
@@ -118,8 +130,11 @@ def test_the_ledger_shows_the_admin_access_claim_and_the_namespace_label(dra, st
         return ledger.rows((r.type, r.name, r.inputs) for r in rec.resources)
 
     found = rows(dra)
-    assert ("ResourceClaimTemplate gpu-operator/nvidia-dcgm-exporter-admin", "request admin-gpus",
-            "adminAccess to devices of class gpu.nvidia.com, allocationMode All") in found
+    assert (
+        "ResourceClaimTemplate gpu-operator/nvidia-dcgm-exporter-admin",
+        "request admin-gpus",
+        "adminAccess to devices of class gpu.nvidia.com, allocationMode All",
+    ) in found
     assert any(s == "Namespace gpu-operator" and ADMIN_LABEL in p for s, _, p in found)
     assert not [row for row in rows(stack) if "adminAccess" in row[2] or ADMIN_LABEL in row[2]]
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from components.kubernetes.operands import device_plugin
-from components.kubernetes.operands.manifests import CONFIG_HASH_KEY, daemonset_manifest
-from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.context import MigPool, OperandContext
+from components.kubernetes.operands.manifests import CONFIG_HASH_KEY, daemonset_manifest
 from components.kubernetes.operands.sharing import PoolSharing
+from components.kubernetes.operands.spec import OperandArgs
 from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
 from gpu_platform.config.audit import Audit
@@ -34,8 +34,16 @@ def context(release: matrix.Release, toolkit_baked: bool = True, replicas: int =
 
 def daemonset(ctx: OperandContext) -> dict:
     spec = device_plugin.spec(ctx)
-    args = OperandArgs(spec=spec, namespace="gpu-operator", gate="device-plugin", waits_for=None, wait_image="", provider=None,
-                       audit=Audit(owner="platform", approval="CHG-1"), release="test")
+    args = OperandArgs(
+        spec=spec,
+        namespace="gpu-operator",
+        gate="device-plugin",
+        waits_for=None,
+        wait_image="",
+        provider=None,
+        audit=Audit(owner="platform", approval="CHG-1"),
+        release="test",
+    )
     return daemonset_manifest(spec, args, spec.name, {s: f"{spec.name}-{s}" for s in spec.config_maps})
 
 
@@ -61,6 +69,7 @@ both_toolkits = pytest.mark.parametrize("baked", [True, False], ids=["toolkit-ba
 
 # --- CDI: the plugin finds the host's driver where it looks ------------------------------------
 
+
 @cdi_releases
 @both_toolkits
 def test_with_cdi_the_plugin_looks_for_the_driver_under_the_host_root_it_mounts(release, baked):
@@ -82,9 +91,14 @@ def test_the_plugin_names_the_hook_the_node_has(release):
     # packaging/rpm/SPECS/nvidia-container-toolkit.spec:46,117 at v1.18.1). Toolkit DaemonSet: the
     # operator's transformDevicePluginCtrForCDI names <installDir>/toolkit/nvidia-cdi-hook
     # (controllers/object_controls.go:1460-1462 at v25.10.1), installDir /usr/local/nvidia.
-    assert env(containers(daemonset(context(release, True)))["nvidia-device-plugin"])["NVIDIA_CDI_HOOK_PATH"] == "/usr/bin/nvidia-cdi-hook"
-    assert env(containers(daemonset(context(release, False)))["nvidia-device-plugin"])["NVIDIA_CDI_HOOK_PATH"] == \
-        "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
+    assert (
+        env(containers(daemonset(context(release, True)))["nvidia-device-plugin"])["NVIDIA_CDI_HOOK_PATH"]
+        == "/usr/bin/nvidia-cdi-hook"
+    )
+    assert (
+        env(containers(daemonset(context(release, False)))["nvidia-device-plugin"])["NVIDIA_CDI_HOOK_PATH"]
+        == "/usr/local/nvidia/toolkit/nvidia-cdi-hook"
+    )
 
 
 @cdi_releases
@@ -102,8 +116,11 @@ def test_no_gdrcopy_gds_or_mofed_cdi_devices_are_added_to_every_gpu_container(re
     plugin = env(containers(daemonset(context(release)))["nvidia-device-plugin"])
     # v0.19.0-v0.19.2 default them to true (cmd/nvidia-device-plugin/main.go:104-121 at v0.19.0);
     # v0.19.3 reverted that (commit 2ffedc34b). Our nodes have none of them.
-    assert {k: plugin.get(k) for k in ("GDRCOPY_ENABLED", "GDS_ENABLED", "MOFED_ENABLED")} == \
-        {"GDRCOPY_ENABLED": "false", "GDS_ENABLED": "false", "MOFED_ENABLED": "false"}
+    assert {k: plugin.get(k) for k in ("GDRCOPY_ENABLED", "GDS_ENABLED", "MOFED_ENABLED")} == {
+        "GDRCOPY_ENABLED": "false",
+        "GDS_ENABLED": "false",
+        "MOFED_ENABLED": "false",
+    }
 
 
 def test_without_cdi_nothing_of_the_host_root_is_mounted():
@@ -146,6 +163,7 @@ def test_cdi_with_a_plugin_older_than_its_cdi_names_is_refused():
 
 # --- the config the plugin follows -------------------------------------------------------------
 
+
 @every_release
 def test_the_plugin_mounts_the_configs_its_config_link_points_into(release):
     ds = daemonset(context(release))
@@ -181,7 +199,12 @@ def test_the_init_config_manager_links_once_and_signals_nothing(release):
     # Upstream's chart and the operator's asset: ONESHOT true, SEND_SIGNAL false, SIGNAL and
     # PROCESS_TO_SIGNAL empty (templates/daemonset-device-plugin.yml:61-88 at v0.18.1;
     # assets/state-device-plugin/0500_daemonset.yaml:39-63 at v25.10.1).
-    assert (init["ONESHOT"], init["SEND_SIGNAL"], init["SIGNAL"], init["PROCESS_TO_SIGNAL"]) == ("true", "false", "", "")
+    assert (init["ONESHOT"], init["SEND_SIGNAL"], init["SIGNAL"], init["PROCESS_TO_SIGNAL"]) == (
+        "true",
+        "false",
+        "",
+        "",
+    )
 
 
 def test_a_change_of_time_slicing_replicas_changes_the_plugins_pod_template():
@@ -189,8 +212,10 @@ def test_a_change_of_time_slicing_replicas_changes_the_plugins_pod_template():
     # 307-329 at v0.18.1): new content under the same name reaches the plugin only by a new pod.
     release = RELEASES["v25.10.1"]
     four, eight = daemonset(context(release, replicas=4)), daemonset(context(release, replicas=8))
-    assert four["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY] != \
-        eight["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+    assert (
+        four["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+        != eight["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+    )
     assert "replicas: 8" in device_plugin.spec(context(release, replicas=8)).config_maps["available-configs"]["l4"]
 
 
@@ -203,6 +228,7 @@ def test_config_manager_reads_only_its_own_node():
 
 
 # --- health and identity -----------------------------------------------------------------------
+
 
 @every_release
 def test_the_plugin_has_no_probe(release):

@@ -21,7 +21,11 @@ ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 # Upstream's role (0200_kubeletplugin-clusterrole.yaml at v26.7.0) is wider; none of its extra verbs.
 CODE_GPU_RULES = [
     {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]},
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["resourceslices"],
+        "verbs": ["list", "watch", "create", "update", "delete"],
+    },
     {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
 ]
 # 0400_deviceclass-gpu.yaml and 0410_deviceclass-mig.yaml at v26.7.0, lines 4-8 each.
@@ -32,17 +36,28 @@ UPSTREAM_CLASSES = {
 
 
 def _normalised(rules) -> list[tuple]:
-    return sorted((tuple(r["apiGroups"]), tuple(r["resources"]), tuple(sorted(r["verbs"])), tuple(r.get("resourceNames") or ()))
-                  for r in rules)
+    return sorted(
+        (tuple(r["apiGroups"]), tuple(r["resources"]), tuple(sorted(r["verbs"])), tuple(r.get("resourceNames") or ()))
+        for r in rules
+    )
 
 
 def _bound_rules(rec, account: str) -> tuple[list, list]:
     """(cluster rules, namespace rules) bound to the service account."""
+
     def bound(binding_type):
-        return {b.inputs["roleRef"]["name"] for b in rec.of_type(binding_type)
-                if any(s["name"] == account for s in b.inputs["subjects"])}
-    cluster = [rule for r in rec.of_type(CLUSTER_ROLE) if r.inputs["metadata"]["name"] in bound(CLUSTER_ROLE_BINDING)
-               for rule in r.inputs["rules"]]
+        return {
+            b.inputs["roleRef"]["name"]
+            for b in rec.of_type(binding_type)
+            if any(s["name"] == account for s in b.inputs["subjects"])
+        }
+
+    cluster = [
+        rule
+        for r in rec.of_type(CLUSTER_ROLE)
+        if r.inputs["metadata"]["name"] in bound(CLUSTER_ROLE_BINDING)
+        for rule in r.inputs["rules"]
+    ]
     namespaced = bound(ROLE_BINDING)
     return cluster, sorted(namespaced)
 
@@ -85,7 +100,9 @@ def test_the_device_plugin_stacks_carry_no_dra_gate_nor_deviceclass(stack):
 def test_the_device_classes_select_the_drivers_gpus_and_mig_devices(dra):
     classes = dra.of_type(DEVICE_CLASS)
     assert {c.inputs["apiVersion"] for c in classes} == {"resource.k8s.io/v1"}
-    found = {c.inputs["metadata"]["name"]: [s["cel"]["expression"] for s in c.inputs["spec"]["selectors"]] for c in classes}
+    found = {
+        c.inputs["metadata"]["name"]: [s["cel"]["expression"] for s in c.inputs["spec"]["selectors"]] for c in classes
+    }
     assert found == {name: [cel] for name, cel in UPSTREAM_CLASSES.items()}
     # No extendedResourceName: the operator's class has none (it needs DRAExtendedResource, alpha in 1.34).
     assert all("extendedResourceName" not in c.inputs["spec"] for c in classes)
@@ -93,10 +110,16 @@ def test_the_device_classes_select_the_drivers_gpus_and_mig_devices(dra):
 
 def test_only_the_plugins_directory_propagates_mounts_and_only_in_the_privileged_container(dra):
     spec = pod_spec(daemonset_of(dra, "dra-driver"))
-    propagating = {(c["name"], m["mountPath"], m["mountPropagation"]) for c in spec["containers"] + spec.get("initContainers", [])
-                   for m in c.get("volumeMounts", []) if m.get("mountPropagation")}
+    propagating = {
+        (c["name"], m["mountPath"], m["mountPropagation"])
+        for c in spec["containers"] + spec.get("initContainers", [])
+        for m in c.get("volumeMounts", [])
+        if m.get("mountPropagation")
+    }
     assert propagating == {("gpus", "/var/lib/kubelet/plugins", "Bidirectional"), ("gpus", "/host", "HostToContainer")}
-    privileged = [c["name"] for c in spec["containers"] + spec.get("initContainers", []) if c["securityContext"].get("privileged")]
+    privileged = [
+        c["name"] for c in spec["containers"] + spec.get("initContainers", []) if c["securityContext"].get("privileged")
+    ]
     assert privileged == ["gpus"]
     assert not spec.get("hostPID") and not spec.get("hostNetwork")
 
@@ -104,7 +127,8 @@ def test_only_the_plugins_directory_propagates_mounts_and_only_in_the_privileged
 def test_the_audit_annotations_say_what_the_plugin_mounts(dra):
     annotations = daemonset_of(dra, "dra-driver").inputs["metadata"]["annotations"]
     assert annotations[contract.AUDIT_HOST_PATHS] == (
-        "/:ro,/run/nvidia/validations:ro,/var/lib/kubelet/plugins:rw,/var/lib/kubelet/plugins_registry:rw,/var/run/cdi:rw")
+        "/:ro,/run/nvidia/validations:ro,/var/lib/kubelet/plugins:rw,/var/lib/kubelet/plugins_registry:rw,/var/run/cdi:rw"
+    )
     reason = annotations[contract.AUDIT_REASON]
     for said in ("privileged", "Bidirectional", "/var/run/cdi", "/var/lib/kubelet/plugins_registry"):
         assert said in reason, said
@@ -114,7 +138,13 @@ def test_the_validator_runs_no_plugin_check_in_dra_mode(dra, prod):
     # Nothing advertises nvidia.com/gpu in mode dra: a plugin check would wait forever.
     def components(rec):
         spec = pod_spec(daemonset_of(rec, "validator"))
-        return [e.get("value") for c in spec["containers"] + spec["initContainers"] for e in c.get("env", []) if e["name"] == "COMPONENT"]
+        return [
+            e.get("value")
+            for c in spec["containers"] + spec["initContainers"]
+            for e in c.get("env", [])
+            if e["name"] == "COMPONENT"
+        ]
+
     assert components(dra) == ["driver", "toolkit", "cuda"]
     assert "plugin" in components(prod)
     account = pod_spec(daemonset_of(dra, "validator"))["serviceAccountName"]
@@ -124,13 +154,19 @@ def test_the_validator_runs_no_plugin_check_in_dra_mode(dra, prod):
 def test_the_namespace_says_the_allocation_mode_only_off_the_default(dra, stack):
     def annotations(rec):
         return rec.of_type("kubernetes:core/v1:Namespace")[0].inputs["metadata"]["annotations"]
+
     assert annotations(dra)[contract.ALLOCATION_MODE_KEY] == "dra"
     assert contract.ALLOCATION_MODE_KEY not in annotations(stack)
 
 
 def test_every_kubernetes_object_of_the_dra_stack_is_valid_under_kubernetes_1_34(dra):
-    objects = [r.inputs for r in dra.resources if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs
-               and not r.type.startswith("kubernetes:apiextensions.k8s.io:CustomResource")]
+    objects = [
+        r.inputs
+        for r in dra.resources
+        if r.type.startswith("kubernetes:")
+        and "apiVersion" in r.inputs
+        and not r.type.startswith("kubernetes:apiextensions.k8s.io:CustomResource")
+    ]
     assert "DeviceClass" in {o["kind"] for o in objects}
     errors = [f"{o['kind']} {o['metadata'].get('name')}: {e}" for o in objects if (e := strict_error(o, "1.34"))]
     assert not errors, "\n".join(errors)
@@ -140,8 +176,17 @@ def _plugin_env(gates: dict) -> dict:
     from components.kubernetes.operands import dra_driver
     from components.kubernetes.operands.context import OperandContext
     from gpu_platform.catalog import matrix
-    ctx = OperandContext(images=dict(matrix.load().releases["v26.7.0"].images), sharing=(), mig_pools=(), toolkit_baked=True,
-                         toolkit_version="1.20.0", cdi=True, dra=True, dra_feature_gates=gates)
+
+    ctx = OperandContext(
+        images=dict(matrix.load().releases["v26.7.0"].images),
+        sharing=(),
+        mig_pools=(),
+        toolkit_baked=True,
+        toolkit_version="1.20.0",
+        cdi=True,
+        dra=True,
+        dra_feature_gates=gates,
+    )
     (container,) = dra_driver.spec(ctx).containers
     return dict(container.env)
 

@@ -28,8 +28,11 @@ DRIVER = "gpu.nvidia.com"  # cmd/gpu-kubelet-plugin/main.go:45 at main
 
 
 def _slice_policies(rec) -> list:
-    return [p for p in rec.of_type(POLICY)
-            if any("resourceslices" in r["resources"] for r in p.inputs["spec"]["matchConstraints"]["resourceRules"])]
+    return [
+        p
+        for p in rec.of_type(POLICY)
+        if any("resourceslices" in r["resources"] for r in p.inputs["spec"]["matchConstraints"]["resourceRules"])
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +51,14 @@ def plugin_user(dra) -> str:
 def _user(username: str, node: str | None = NODE) -> dict:
     # What a token bound to the plugin's pod carries (kubernetes/apiserver v0.34.0
     # pkg/authentication/serviceaccount/util.go:152-160): pod name and uid, and the node's name and uid.
-    user = {"username": username, "groups": ["system:serviceaccounts", "system:serviceaccounts:gpu-operator"],
-            "extra": {"authentication.kubernetes.io/pod-name": ["nvidia-dra-driver-kubelet-plugin-x7k2p"],
-                      "authentication.kubernetes.io/pod-uid": ["3d1c"]}}
+    user = {
+        "username": username,
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:gpu-operator"],
+        "extra": {
+            "authentication.kubernetes.io/pod-name": ["nvidia-dra-driver-kubelet-plugin-x7k2p"],
+            "authentication.kubernetes.io/pod-uid": ["3d1c"],
+        },
+    }
     if node is not None:
         user["extra"]["authentication.kubernetes.io/node-name"] = [node]
         user["extra"]["authentication.kubernetes.io/node-uid"] = ["9f0a"]
@@ -60,20 +68,41 @@ def _user(username: str, node: str | None = NODE) -> dict:
 def _slice(node: str | None = NODE, driver: str = DRIVER, **selection) -> dict:
     """A ResourceSlice as the plugin's ResourceSlice controller writes it (resourceslicecontroller.go:862-887
     at main: generateName index-driver-owner-, owned by the Node, one pool named for the node)."""
-    spec = {"driver": driver, "pool": {"name": node or "cluster", "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "gpu-0", "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"}}}]}
+    spec = {
+        "driver": driver,
+        "pool": {"name": node or "cluster", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {
+                "name": "gpu-0",
+                "attributes": {"type": {"string": "gpu"}, "productName": {"string": "NVIDIA H100 80GB HBM3"}},
+            }
+        ],
+    }
     if node is not None and not selection:
         spec["nodeName"] = node
     spec.update(selection)
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-            "metadata": {"name": f"0-{driver}-{node}-abcde", "generateName": f"0-{driver}-{node}-",
-                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node or "", "uid": "9f0a", "controller": True}]},
-            "spec": spec}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {
+            "name": f"0-{driver}-{node}-abcde",
+            "generateName": f"0-{driver}-{node}-",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": node or "", "uid": "9f0a", "controller": True}
+            ],
+        },
+        "spec": spec,
+    }
 
 
 def _request(operation: str, username: str, new: dict | None, old: dict | None, node: str | None = NODE) -> dict:
-    return {"operation": operation, "resource": "resourceslices", "userInfo": _user(username, node),
-            "object": new, "oldObject": old}
+    return {
+        "operation": operation,
+        "resource": "resourceslices",
+        "userInfo": _user(username, node),
+        "object": new,
+        "oldObject": old,
+    }
 
 
 def _write(policy, username, operation, stored: dict | None = None, new: dict | None = None, node: str | None = NODE):
@@ -89,6 +118,7 @@ def _updated(stored: dict) -> dict:
 
 # ---------------------------------------------------------------- what the plugin does
 
+
 def test_the_plugin_creates_updates_and_deletes_its_own_nodes_slices(policy, plugin_user):
     own = _slice(NODE)
     assert _write(policy, plugin_user, "CREATE", new=own) == []
@@ -97,6 +127,7 @@ def test_the_plugin_creates_updates_and_deletes_its_own_nodes_slices(policy, plu
 
 
 # ---------------------------------------------------------------- what a compromised plugin could try
+
 
 @pytest.mark.parametrize("operation", ["CREATE", "UPDATE", "DELETE"])
 def test_the_plugin_may_not_touch_another_nodes_slices(policy, plugin_user, operation):
@@ -113,15 +144,29 @@ def test_an_update_that_moves_a_slice_onto_its_node_is_refused(policy, plugin_us
     assert _write(policy, plugin_user, "UPDATE", stored=moved, new=_slice(OTHER_NODE))
 
 
-@pytest.mark.parametrize("selection", [
-    {"allNodes": True},
-    {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]}]}]}},
-    {"perDeviceNodeSelection": True},
-], ids=["allNodes", "nodeSelector", "perDeviceNodeSelection"])
+@pytest.mark.parametrize(
+    "selection",
+    [
+        {"allNodes": True},
+        {
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]}]}
+                ]
+            }
+        },
+        {"perDeviceNodeSelection": True},
+    ],
+    ids=["allNodes", "nodeSelector", "perDeviceNodeSelection"],
+)
 def test_the_plugin_may_not_publish_or_delete_cluster_wide_slices(policy, plugin_user, selection):
     # Upstream's policy admits these (0700_resourceslices-policy.yaml:34); the GPU plugin never writes one.
     cluster = _slice(None, **selection)
-    for operation, stored, new in (("CREATE", None, cluster), ("UPDATE", cluster, _updated(cluster)), ("DELETE", cluster, None)):
+    for operation, stored, new in (
+        ("CREATE", None, cluster),
+        ("UPDATE", cluster, _updated(cluster)),
+        ("DELETE", cluster, None),
+    ):
         failed = _write(policy, plugin_user, operation, stored=stored, new=new)
         assert failed and any("cluster-wide" in m for m in failed), (operation, failed)
 
@@ -139,24 +184,38 @@ def test_a_token_without_its_node_is_refused(policy, plugin_user):
 
 def test_other_users_are_not_matched(policy, plugin_user):
     namespace = plugin_user.split(":")[2]
-    for user in (f"system:serviceaccount:{namespace}:nvidia-dra-driver-kubeletplugin",  # upstream's account name
-                 f"system:serviceaccount:kube-system:{plugin_user.split(':')[3]}",  # the same name elsewhere
-                 "system:node:" + NODE):  # the kubelet, which deletes a plugin's slices when it goes
+    for user in (
+        f"system:serviceaccount:{namespace}:nvidia-dra-driver-kubeletplugin",  # upstream's account name
+        f"system:serviceaccount:kube-system:{plugin_user.split(':')[3]}",  # the same name elsewhere
+        "system:node:" + NODE,
+    ):  # the kubelet, which deletes a plugin's slices when it goes
         assert _write(policy, user, "CREATE", new=_slice(OTHER_NODE)) is None, user
 
 
 # ---------------------------------------------------------------- the objects
 
+
 def test_the_policy_names_the_plugins_own_service_account(dra, policy, plugin_user):
     # Both ways: the DaemonSet's account is the one matched, and the one user the match condition names is it.
-    named = {u for c in policy["spec"]["matchConditions"] for u in re.findall(r"system:serviceaccount:[a-z0-9.:-]+", c["expression"])}
+    named = {
+        u
+        for c in policy["spec"]["matchConditions"]
+        for u in re.findall(r"system:serviceaccount:[a-z0-9.:-]+", c["expression"])
+    }
     assert named == {plugin_user}
     assert _write(policy, plugin_user, "CREATE", new=_slice(NODE)) == []
     # ... and the account the ClusterRole on resourceslices is bound to.
-    slices_roles = {r.inputs["metadata"]["name"] for r in dra.of_type(CLUSTER_ROLE)
-                    if any("resourceslices" in rule["resources"] and "create" in rule["verbs"] for rule in r.inputs["rules"])}
-    subjects = {f"system:serviceaccount:{s['namespace']}:{s['name']}" for b in dra.of_type(CLUSTER_ROLE_BINDING)
-                if b.inputs["roleRef"]["name"] in slices_roles for s in b.inputs["subjects"]}
+    slices_roles = {
+        r.inputs["metadata"]["name"]
+        for r in dra.of_type(CLUSTER_ROLE)
+        if any("resourceslices" in rule["resources"] and "create" in rule["verbs"] for rule in r.inputs["rules"])
+    }
+    subjects = {
+        f"system:serviceaccount:{s['namespace']}:{s['name']}"
+        for b in dra.of_type(CLUSTER_ROLE_BINDING)
+        if b.inputs["roleRef"]["name"] in slices_roles
+        for s in b.inputs["subjects"]
+    }
     assert subjects == {plugin_user}
 
 
@@ -181,7 +240,9 @@ def test_the_policy_is_owned_by_the_dra_driver_and_made_before_the_plugin(dra):
     (found,) = _slice_policies(dra)
     owner = dra.by_urn()[found.parent]
     assert owner.type == "gpu-platform:operands:DraDriver"
-    binding = next(b for b in dra.of_type(BINDING) if b.inputs["spec"]["policyName"] == found.inputs["metadata"]["name"])
+    binding = next(
+        b for b in dra.of_type(BINDING) if b.inputs["spec"]["policyName"] == found.inputs["metadata"]["name"]
+    )
     assert binding.parent == owner.urn
     waits = dra.waits_for(daemonset_of(dra, "dra-driver").urn)
     assert {found.urn, binding.urn} <= waits
@@ -189,7 +250,9 @@ def test_the_policy_is_owned_by_the_dra_driver_and_made_before_the_plugin(dra):
 
 @pytest.mark.parametrize("kubernetes", ["1.34", "1.36"])
 def test_the_policy_and_binding_are_valid_kubernetes(dra, policy, kubernetes):
-    binding = next(b.inputs for b in dra.of_type(BINDING) if b.inputs["spec"]["policyName"] == policy["metadata"]["name"])
+    binding = next(
+        b.inputs for b in dra.of_type(BINDING) if b.inputs["spec"]["policyName"] == policy["metadata"]["name"]
+    )
     for obj in (policy, binding):
         assert strict_error(obj, kubernetes) is None
 
@@ -198,8 +261,10 @@ def test_the_policy_and_its_binding_are_rows_of_the_privilege_ledger(dra, policy
     # Loosening either (another account, `true`, Audit) changes the ledger, so it needs a new approval.
     name = policy["metadata"]["name"]
     rows = {row for row in ledger.of(dra) if row[0].endswith(f" {name}")}
-    assert {(who, part) for who, part, _ in rows} == {(f"ValidatingAdmissionPolicy {name}", "(policy)"),
-                                                      (f"ValidatingAdmissionPolicyBinding {name}", "(binding)")}
+    assert {(who, part) for who, part, _ in rows} == {
+        (f"ValidatingAdmissionPolicy {name}", "(policy)"),
+        (f"ValidatingAdmissionPolicyBinding {name}", "(binding)"),
+    }
     assert (f"ValidatingAdmissionPolicyBinding {name}", "(binding)", f"policyName {name}") in rows
     assert (f"ValidatingAdmissionPolicyBinding {name}", "(binding)", 'validationActions ["Deny"]') in rows
 

@@ -15,7 +15,9 @@ CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 DEVICE_CLASS = "kubernetes:resource.k8s.io/v1:DeviceClass"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 GATE = "nvidia.com/gpu.deploy.dra-validator"  # controllers/state_manager.go:79 at v26.7.0
-IMAGE = "nvcr.io/nvidia/gpu-operator:v26.7.0"  # the validator's image of release v26.7.0 (gpu_platform/catalog/matrix.yaml)
+IMAGE = (
+    "nvcr.io/nvidia/gpu-operator:v26.7.0"  # the validator's image of release v26.7.0 (gpu_platform/catalog/matrix.yaml)
+)
 
 
 def _validator(rec):
@@ -27,7 +29,9 @@ def _pod(rec):
 
 
 def _template(rec):
-    found = [t.inputs for t in rec.of_type(CLAIM_TEMPLATE) if t.inputs["metadata"]["name"] == "nvidia-dra-validator-gpu"]
+    found = [
+        t.inputs for t in rec.of_type(CLAIM_TEMPLATE) if t.inputs["metadata"]["name"] == "nvidia-dra-validator-gpu"
+    ]
     assert len(found) == 1, [t.inputs["metadata"]["name"] for t in rec.of_type(CLAIM_TEMPLATE)]
     return found[0]
 
@@ -56,8 +60,15 @@ def test_the_claim_asks_for_exactly_one_gpu_of_the_dra_drivers_class_with_admin_
     assert template["metadata"]["namespace"] == _validator(dra).inputs["metadata"]["namespace"]
     (request,) = template["spec"]["spec"]["devices"]["requests"]
     # 0400_resourceclaimtemplate.yaml:19-25: one GPU, not every GPU of the node (All would hold them all).
-    assert request == {"name": "validation-gpu", "exactly": {
-        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1, "adminAccess": True}}
+    assert request == {
+        "name": "validation-gpu",
+        "exactly": {
+            "deviceClassName": "gpu.nvidia.com",
+            "allocationMode": "ExactCount",
+            "count": 1,
+            "adminAccess": True,
+        },
+    }
     created = {c.inputs["metadata"]["name"] for c in dra.of_type(DEVICE_CLASS)}
     assert "gpu.nvidia.com" in created
 
@@ -65,7 +76,9 @@ def test_the_claim_asks_for_exactly_one_gpu_of_the_dra_drivers_class_with_admin_
 def test_the_init_container_lists_the_claim_and_runs_nvidia_smi_from_it(dra):
     spec = _pod(dra)
     # 0500_daemonset.yaml:89-91: the pod's claim validation-gpu, from the template.
-    assert spec["resourceClaims"] == [{"name": "validation-gpu", "resourceClaimTemplateName": "nvidia-dra-validator-gpu"}]
+    assert spec["resourceClaims"] == [
+        {"name": "validation-gpu", "resourceClaimTemplateName": "nvidia-dra-validator-gpu"}
+    ]
     (check,) = spec["initContainers"]
     assert check["name"] == "gpu-validation"
     assert check["command"] + check["args"] == ["sh", "-c", "nvidia-smi -L"]
@@ -100,8 +113,11 @@ def test_it_keeps_no_privilege_no_host_access_and_no_api_token(dra):
     # It makes no API call: no token, and no role names its service account.
     assert spec["automountServiceAccountToken"] is False
     for kind in ("RoleBinding", "ClusterRoleBinding"):
-        bound = [b for b in dra.of_type(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}")
-                 if any(s["name"] == "nvidia-dra-validator" for s in b.inputs["subjects"])]
+        bound = [
+            b
+            for b in dra.of_type(f"kubernetes:rbac.authorization.k8s.io/v1:{kind}")
+            if any(s["name"] == "nvidia-dra-validator" for s in b.inputs["subjects"])
+        ]
         assert not bound, kind
 
 
@@ -138,8 +154,13 @@ def test_only_a_dra_stack_runs_it(stack):
 
 def test_a_validator_override_reaches_the_dra_validator_too(variant):
     # One image for both, as upstream's single validator image setting (internal/state/dra_validation.go:46-48).
-    rec = variant(lambda cfg: (cfg.setdefault("gpu-platform:operator", {}).setdefault("overrides", {}).update(
-        validator="v26.7.1"), cfg["gpu-platform:audit"].pop("approvedLedger", None)), stack="dra")
+    rec = variant(
+        lambda cfg: (
+            cfg.setdefault("gpu-platform:operator", {}).setdefault("overrides", {}).update(validator="v26.7.1"),
+            cfg["gpu-platform:audit"].pop("approvedLedger", None),
+        ),
+        stack="dra",
+    )
     images = {c["image"] for c in _all_containers(_pod(rec))}
     assert images == {"nvcr.io/nvidia/gpu-operator:v26.7.1"}
     assert {c["image"] for c in _all_containers(pod_spec(daemonset_of(rec, "validator")))} == images
@@ -147,8 +168,11 @@ def test_a_validator_override_reaches_the_dra_validator_too(variant):
 
 def test_the_ledger_shows_its_admin_access_claim(dra):
     found = ledger.rows((r.type, r.name, r.inputs) for r in dra.resources)
-    assert ("ResourceClaimTemplate gpu-operator/nvidia-dra-validator-gpu", "request validation-gpu",
-            "adminAccess to devices of class gpu.nvidia.com, allocationMode ExactCount 1") in found
+    assert (
+        "ResourceClaimTemplate gpu-operator/nvidia-dra-validator-gpu",
+        "request validation-gpu",
+        "adminAccess to devices of class gpu.nvidia.com, allocationMode ExactCount 1",
+    ) in found
 
 
 def test_its_objects_are_valid_under_kubernetes_1_34(dra):

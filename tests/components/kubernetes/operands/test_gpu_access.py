@@ -16,8 +16,10 @@ import pytest
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 DEVICES_ALL = "/var/run/nvidia-container-devices/all"
-TOOLKIT_ENV = {"ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
-               "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true"}
+TOOLKIT_ENV = {
+    "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
+    "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS": "true",
+}
 
 
 def _toolkit(baked: bool, release: str | None = None):
@@ -25,6 +27,7 @@ def _toolkit(baked: bool, release: str | None = None):
         config["gpu-platform:nodeImage"]["toolkitBaked"] = baked
         if release:
             config["gpu-platform:operator"]["release"] = release
+
     return change
 
 

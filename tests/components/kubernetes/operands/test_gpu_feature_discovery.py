@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from components.kubernetes.operands import gpu_feature_discovery
+from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.manifests import CONFIG_HASH_KEY, daemonset_manifest
+from components.kubernetes.operands.sharing import PoolSharing
 from components.kubernetes.operands.spec import OperandArgs
 from components.kubernetes.operands.version_table import image_version
-from components.kubernetes.operands.context import MigPool, OperandContext
-from components.kubernetes.operands.sharing import PoolSharing
 from gpu_platform.catalog import matrix, versions
 from gpu_platform.config.audit import Audit
 
@@ -33,8 +33,16 @@ def context(release: matrix.Release, replicas: int = 4) -> OperandContext:
 
 def daemonset(ctx: OperandContext) -> dict:
     spec = gpu_feature_discovery.spec(ctx)
-    args = OperandArgs(spec=spec, namespace="gpu-operator", gate="gpu-feature-discovery", waits_for=None, wait_image="",
-                       provider=None, audit=Audit(owner="platform", approval="CHG-1"), release="test")
+    args = OperandArgs(
+        spec=spec,
+        namespace="gpu-operator",
+        gate="gpu-feature-discovery",
+        waits_for=None,
+        wait_image="",
+        provider=None,
+        audit=Audit(owner="platform", approval="CHG-1"),
+        release="test",
+    )
     return daemonset_manifest(spec, args, spec.name, {s: f"{spec.name}-{s}" for s in spec.config_maps})
 
 
@@ -99,7 +107,11 @@ def test_gfd_is_granted_exactly_the_api_calls_of_its_output_mode(release):
         # Get, Create, Update of NodeFeature nvidia-features-for-<node> in NAMESPACE
         # (internal/lm/output.go:132, 147, 166 at v0.19.0), and its own pod for owner references
         # (output.go:182, POD_NAME: internal/flags/node.go:46-49).
-        assert {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": ["get", "create", "update"]} in spec.namespace_rules
+        assert {
+            "apiGroups": ["nfd.k8s-sigs.io"],
+            "resources": ["nodefeatures"],
+            "verbs": ["get", "create", "update"],
+        } in spec.namespace_rules
         assert {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]} in spec.namespace_rules
         assert gfd["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     else:
@@ -120,8 +132,10 @@ def test_gfd_mounts_the_feature_file_directory_only_where_it_writes_the_file(rel
 def test_a_change_of_time_slicing_replicas_changes_gfds_pod_template():
     release = RELEASES["v25.10.1"]
     four, eight = daemonset(context(release, replicas=4)), daemonset(context(release, replicas=8))
-    assert four["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY] != \
-        eight["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+    assert (
+        four["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+        != eight["spec"]["template"]["metadata"]["annotations"][CONFIG_HASH_KEY]
+    )
 
 
 def test_gfds_pods_carry_the_label_the_mig_manager_waits_for():

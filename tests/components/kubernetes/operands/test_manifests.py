@@ -46,7 +46,10 @@ def test_unprivileged_containers_drop_everything_and_add_only_what_is_listed(sta
                 continue
             assert context["allowPrivilegeEscalation"] is False
             assert context["capabilities"]["drop"] == ["ALL"]
-            assert set(context["capabilities"].get("add", [])) <= CAPABILITIES.get(operand_of(ds), set()), (ds.name, c["name"])
+            assert set(context["capabilities"].get("add", [])) <= CAPABILITIES.get(operand_of(ds), set()), (
+                ds.name,
+                c["name"],
+            )
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}
 
 
@@ -60,7 +63,10 @@ def test_every_operand_pod_runs_under_the_runtimes_default_seccomp_profile(stack
         spec = pod_spec(ds)
         assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, ds.name
         for c in spec["containers"] + spec.get("initContainers", []):
-            assert (c.get("securityContext", {}).get("seccompProfile") or {}).get("type") in (None, "RuntimeDefault"), (ds.name, c["name"])
+            assert (c.get("securityContext", {}).get("seccompProfile") or {}).get("type") in (None, "RuntimeDefault"), (
+                ds.name,
+                c["name"],
+            )
 
 
 def test_every_container_has_requests_and_a_memory_limit(stack):
@@ -98,7 +104,9 @@ def test_audit_host_paths_are_the_real_host_path_mounts(stack):
     for ds in daemonsets(stack):
         spec = pod_spec(ds)
         annotations = ds.inputs["spec"]["template"]["metadata"]["annotations"]
-        declared = dict(item.rsplit(":", 1) for item in annotations.get(contract.AUDIT_HOST_PATHS, "").split(",") if item)
+        declared = dict(
+            item.rsplit(":", 1) for item in annotations.get(contract.AUDIT_HOST_PATHS, "").split(",") if item
+        )
         assert declared == real_host_paths(spec), ds.name
         # Every mounted host path volume is declared; no host path volume goes unmounted.
         assert {v["hostPath"]["path"] for v in spec.get("volumes", []) if "hostPath" in v} == set(declared), ds.name
@@ -107,13 +115,20 @@ def test_audit_host_paths_are_the_real_host_path_mounts(stack):
 def test_every_workload_that_keeps_a_privilege_carries_all_audit_annotations(stack):
     for ds in daemonsets(stack):
         spec = pod_spec(ds)
-        keeps = (real_host_paths(spec) or spec.get("hostPID") or any(
-            c["securityContext"].get("privileged") or c["securityContext"].get("capabilities", {}).get("add")
-            for c in containers(spec)))
+        keeps = (
+            real_host_paths(spec)
+            or spec.get("hostPID")
+            or any(
+                c["securityContext"].get("privileged") or c["securityContext"].get("capabilities", {}).get("add")
+                for c in containers(spec)
+            )
+        )
         # The pod template carries all but the approval id, so a new approval restarts no pod.
         on_pods = [key for key in contract.AUDIT_ANNOTATIONS if key != contract.AUDIT_APPROVAL]
-        for notes, keys in ((ds.inputs["metadata"]["annotations"], contract.AUDIT_ANNOTATIONS),
-                            (ds.inputs["spec"]["template"]["metadata"]["annotations"], on_pods)):
+        for notes, keys in (
+            (ds.inputs["metadata"]["annotations"], contract.AUDIT_ANNOTATIONS),
+            (ds.inputs["spec"]["template"]["metadata"]["annotations"], on_pods),
+        ):
             if keeps:
                 assert all(notes.get(key) for key in keys), ds.name
             else:
@@ -123,13 +138,18 @@ def test_every_workload_that_keeps_a_privilege_carries_all_audit_annotations(sta
 
 def test_added_capabilities_are_named_in_the_audit_reason(stack):
     for ds in daemonsets(stack):
-        added = {cap for c in containers(pod_spec(ds)) for cap in c["securityContext"].get("capabilities", {}).get("add", [])}
+        added = {
+            cap for c in containers(pod_spec(ds)) for cap in c["securityContext"].get("capabilities", {}).get("add", [])
+        }
         for cap in added:
             assert cap in ds.inputs["metadata"]["annotations"][contract.AUDIT_REASON], ds.name
 
 
 def _bound_accounts(rec) -> set[str]:
-    kinds = ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+    kinds = (
+        "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+        "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+    )
     return {s["name"] for kind in kinds for b in rec.of_type(kind) for s in b.inputs.get("subjects") or []}
 
 

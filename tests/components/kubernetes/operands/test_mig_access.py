@@ -25,10 +25,16 @@ from tests.components.kubernetes.conftest import daemonset_of, pod_spec
 RELEASES = matrix.load().releases
 H100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
 # Operand -> the container that reads the GPUs through NVML (the config-manager sidecars read none).
-READERS = {"device-plugin": "nvidia-device-plugin", "gpu-feature-discovery": "gpu-feature-discovery",
-           "dcgm-exporter": "nvidia-dcgm-exporter"}
-SPECS = {"device-plugin": device_plugin.spec, "gpu-feature-discovery": gpu_feature_discovery.spec,
-         "dcgm-exporter": dcgm_exporter.spec}
+READERS = {
+    "device-plugin": "nvidia-device-plugin",
+    "gpu-feature-discovery": "gpu-feature-discovery",
+    "dcgm-exporter": "nvidia-dcgm-exporter",
+}
+SPECS = {
+    "device-plugin": device_plugin.spec,
+    "gpu-feature-discovery": gpu_feature_discovery.spec,
+    "dcgm-exporter": dcgm_exporter.spec,
+}
 
 
 def security(rec, operand: str) -> dict[str, dict]:
@@ -38,7 +44,10 @@ def security(rec, operand: str) -> dict[str, dict]:
 
 def mig_context(release: str, toolkit: str) -> OperandContext:
     return OperandContext(
-        images=dict(RELEASES[release].images), toolkit_baked=True, toolkit_version=toolkit, cdi=RELEASES[release].cdi,
+        images=dict(RELEASES[release].images),
+        toolkit_baked=True,
+        toolkit_version=toolkit,
+        cdi=RELEASES[release].cdi,
         sharing=(PoolSharing("h100-mig", None, "mixed", "all-balanced"),),
         mig_pools=(MigPool("h100-mig", "H100-80GB", "all-balanced", H100),),
     )
@@ -77,8 +86,9 @@ def test_a_stack_without_mig_keeps_them_unprivileged(dev, operand):
     context = security(dev, operand)[READERS[operand]]
     assert "privileged" not in context
     # DCGM's profiling metrics need SYS_ADMIN whatever the GPUs (dcgm-exporter README); the others need nothing.
-    assert context["capabilities"] == ({"drop": ["ALL"], "add": ["SYS_ADMIN"]} if operand == "dcgm-exporter"
-                                       else {"drop": ["ALL"]})
+    assert context["capabilities"] == (
+        {"drop": ["ALL"], "add": ["SYS_ADMIN"]} if operand == "dcgm-exporter" else {"drop": ["ALL"]}
+    )
 
 
 @pytest.mark.parametrize("operand", READERS)

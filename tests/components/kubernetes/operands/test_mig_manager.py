@@ -16,7 +16,10 @@ RELEASES = matrix.load().releases
 def spec(release: str = "v25.10.1", toolkit_baked: bool = True):
     h100 = matrix.load().gpus["H100-80GB"].mig.configs()["all-balanced"]
     ctx = OperandContext(
-        images=dict(RELEASES[release].images), sharing=(), toolkit_baked=toolkit_baked, cdi=RELEASES[release].cdi,
+        images=dict(RELEASES[release].images),
+        sharing=(),
+        toolkit_baked=toolkit_baked,
+        cdi=RELEASES[release].cdi,
         toolkit_version=RELEASES[release].toolkit_version,
         mig_pools=(MigPool("h100-mig", "H100-80GB", "all-balanced", h100),),
     )
@@ -66,10 +69,20 @@ def test_for_the_host_driver_it_shuts_down_the_hosts_gpu_clients(release):
     assert env(s)["WITH_SHUTDOWN_HOST_GPU_CLIENTS"] == "true"
     clients = yaml.safe_load(s.config_maps["gpu-clients"]["clients.yaml"])
     # The operator's default-gpu-clients list (0410_configmap.yaml:7-18), in its order.
-    assert clients == {"version": "v1", "systemd-services": [
-        "nvsm.service", "nvsm-mqtt.service", "nvsm-core.service", "nvsm-api-gateway.service",
-        "nvsm-notifier.service", "nv_peer_mem.service", "nvidia-dcgm.service", "dcgm.service",
-        "dcgm-exporter.service"]}
+    assert clients == {
+        "version": "v1",
+        "systemd-services": [
+            "nvsm.service",
+            "nvsm-mqtt.service",
+            "nvsm-core.service",
+            "nvsm-api-gateway.service",
+            "nvsm-notifier.service",
+            "nv_peer_mem.service",
+            "nvidia-dcgm.service",
+            "dcgm.service",
+            "dcgm-exporter.service",
+        ],
+    }
     # Left running, as upstream leaves them (mig-parted v0.13.1 deployments/systemd/nvidia-mig-manager.service:18).
     assert not {"nvidia-persistenced.service", "nvidia-fabricmanager.service"} & set(clients["systemd-services"])
 

@@ -62,10 +62,17 @@ def test_the_worker_mounts_the_charts_host_paths_read_only_and_no_hooks_director
     spec = pod_spec(workload(stack, "worker"))
     paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
     mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"] if m["name"] in paths}
-    assert sorted(paths[name] for name in mounts) == sorted([
-        "/boot", "/etc/os-release", "/sys", "/usr/lib", "/lib", "/proc/swaps",
-        "/etc/kubernetes/node-feature-discovery/features.d",
-    ])
+    assert sorted(paths[name] for name in mounts) == sorted(
+        [
+            "/boot",
+            "/etc/os-release",
+            "/sys",
+            "/usr/lib",
+            "/lib",
+            "/proc/swaps",
+            "/etc/kubernetes/node-feature-discovery/features.d",
+        ]
+    )
     assert mounts["host-proc-swaps"]["mountPath"] == "/host-proc/swaps"
     assert all(m["readOnly"] for m in mounts.values())
 
@@ -74,7 +81,8 @@ def test_the_master_runs_leader_election_on_its_own_lease_only(stack):
     assert container(stack, "master")["args"] == ["-enable-leader-election", f"-port={nfd.PORT}"]
     leases = [r for r in rules(stack, ROLE, f"{PREFIX}-master-role") if r["resources"] == ["leases"]]
     assert {tuple(r["verbs"]): r.get("resourceNames") for r in leases} == {
-        ("create",): None, ("get", "update"): [nfd.LEADER_LEASE],
+        ("create",): None,
+        ("get", "update"): [nfd.LEADER_LEASE],
     }
 
 
@@ -117,13 +125,23 @@ def test_the_worker_config_labels_nvidia_gpus_by_vendor_alone():
     # kubernetes-sigs/node-feature-discovery v0.14.2 source/pci/pci.go:38-46,87-139: deviceLabelFields
     # [vendor] with classes 0300/0302 in the whitelist gives feature.node.kubernetes.io/pci-10de.present.
     import yaml
+
     pci = yaml.safe_load(nfd.WORKER_CONFIG)["sources"]["pci"]
     assert pci["deviceLabelFields"] == ["vendor"]
     assert {"0300", "0302"} <= set(pci["deviceClassWhitelist"])
 
 
-@pytest.mark.parametrize("image, informs", [("v0.16.3", True), ("v0.16.6", True), ("v0.17.2", True),
-                                            ("v0.17.3", False), ("v0.18.2", False), ("v0.15.4", False)])
+@pytest.mark.parametrize(
+    "image, informs",
+    [
+        ("v0.16.3", True),
+        ("v0.16.6", True),
+        ("v0.17.2", True),
+        ("v0.17.3", False),
+        ("v0.18.2", False),
+        ("v0.15.4", False),
+    ],
+)
 def test_the_master_of_v0_16_3_to_v0_17_2_informs_on_node_feature_groups(image, informs):
     # v0.16.3 pkg/nfd-master/nfd-api-controller.go:137-164: the informer starts unless
     # DisableNodeFeatureGroup, which nfd-master.go sets only from v0.17.3 (:1364, from the gate).

@@ -30,10 +30,18 @@ REF = _clone().parent / "shared" / "upstream" / "ref"
 
 def _rendered(rec) -> tuple[str, dict[str, dict]]:
     """The NFD image tag a recording renders and its CRDs' schemas by CRD name."""
-    image = next(c["image"] for r in rec.of_type("kubernetes:apps/v1:DaemonSet") if r.name == f"{PREFIX}-ds"
-                 for c in r.inputs["spec"]["template"]["spec"]["containers"] if c["name"] == "worker")
-    schemas = {r.inputs["metadata"]["name"]: r.inputs["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-               for r in rec.of_type(CRD) if r.name.startswith(PREFIX)}
+    image = next(
+        c["image"]
+        for r in rec.of_type("kubernetes:apps/v1:DaemonSet")
+        if r.name == f"{PREFIX}-ds"
+        for c in r.inputs["spec"]["template"]["spec"]["containers"]
+        if c["name"] == "worker"
+    )
+    schemas = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for r in rec.of_type(CRD)
+        if r.name.startswith(PREFIX)
+    }
     return image.rsplit(":", 1)[1], schemas
 
 
@@ -42,18 +50,27 @@ def _leaves(node, path: str = "") -> dict[str, object]:
     descriptions left out: a failure names the paths that differ."""
     if not isinstance(node, dict):
         return {path: node}
-    return {p: v for k, child in node.items() if k != "description"
-            for p, v in _leaves(child, f"{path}.{k}" if path else k).items()}
+    return {
+        p: v
+        for k, child in node.items()
+        if k != "description"
+        for p, v in _leaves(child, f"{path}.{k}" if path else k).items()
+    }
 
 
 @pytest.mark.parametrize("name", ["dev", "prod", "dra"])
 def test_each_stacks_crd_schemas_equal_upstreams_at_its_nfd_tag(request, name):
     tag, mine = _rendered(request.getfixturevalue(name))
     ref = REF / f"nfd-{tag}-nfd-api-crds.yaml"
-    assert ref.is_file(), (f"stack {name} renders NFD {tag}, but {ref} (upstream's deployment/base/nfd-crds/"
-                           f"nfd-api-crds.yaml at {tag}) is missing: put shared/ beside the clone")
-    upstream = {d["metadata"]["name"]: d["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-                for d in yaml.safe_load_all(ref.read_text()) if d}
+    assert ref.is_file(), (
+        f"stack {name} renders NFD {tag}, but {ref} (upstream's deployment/base/nfd-crds/"
+        f"nfd-api-crds.yaml at {tag}) is missing: put shared/ beside the clone"
+    )
+    upstream = {
+        d["metadata"]["name"]: d["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for d in yaml.safe_load_all(ref.read_text())
+        if d
+    }
     assert _leaves(mine) == _leaves(upstream)
 
 
@@ -84,10 +101,18 @@ def node_feature(dev) -> dict:
     return _rendered(dev)[1][f"nodefeatures.{nfd.GROUP}"]
 
 
-GOOD = {"apiVersion": f"{nfd.GROUP}/v1alpha1", "kind": "NodeFeature", "metadata": {"name": "node-a"},
-        "spec": {"labels": {"nvidia.com/gpu.present": "true"},
-                 "features": {"flags": {"cpu.cpuid": {"elements": {"AVX2": {}}}},
-                              "attributes": {"kernel.version": {"elements": {"major": "6"}}}}}}
+GOOD = {
+    "apiVersion": f"{nfd.GROUP}/v1alpha1",
+    "kind": "NodeFeature",
+    "metadata": {"name": "node-a"},
+    "spec": {
+        "labels": {"nvidia.com/gpu.present": "true"},
+        "features": {
+            "flags": {"cpu.cpuid": {"elements": {"AVX2": {}}}},
+            "attributes": {"kernel.version": {"elements": {"major": "6"}}},
+        },
+    },
+}
 
 
 def test_a_nodefeature_label_that_is_not_a_string_is_refused(node_feature):
@@ -103,8 +128,7 @@ def test_a_nodefeature_without_spec_is_refused(node_feature):
 
 
 def test_a_field_nfd_does_not_define_is_pruned_from_a_nodefeature(node_feature):
-    sent = {**GOOD, "spec": {**GOOD["spec"], "owner": "someone"},
-            "status": {"x": 1}}
+    sent = {**GOOD, "spec": {**GOOD["spec"], "owner": "someone"}, "status": {"x": 1}}
     assert _pruned(sent, node_feature) == GOOD
 
 
@@ -122,15 +146,23 @@ def _walk(node: dict, path: str = "$"):
 def test_every_level_of_every_schema_has_a_type_so_it_is_structural(tag):
     # A structural schema names a type at every level (apiextensions.k8s.io/v1, "Specifying a
     # structural schema"); without one a CRD needs x-kubernetes-preserve-unknown-fields.
-    untyped = [f"{plural} {path}" for plural, schema in nfd.crd_schemas(tag).items()
-               for path, node in _walk(schema) if "type" not in node]
+    untyped = [
+        f"{plural} {path}"
+        for plural, schema in nfd.crd_schemas(tag).items()
+        for path, node in _walk(schema)
+        if "type" not in node
+    ]
     assert untyped == []
 
 
 def _rule(expression: dict, term_extra: dict | None = None) -> dict:
     term = {"feature": "pci.device", "matchExpressions": {"vendor": expression}, **(term_extra or {})}
-    return {"apiVersion": f"{nfd.GROUP}/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": "r"},
-            "spec": {"rules": [{"name": "r", "labels": {"a": "b"}, "matchFeatures": [term]}]}}
+    return {
+        "apiVersion": f"{nfd.GROUP}/v1alpha1",
+        "kind": "NodeFeatureRule",
+        "metadata": {"name": "r"},
+        "spec": {"rules": [{"name": "r", "labels": {"a": "b"}, "matchFeatures": [term]}]},
+    }
 
 
 def test_an_unknown_match_op_is_refused_in_a_nodefeaturerule():

@@ -9,8 +9,8 @@ from components.kubernetes.operands import sharing
 from components.kubernetes.operands.context import MigPool
 from components.kubernetes.operands.mig_manager import mig_parted_config
 from gpu_platform.catalog import matrix
-from gpu_platform.interface import contract
 from gpu_platform.config.node_pool import NodePool
+from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, gpu_node_groups, pod_spec
 
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -33,7 +33,9 @@ def test_config_manager_watches_a_label_every_pool_sets_to_one_of_its_configs(st
     # label no pool sets leaves every node on the default config, silently.
     for operand in ("device-plugin", "gpu-feature-discovery"):
         spec = pod_spec(daemonset_of(stack, operand))
-        managers = [c for c in spec.get("initContainers", []) + spec["containers"] if c.get("command") == ["config-manager"]]
+        managers = [
+            c for c in spec.get("initContainers", []) + spec["containers"] if c.get("command") == ["config-manager"]
+        ]
         assert len(managers) == 2, operand  # the init container and the sidecar
         configs = config_map(stack, f"nvidia-{operand}-available-configs")
         for container in managers:
@@ -80,7 +82,11 @@ def test_the_config_config_manager_falls_back_to_is_in_the_map(stack):
     # With no node label config-manager links DEFAULT_CONFIG, which must exist in CONFIG_FILE_SRCDIR
     # or it exits (cmd/config-manager/main.go:334-392 at v0.18.1).
     for operand in ("device-plugin", "gpu-feature-discovery"):
-        ds = next(r for r in stack.of_type("kubernetes:apps/v1:DaemonSet") if r.inputs["metadata"]["name"] == f"nvidia-{operand}")
+        ds = next(
+            r
+            for r in stack.of_type("kubernetes:apps/v1:DaemonSet")
+            if r.inputs["metadata"]["name"] == f"nvidia-{operand}"
+        )
         pod = ds.inputs["spec"]["template"]["spec"]
         for c in [*pod["initContainers"], *pod["containers"]]:
             default = {e["name"]: e.get("value") for e in c.get("env", [])}.get("DEFAULT_CONFIG")
@@ -89,8 +95,16 @@ def test_the_config_config_manager_falls_back_to_is_in_the_map(stack):
 
 
 def _h100_pool(mig_config: str) -> NodePool:
-    return NodePool.model_validate({"name": "h100", "instanceType": "p5.48xlarge", "minSize": 0, "desiredSize": 0,
-                                    "maxSize": 2, "mig": {"config": mig_config}})
+    return NodePool.model_validate(
+        {
+            "name": "h100",
+            "instanceType": "p5.48xlarge",
+            "minSize": 0,
+            "desiredSize": 0,
+            "maxSize": 2,
+            "mig": {"config": mig_config},
+        }
+    )
 
 
 def test_a_single_profile_mig_node_advertises_every_instance_as_a_whole_gpu():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from components.kubernetes.operands import stages
@@ -28,7 +29,7 @@ def test_the_first_stage_waits_for_every_gpu_node_group(stack):
 
 def test_each_stage_waits_for_the_previous_stages_daemonset(stack):
     ordered = active_stages(stack)
-    for previous, current in zip(ordered, ordered[1:]):
+    for previous, current in itertools.pairwise(ordered):
         waits = stack.waits_for(daemonset_of(stack, current.operand).urn)
         assert daemonset_of(stack, previous.operand).urn in waits, f"{current.operand} after {previous.operand}"
 
@@ -39,7 +40,7 @@ def _node_boot(mig_pending: bool, baked: bool) -> list[str]:
     writes them (toolkit-ready and cuda-ready once its init checks pass; plugin-ready once the device
     plugin advertises a GPU). A node that boots in MIG mode with no instances (`mig_pending`)
     advertises nothing until the MIG manager has carved it."""
-    order = [s for s in stages.active(baked, any_mig=True)]
+    order = list(stages.active(baked, any_mig=True))
     running: list[str] = []
     markers: set[str] = set()
     for _ in range(len(order) + 1):
@@ -79,8 +80,12 @@ def test_pulumi_waits_for_the_controller_not_for_every_node(stack):
 
 def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
     # Per node, a wait on a later stage's marker would never complete.
-    written_by = {"driver-ready": {"container-toolkit", "validator"}, "toolkit-ready": {"validator"},
-                  "cuda-ready": {"validator"}, "plugin-ready": {"validator"}}
+    written_by = {
+        "driver-ready": {"container-toolkit", "validator"},
+        "toolkit-ready": {"validator"},
+        "cuda-ready": {"validator"},
+        "plugin-ready": {"validator"},
+    }
     # The validator writes plugin-ready only once its plugin check got a GPU from the device plugin
     # (validator.py): that marker also needs the device plugin running on the node, so an operand that
     # waits for it (GFD, DCGM) must come after the device plugin, or Pulumi's wait for its rollout
@@ -91,9 +96,12 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
             seen: set[str] = set()
             for stage in stages.active(baked, any_mig=not dra, dra=dra):
                 if stage.waits_for:
-                    assert written_by[stage.waits_for] & seen, f"{stage.operand} waits for {stage.waits_for} (dra {dra})"
-                    assert needs_running.get(stage.waits_for, set()) <= seen, \
+                    assert written_by[stage.waits_for] & seen, (
+                        f"{stage.operand} waits for {stage.waits_for} (dra {dra})"
+                    )
+                    assert needs_running.get(stage.waits_for, set()) <= seen, (
                         f"{stage.operand} waits for {stage.waits_for} before {needs_running[stage.waits_for] - seen} runs"
+                    )
                 seen.add(stage.operand)
 
 
@@ -113,8 +121,11 @@ def _needs_a_free_gpu(check: dict) -> bool:
 
 
 def _markers_waited_for(spec: dict) -> list[str]:
-    return [m for c in spec.get("initContainers", [])
-            for m in re.findall(r"-f /run/nvidia/validations/([a-z-]+)", " ".join(c.get("args", [])))]
+    return [
+        m
+        for c in spec.get("initContainers", [])
+        for m in re.findall(r"-f /run/nvidia/validations/([a-z-]+)", " ".join(c.get("args", [])))
+    ]
 
 
 def test_gfd_and_the_exporter_start_on_a_node_whose_gpus_are_all_allocated(stack):
@@ -129,7 +140,7 @@ def test_gfd_and_the_exporter_start_on_a_node_whose_gpus_are_all_allocated(stack
         assert markers, operand
         for marker in markers:
             writer = components.index(WRITTEN_BY_CHECK[marker])
-            blocking = [c["name"] for c in checks[:writer + 1] if _needs_a_free_gpu(c)]
+            blocking = [c["name"] for c in checks[: writer + 1] if _needs_a_free_gpu(c)]
             assert not blocking, f"{operand} waits for {marker} behind {blocking}"
 
 
@@ -143,8 +154,16 @@ def test_the_rollout_order_is_the_one_the_readme_gives():
     # Written out by hand (the marker chain in stages.py's docstring): discovery, the runtime,
     # the proof that the driver works, GPU layout, then what allocates GPUs and what reads them.
     assert [stage.operand for stage in stages.STAGES] == [
-        "node-feature-discovery", "container-toolkit", "validator", "mig-manager", "dra-driver", "dra-validator",
-        "device-plugin", "gpu-feature-discovery", "dcgm-exporter"]
+        "node-feature-discovery",
+        "container-toolkit",
+        "validator",
+        "mig-manager",
+        "dra-driver",
+        "dra-validator",
+        "device-plugin",
+        "gpu-feature-discovery",
+        "dcgm-exporter",
+    ]
 
 
 def test_every_operand_of_a_dra_node_starts():
@@ -201,7 +220,9 @@ def test_daemonsets_select_nodes_by_a_gate_the_pools_carry(stack):
         carrying = [name for name, labels in pools.items() if all(labels.get(k) == v for k, v in selector.items())]
         assert carrying, f"no pool carries {selector}"
         if stage.row.on == "mig-pools":
-            assert carrying == [f"gpu-pool-{p['name']}-ng" for p in stack.config["gpu-platform:nodePools"] if p.get("mig")]
+            assert carrying == [
+                f"gpu-pool-{p['name']}-ng" for p in stack.config["gpu-platform:nodePools"] if p.get("mig")
+            ]
 
 
 def test_every_operand_tolerates_every_pools_taints(stack):
@@ -210,8 +231,14 @@ def test_every_operand_tolerates_every_pools_taints(stack):
         assert any(t["key"] == contract.GPU_TAINT_KEY for t in taints)
         for ds in daemonsets(stack):
             for taint in taints:
-                taint = {**taint, "effect": {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute",
-                                             "PREFER_NO_SCHEDULE": "PreferNoSchedule"}.get(taint["effect"], taint["effect"])}
+                taint = {
+                    **taint,
+                    "effect": {
+                        "NO_SCHEDULE": "NoSchedule",
+                        "NO_EXECUTE": "NoExecute",
+                        "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+                    }.get(taint["effect"], taint["effect"]),
+                }
                 assert contract.tolerates(pod_spec(ds).get("tolerations", []), taint), (ds.name, taint)
 
 

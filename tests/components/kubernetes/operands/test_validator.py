@@ -33,8 +33,13 @@ def _rules(rec, kind: str, name: str) -> list[dict]:
 
 
 def _grants(rules: list[dict], group: str, resource: str, verb: str, name: str | None = None) -> bool:
-    return any(group in r.get("apiGroups", []) and resource in r.get("resources", []) and verb in r.get("verbs", [])
-               and (not r.get("resourceNames") or name in r["resourceNames"]) for r in rules)
+    return any(
+        group in r.get("apiGroups", [])
+        and resource in r.get("resources", [])
+        and verb in r.get("verbs", [])
+        and (not r.get("resourceNames") or name in r["resourceNames"])
+        for r in rules
+    )
 
 
 def test_the_daemonset_has_the_name_the_image_looks_itself_up_by(prod):
@@ -45,7 +50,9 @@ def test_the_workload_pods_service_account_exists_in_the_validators_namespace(pr
     ds = _validator(prod)
     namespace = ds.inputs["metadata"]["namespace"]
     accounts = [r.inputs["metadata"] for r in prod.of_type(SERVICE_ACCOUNT)]
-    assert {"name": UPSTREAM_NAME, "namespace": namespace} in [{"name": a["name"], "namespace": a.get("namespace")} for a in accounts]
+    assert {"name": UPSTREAM_NAME, "namespace": namespace} in [
+        {"name": a["name"], "namespace": a.get("namespace")} for a in accounts
+    ]
     assert pod_spec(ds)["serviceAccountName"] == UPSTREAM_NAME
 
 
@@ -53,7 +60,9 @@ def test_the_validator_may_get_its_own_daemonset_and_run_its_workload_pods(prod)
     rules = _rules(prod, ROLE, UPSTREAM_NAME)
     binding = [b for b in prod.of_type(ROLE_BINDING) if b.inputs["metadata"]["name"] == UPSTREAM_NAME]
     assert binding and binding[0].inputs["roleRef"]["name"] == UPSTREAM_NAME
-    assert {"kind": "ServiceAccount", "name": UPSTREAM_NAME, "namespace": "gpu-operator"} in binding[0].inputs["subjects"]
+    assert {"kind": "ServiceAccount", "name": UPSTREAM_NAME, "namespace": "gpu-operator"} in binding[0].inputs[
+        "subjects"
+    ]
     assert _grants(rules, "apps", "daemonsets", "get", UPSTREAM_NAME)
     # List and delete the node's earlier workload pod, create one, get it until Succeeded
     # (validator/main.go:998-1072 at v23.9.0; cmd/nvidia-validator/main.go:1353-1404, 1606-1636 at v26.7.0).
@@ -66,8 +75,14 @@ def test_the_validator_may_get_its_own_daemonset_and_run_its_workload_pods(prod)
 def test_the_validator_holds_no_right_its_checks_do_not_use(prod):
     rules = _rules(prod, ROLE, UPSTREAM_NAME) + _rules(prod, CLUSTER_ROLE, UPSTREAM_NAME)
     verbs = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
-    assert verbs == {("", "pods", "create"), ("", "pods", "get"), ("", "pods", "list"), ("", "pods", "delete"),
-                     ("apps", "daemonsets", "get"), ("", "nodes", "get")}
+    assert verbs == {
+        ("", "pods", "create"),
+        ("", "pods", "get"),
+        ("", "pods", "list"),
+        ("", "pods", "delete"),
+        ("apps", "daemonsets", "get"),
+        ("", "nodes", "get"),
+    }
     assert [r["resourceNames"] for r in rules if r["resources"] == ["daemonsets"]] == [[UPSTREAM_NAME]]
 
 
@@ -107,8 +122,12 @@ def test_only_a_stage_of_releases_that_write_driver_ready_waits_for_a_driver_mar
     # (validator/main.go:141-144, 677-681 at v23.9.0 and v24.3.0; 150, 773-820 at v24.6.0): a stage that
     # waited for either at a release that writes the other would hold every host-driver node forever.
     # The DRA driver (from v26.7.0) waits for driver-ready, as upstream checks the driver only there.
-    waiting = {(r.operand, r.marker(dra)) for r in operands.rows() for dra in (False, True)
-               if r.marker(dra) in ("driver-ready", "host-driver-ready")}
+    waiting = {
+        (r.operand, r.marker(dra))
+        for r in operands.rows()
+        for dra in (False, True)
+        if r.marker(dra) in ("driver-ready", "host-driver-ready")
+    }
     assert waiting == {("dra-driver", "driver-ready")}
     (row,) = [r for r in operands.rows() if r.operand == "dra-driver"]
     assert versions.at_least(row.since.lstrip("v"), "24.6.0")

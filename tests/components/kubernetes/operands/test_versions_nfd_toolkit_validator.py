@@ -19,7 +19,6 @@ release with that release's own Kubernetes.
 
 from __future__ import annotations
 
-
 import kubernetes_validate
 import pytest
 import yaml
@@ -39,24 +38,36 @@ RELEASES = sorted(MATRIX.releases, key=lambda name: versions.parse(name))
 
 # Flags (by name) each NFD daemon defines; passing any other stops the daemon at start.
 NFD_FLAGS = {
-    "0.14": {"worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
-             "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
-             "gc": {"gc-interval", "kubeconfig"}},
-    "0.15": {"worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
-             "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
-             "gc": {"gc-interval", "kubeconfig", "metrics"}},
-    "0.16.0": {"worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
-               "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
-               "gc": {"gc-interval", "kubeconfig", "metrics"}},
-    "0.16.6": {"worker": {"config", "metrics", "grpc-health", "server", "oneshot", "options"},
-               "master": {"port", "metrics", "grpc-health", "enable-leader-election", "config", "prune"},
-               "gc": {"gc-interval", "kubeconfig", "metrics"}},
-    "0.17": {"worker": {"config", "metrics", "grpc-health", "oneshot", "options"},
-             "master": {"metrics", "grpc-health", "enable-leader-election", "config", "prune"},
-             "gc": {"gc-interval", "kubeconfig", "metrics"}},
-    "0.18": {"worker": {"config", "port", "oneshot", "options"},
-             "master": {"port", "enable-leader-election", "config", "prune"},
-             "gc": {"gc-interval", "kubeconfig", "port"}},
+    "0.14": {
+        "worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
+        "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig"},
+    },
+    "0.15": {
+        "worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
+        "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig", "metrics"},
+    },
+    "0.16.0": {
+        "worker": {"config", "metrics", "server", "enable-nodefeature-api", "oneshot", "options"},
+        "master": {"port", "metrics", "enable-leader-election", "enable-nodefeature-api", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig", "metrics"},
+    },
+    "0.16.6": {
+        "worker": {"config", "metrics", "grpc-health", "server", "oneshot", "options"},
+        "master": {"port", "metrics", "grpc-health", "enable-leader-election", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig", "metrics"},
+    },
+    "0.17": {
+        "worker": {"config", "metrics", "grpc-health", "oneshot", "options"},
+        "master": {"metrics", "grpc-health", "enable-leader-election", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig", "metrics"},
+    },
+    "0.18": {
+        "worker": {"config", "port", "oneshot", "options"},
+        "master": {"port", "enable-leader-election", "config", "prune"},
+        "gc": {"gc-interval", "kubeconfig", "port"},
+    },
 }
 
 # Where each daemon serves its health check: (kind, port), or None for no health check at all.
@@ -71,12 +82,26 @@ NFD_HEALTH = {
 
 # Env names the toolkit installer reads (the subset this platform may set), by first version.
 TOOLKIT_ENV = {
-    "1.14": {"ROOT", "RUNTIME", "RUNTIME_CONFIG", "CONTAINERD_CONFIG", "RUNTIME_SOCKET", "CONTAINERD_SOCKET",
-             "CONTAINERD_RUNTIME_CLASS", "NVIDIA_DRIVER_ROOT", "DRIVER_ROOT_CTR_PATH", "CDI_ENABLED",
-             "NVIDIA_RUNTIME_SET_AS_DEFAULT", "NVIDIA_CONTAINER_RUNTIME_MODE", "CRIO_CONFIG_MODE",
-             "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND", "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES",
-             # tools/container/toolkit/toolkit.go:176-188 at v1.14.3; cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169 at v1.20.0
-             "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS"},
+    "1.14": {
+        "ROOT",
+        "RUNTIME",
+        "RUNTIME_CONFIG",
+        "CONTAINERD_CONFIG",
+        "RUNTIME_SOCKET",
+        "CONTAINERD_SOCKET",
+        "CONTAINERD_RUNTIME_CLASS",
+        "NVIDIA_DRIVER_ROOT",
+        "DRIVER_ROOT_CTR_PATH",
+        "CDI_ENABLED",
+        "NVIDIA_RUNTIME_SET_AS_DEFAULT",
+        "NVIDIA_CONTAINER_RUNTIME_MODE",
+        "CRIO_CONFIG_MODE",
+        "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_DEFAULT_KIND",
+        "NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES",
+        # tools/container/toolkit/toolkit.go:176-188 at v1.14.3; cmd/nvidia-ctk-installer/toolkit/toolkit.go:157-169 at v1.20.0
+        "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED",
+        "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS",
+    },
     "1.16": {"TOOLKIT_PID_FILE", "NVIDIA_DEV_ROOT", "DEV_ROOT_CTR_PATH"},
     "1.18": {"RUNTIME_DROP_IN_CONFIG", "RUNTIME_DROP_IN_CONFIG_HOST_PATH"},
     # cmd/nvidia-ctk-installer/main.go:121-128 at v1.19.0 and v1.20.0; absent at v1.18.1.
@@ -86,8 +111,15 @@ TOOLKIT_ENV = {
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES"}
 
 # Env names the validator reads (os.Getenv and its flags' EnvVars), the same at every tag in the matrix.
-VALIDATOR_ENV = {"COMPONENT", "WITH_WAIT", "WITH_WORKLOAD", "NODE_NAME", "OPERATOR_NAMESPACE",
-                 "VALIDATOR_IMAGE", "VALIDATOR_RUNTIME_CLASS"}
+VALIDATOR_ENV = {
+    "COMPONENT",
+    "WITH_WAIT",
+    "WITH_WORKLOAD",
+    "NODE_NAME",
+    "OPERATOR_NAMESPACE",
+    "VALIDATOR_IMAGE",
+    "VALIDATOR_RUNTIME_CLASS",
+}
 
 
 def _line(table: dict, version: str):
@@ -117,8 +149,11 @@ def containers_of(obj: dict) -> list[dict]:
 
 
 def nfd_container(release: str, daemon: str) -> dict:
-    obj = (workload(release, "node-feature-discovery") if daemon == "worker"
-           else workload(release, "node-feature-discovery", "Deployment", daemon))
+    obj = (
+        workload(release, "node-feature-discovery")
+        if daemon == "worker"
+        else workload(release, "node-feature-discovery", "Deployment", daemon)
+    )
     return obj["spec"]["template"]["spec"]["containers"][0]
 
 
@@ -127,6 +162,7 @@ def image_version(release: str, operand: str) -> str:
 
 
 # --- every release -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("release", stacks.each(RELEASES))
 def test_every_object_of_the_three_operands_is_strictly_valid_for_the_releases_kubernetes(release):
@@ -174,7 +210,10 @@ def test_nfd_gives_the_worker_the_paths_and_rights_its_image_uses(release):
     env = {e["name"] for e in worker["env"]}
     spec = workload(release, "node-feature-discovery")["spec"]["template"]["spec"]
     paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
-    crds = {o.inputs["metadata"]["name"] for o in stacks.of_kind(stack(release), "node-feature-discovery", "CustomResourceDefinition")}
+    crds = {
+        o.inputs["metadata"]["name"]
+        for o in stacks.of_kind(stack(release), "node-feature-discovery", "CustomResourceDefinition")
+    }
     # Owner references since 0.15; the own-pod lookup, /proc/swaps and NodeFeatureGroups since 0.16.
     assert ({"POD_NAME", "POD_UID"} <= env) == versions.at_least(version, "0.15"), release
     assert ("/proc/swaps" in paths) == versions.at_least(version, "0.16"), release
@@ -193,7 +232,9 @@ def test_nfd_master_may_inform_on_node_feature_groups_exactly_where_it_always_do
     # wait for its cache before serving health; v0.17.3 gates it on NodeFeatureGroupAPI (:1364).
     version = image_version(release, "node-feature-discovery")
     always = versions.at_least(version, "0.16.3") and not versions.at_least(version, "0.17.3")
-    master = stacks.workload(stack(release), "node-feature-discovery", "Deployment", "nvidia-node-feature-discovery-master")
+    master = stacks.workload(
+        stack(release), "node-feature-discovery", "Deployment", "nvidia-node-feature-discovery-master"
+    )
     cluster, namespace = (stacks.bound_rules(stack(release), master, kind) for kind in ("ClusterRole", "Role"))
     listed = {v for r in cluster if "nodefeaturegroups" in r["resources"] for v in r["verbs"]}
     status = {v for r in namespace if "nodefeaturegroups/status" in r["resources"] for v in r["verbs"]}
@@ -223,8 +264,9 @@ def test_the_toolkit_writes_a_drop_in_only_where_its_image_cannot_be_told_to_lea
     assert (f"{container_toolkit.DROP_IN_DIR}:rw" in host_paths) == drop_in, release
     # Without a drop-in the image up to v1.17 edits config.toml in place: the reason says so.
     in_place = not versions.at_least(version, "1.18")
-    assert ("adds the nvidia runtime to /etc/containerd/config.toml" in annotations["audit.gpu-platform.io/reason"]) \
-        == in_place, release
+    assert (
+        "adds the nvidia runtime to /etc/containerd/config.toml" in annotations["audit.gpu-platform.io/reason"]
+    ) == in_place, release
     assert ("CONTAINERD_CONFIG" in env) == (not versions.at_least(version, "1.19")), release
     # nodeadm rewrites config.toml at boot and imports no drop-in: the imports line the installer adds lasts
     # until then (amazon-eks-ami v20260714 nodeadm/internal/containerd/config.template.toml).
@@ -276,8 +318,16 @@ def test_the_toolkits_pre_1_18_cdi_env_is_the_operators_annotation_prefix_set():
     # CDI on ships toolkit 1.18 or later, and operator.overrides may only be a patch bump of the
     # release's image (policy/images.py refuses the rest), so only the spec can show this branch.
     row = MATRIX.release("v24.9.2")
-    spec = container_toolkit.spec(OperandContext(images=dict(row.images), sharing=(), mig_pools=(), toolkit_baked=False,
-                                                 toolkit_version=row.toolkit_version, cdi=True))
+    spec = container_toolkit.spec(
+        OperandContext(
+            images=dict(row.images),
+            sharing=(),
+            mig_pools=(),
+            toolkit_baked=False,
+            toolkit_version=row.toolkit_version,
+            cdi=True,
+        )
+    )
     env = dict(spec.containers[0].env)
     assert env["NVIDIA_CONTAINER_RUNTIME_MODES_CDI_ANNOTATION_PREFIXES"] == "nvidia.cdi.k8s.io/"
     assert "NVIDIA_CONTAINER_RUNTIME_MODE" not in env and "RUNTIME_DROP_IN_CONFIG" not in env
@@ -321,6 +371,7 @@ def test_image_versions_ignore_os_and_flavour_suffixes():
 
 # --- one whole stack on an old release, through the preview's engine --------------------------
 
+
 def _on_release(release: str):
     row = MATRIX.release(release)
 
@@ -347,7 +398,7 @@ def test_the_prod_stack_on_the_oldest_release_renders_its_images_traits_and_vali
     rec = variant(with_toolkit_daemonset, stack="prod")
     k8s = rec.config["gpu-platform:cluster"]["kubernetesVersion"] + ".0"
     mine = ("nvidia-node-feature-discovery", "nvidia-container-toolkit", "nvidia-operator-validator")
-    for filename, text in manifests.files(rec).items():
+    for text in manifests.files(rec).values():
         doc = yaml.safe_load(text)
         if any(name in doc["metadata"].get("name", "") for name in mine):
             kubernetes_validate.validate(doc, k8s, strict=True)

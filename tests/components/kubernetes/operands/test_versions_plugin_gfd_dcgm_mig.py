@@ -9,13 +9,12 @@ of the four specs), never a test-side copy of the operand wiring."""
 
 from __future__ import annotations
 
-
 import pytest
 from pydantic import ValidationError
 
 from components.kubernetes.operands import dcgm_exporter, gpu_feature_discovery, mig_manager
-from gpu_platform.config.operator import Operator
 from gpu_platform.catalog import matrix, versions
+from gpu_platform.config.operator import Operator
 from tests import release_stacks as stacks
 
 RELEASES = matrix.load().releases
@@ -121,7 +120,9 @@ def test_the_exporter_listens_where_its_probes_and_service_look_at_every_version
     pod_labels = ds.inputs["spec"]["template"]["metadata"]["labels"]
     for service in services:
         assert service.inputs["spec"]["selector"].items() <= pod_labels.items()
-        assert [named.get(p["targetPort"], p["targetPort"]) for p in service.inputs["spec"]["ports"]] == [dcgm_exporter.PORT]
+        assert [named.get(p["targetPort"], p["targetPort"]) for p in service.inputs["spec"]["ports"]] == [
+            dcgm_exporter.PORT
+        ]
     # The metrics list is in the ConfigMap mounted where DCGM_EXPORTER_COLLECTORS points.
     directory, file = env["DCGM_EXPORTER_COLLECTORS"].rsplit("/", 1)
     assert file in (stacks.mounted_config(rec, ds, exporter, directory) or {})
@@ -150,7 +151,7 @@ def test_the_mig_manager_finds_the_host_driver_by_its_images_env_names(release):
     driver_root = "NVIDIA_DRIVER_ROOT" if newer else "DRIVER_ROOT"
     assert env[driver_root] == "/"
     assert env["DRIVER_ROOT_CTR_PATH"] == "/host"
-    assert {path: mount for path, mount in stacks.host_mounts(ds, manager).values()}["/"] == "/host"
+    assert dict(stacks.host_mounts(ds, manager).values())["/"] == "/host"
     # The image's own entrypoint: no operator entrypoint script, no shell.
     assert "command" not in manager
     # With CDI the device nodes are the host's too; v0.13+ no longer default them to the driver root.
