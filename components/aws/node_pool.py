@@ -72,13 +72,8 @@ BATCH_MINUTES = 30
 PROVIDER_DEFAULT_MINUTES = 60
 MAX_BATCH = 100
 
-# What the cluster autoscaler (run by the cluster's users) reads to build a node of a group with no nodes
-# (cluster-autoscaler-1.33.6 and 1.34.5, cloudprovider/aws/aws_manager.go): the node group's labels and
-# taints from eks:DescribeNodegroup (lines 302-320), but nvidia.com/gpu from its instance type table
-# (line 280) and any other resource only from this ASG tag prefix (lines 285-289, 436-456). EKS copies no
-# node group tag to its ASG (botocore 1.43.11 eks service-2.json, CreateNodegroupRequest.tags;
-# aws/containers-roadmap#608, open), so the pool tags the ASG itself.
-CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
+# The ASG tag prefix the cluster autoscaler reads an empty group's resources from: contract.CA_RESOURCE_TAG.
+CA_RESOURCE_TAG = contract.CA_RESOURCE_TAG
 
 
 def roll_batches(pool: NodePoolConfig) -> tuple[int, int]:

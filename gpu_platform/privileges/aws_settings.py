@@ -34,8 +34,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from gpu_platform.interface import contract
 from gpu_platform.interface.props import dig, mapping, sequence, text, unless_filled_in
 from gpu_platform.interface.resource_types import (
+    ASG_TAG,
     EKS_CLUSTER,
     EKS_NODE_GROUP,
     IAM_INSTANCE_PROFILE,
@@ -48,6 +50,7 @@ from gpu_platform.privileges.canonical_form import canonical, number, sha256, su
 
 Row = tuple[str, str, str]
 TYPES = (
+    ASG_TAG,
     LAUNCH_TEMPLATE,
     EKS_NODE_GROUP,
     IMAGE_INFRASTRUCTURE,
@@ -120,6 +123,17 @@ def rows(
     props: Mapping[str, Any],
     built_from: Mapping[str, tuple[str, ...]] = MappingProxyType({}),
 ) -> list[Row]:
+    if resource_type == ASG_TAG:
+        # What an empty group offers the cluster autoscaler holds no access; any other key may (an
+        # auto-discovery tag such as k8s.io/cluster-autoscaler/enabled hands the group to the
+        # autoscaler, and a propagated tag lands on every instance): a row.
+        tag = dig(props, "tag")
+        key, propagated = text(tag.get("key")), tag.get("propagateAtLaunch") is True
+        if key.startswith(contract.CA_RESOURCE_TAG) and not propagated:
+            return []
+        # By the Tag resource's name: the group's name is an output, unknown in a first preview.
+        shown = f"tag {key}={text(tag.get('value'))}" + (" (propagated to instances)" if propagated else "")
+        return [(f"auto scaling group tag {resource_name}", "(node settings)", shown)]
     if resource_type == LAUNCH_TEMPLATE:
         who, part = f"launch template {resource_name}", "(node settings)"
         found = [(who, part, _metadata(dig(props, "metadataOptions")))]

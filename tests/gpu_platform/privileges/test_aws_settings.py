@@ -314,3 +314,39 @@ def test_a_value_built_from_an_output_is_not_read_as_left_out_when_unknown():
     assert unless_filled_in(Planned(), "amiType") is None  # left out: the provider fills it in
     with pytest.raises(UnknownValueError):
         unless_filled_in(Planned(), "amiType", {"amiType": ("gpu-node-role",)})  # set from an output
+
+
+ASG_TAG = "aws:autoscaling/tag:Tag"
+
+
+def _asg_tag(key: str, value: str, propagate: bool = False) -> dict:
+    return {
+        "autoscalingGroupName": "eks-gpu-l4-abc",
+        "tag": {"key": key, "value": value, "propagateAtLaunch": propagate},
+    }
+
+
+def test_what_an_empty_pool_offers_the_autoscaler_is_no_row():
+    # The prefix cluster-autoscaler reads an empty group's resources from (cloudprovider/aws/aws_manager.go
+    # lines 436-456 at cluster-autoscaler-1.33.6): a count, no access.
+    tag = _asg_tag("k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu", "4")
+    assert ledger.rows([(ASG_TAG, "gpu-l4-ca-nvidia.com-gpu", tag)]) == []
+
+
+def test_any_other_asg_tag_is_a_row():
+    # k8s.io/cluster-autoscaler/enabled is what the autoscaler's auto-discovery selects groups by.
+    tag = _asg_tag("k8s.io/cluster-autoscaler/enabled", "true")
+    assert ledger.rows([(ASG_TAG, "gpu-l4-discovery", tag)]) == [
+        ("auto scaling group tag gpu-l4-discovery", "(node settings)", "tag k8s.io/cluster-autoscaler/enabled=true")
+    ]
+
+
+def test_a_node_template_tag_copied_to_the_instances_is_a_row():
+    tag = _asg_tag("k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu", "4", propagate=True)
+    assert ledger.rows([(ASG_TAG, "gpu-l4-ca", tag)]) == [
+        (
+            "auto scaling group tag gpu-l4-ca",
+            "(node settings)",
+            "tag k8s.io/cluster-autoscaler/node-template/resources/nvidia.com/gpu=4 (propagated to instances)",
+        )
+    ]
