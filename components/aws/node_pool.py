@@ -72,9 +72,6 @@ BATCH_MINUTES = 30
 PROVIDER_DEFAULT_MINUTES = 60
 MAX_BATCH = 100
 
-# The ASG tag prefix the cluster autoscaler reads an empty group's resources from: contract.CA_RESOURCE_TAG.
-CA_RESOURCE_TAG = contract.CA_RESOURCE_TAG
-
 
 def roll_batches(pool: NodePoolConfig) -> tuple[int, int]:
     """(batches, nodes per batch) of a version roll of the whole pool at its maxSize (the cluster
@@ -233,7 +230,7 @@ class GpuNodePool(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             # Custom AMI: no amiType, version, releaseVersion, diskSize or remoteAccess. The labels
             # and taint repeat the kubelet's: the cluster autoscaler's template node of an empty group
-            # takes them from here (CA_RESOURCE_TAG's note), given eks:DescribeNodegroup on its side
+            # takes them from here (contract.CA_RESOURCE_TAG's note), given eks:DescribeNodegroup on its side
             # (cluster-autoscaler-1.33.6 cloudprovider/aws/README.md lines 55 and 110).
             labels=labels,
             taints=[{"key": t["key"], "value": t["value"], "effect": "NO_SCHEDULE"} for t in taints],
@@ -266,7 +263,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 f"{name}-ca-{resource.replace('/', '-')}",
                 autoscaling_group_name=asg,
                 # Not on the instances: the launch template tags them (propagation would add these).
-                tag={"key": CA_RESOURCE_TAG + resource, "value": str(count), "propagate_at_launch": False},
+                tag={"key": contract.CA_RESOURCE_TAG + resource, "value": str(count), "propagate_at_launch": False},
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for resource, count in sorted({"nvidia.com/gpu": 0, **args.resources}.items())

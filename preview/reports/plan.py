@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 from components.aws.node_image import kernel_module_declared
-from components.aws.node_pool import CA_RESOURCE_TAG
 from components.kubernetes.operands import stages
 from gpu_platform.catalog import matrix
 from gpu_platform.config import StackConfig, parse
@@ -157,15 +156,15 @@ def _pool_facts(config: StackConfig, pool: NodePool, tags: dict[str, Any], gate:
 
 def _autoscaler(recording: Recording, group: Registration | None) -> str:
     """What the cluster autoscaler's template node of the pool's empty group offers, from the ASG tags
-    beside its node group (components/aws/node_pool.py CA_RESOURCE_TAG): a pod that asks for more stays
+    beside its node group (gpu_platform/interface/contract.py CA_RESOURCE_TAG): a pod that asks for more stays
     pending at zero nodes."""
     tags = (
         [(r.inputs.get("tag") or {}) for r in recording.children(group.parent) if r.type == _ASG_TAG] if group else []
     )
     offered = [
-        f"{t.get('key', '').removeprefix(CA_RESOURCE_TAG)} x{t.get('value')}"
+        f"{t.get('key', '').removeprefix(contract.CA_RESOURCE_TAG)} x{t.get('value')}"
         for t in tags
-        if str(t.get("key", "")).startswith(CA_RESOURCE_TAG)
+        if str(t.get("key", "")).startswith(contract.CA_RESOURCE_TAG)
     ]
     return ", ".join(sorted(offered)) or "nothing tagged (only the instance type's GPU count)"
 
