@@ -23,7 +23,7 @@ from tools.mutation.fresh_copies import RUN_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANTS = ROOT / "mutants"
-EXPLAINED = ROOT / "mutation" / "explained.yaml"
+EXPLAINED = Path(__file__).with_name("explained.yaml")
 REPORT = ROOT / "docs" / "mutation.md"
 SCOPE = ("policy", "gpu_platform", "components")
 TARGET = 0.85

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
+from tests.conftest import ROOT
 from tools.mutation import report
 from tools.mutation.report import Mutant
 
@@ -130,3 +133,9 @@ def test_the_report_names_the_commit_the_run_was_made_at(tmp_path):
     # The latest run's own record wins over mutmut's baseline (its last full coverage pass).
     (tmp_path / "gpu-platform-run.json").write_text(json.dumps({"commit": "58afdc4" + "0" * 33}))
     assert report.run_commit(tmp_path) == "58afdc4" + "0" * 33
+
+
+def test_the_explanations_are_read_from_the_file_beside_the_report():
+    # A missing file reads as "nothing explained"; the default path must be the one the repo keeps.
+    assert report.EXPLAINED == ROOT / "tools" / "mutation" / "explained.yaml"
+    assert report.load_explained() == yaml.safe_load(report.EXPLAINED.read_text())
