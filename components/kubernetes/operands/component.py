@@ -37,7 +37,11 @@ class Operand(pulumi.ComponentResource):
         crds = [
             k8s.apiextensions.v1.CustomResourceDefinition(
                 f"{name}-crd-{crd['name'].split('.')[0]}",
-                metadata={"name": crd["name"], "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
+                metadata={
+                    "name": crd["name"],
+                    "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+                    **({"annotations": crd["annotations"]} if crd.get("annotations") else {}),
+                },
                 spec=crd["spec"],
                 opts=self._child,
             )

@@ -10,11 +10,11 @@ call, and the Helm chart in deployment/helm/node-feature-discovery/ (templates/m
 worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api-crds.yaml).
 
 - Workers publish `nfd.k8s-sigs.io/v1alpha1` NodeFeature objects (the default since 0.14; the gRPC
-  path between worker and master is gone since 0.17), so the CRDs exist before any NFD pod. Their
-  structural schemas (node_feature_discovery_crds.yaml, written from NFD's Go types, with what each
-  older line lacks) validate and prune what the tag's own generated CRDs do: a NodeFeature with a
-  non-string label or without spec is refused, an unknown field dropped.
-- What differs between image lines (listeners, health checks, owner references, host paths, CRDs)
+  path between worker and master is gone since 0.17), so the CRDs exist before any NFD pod. They
+  are the ones the tag publishes, unmodified (third_party/node-feature-discovery/): structural
+  schemas, so a NodeFeature with a non-string label or without spec is refused, an unknown field
+  dropped; NodeFeatureGroup from 0.16.
+- What differs between image lines (listeners, health checks, owner references, host paths)
   is the `TRAITS` table below, chosen by the image tag's version; the rest is the same at every tag.
 - Worker config follows the GPU Operator's NFD values (pci deviceClassWhitelist,
   deviceLabelFields: [vendor]); both keys exist unchanged since before 0.14.
@@ -22,9 +22,8 @@ worker.yaml, nfd-gc.yaml, clusterrole.yaml, role.yaml, values.yaml, crds/nfd-api
 
 from __future__ import annotations
 
-import copy
 import functools
-import json
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version, image_version
-from gpu_platform.catalog import versions
+from gpu_platform.config import ConfigError
 
 GROUP = "nfd.k8s-sigs.io"
 # The lease nfd-master's leader election takes in its own namespace (pkg/nfd-master/nfd-master.go,
@@ -87,8 +86,6 @@ class Traits:
     reads_own_pod: bool
     # The memory source reads /proc/swaps: since 0.16 (chart templates/worker.yaml v0.16.3).
     swaps: bool
-    # The NodeFeatureGroup CRD ships since 0.16 (chart crds/nfd-api-crds.yaml v0.16.3).
-    feature_groups: bool
     # The master informs on NodeFeatureGroups in every namespace and writes their status in its
     # own, whatever the feature gates, from v0.16.3 to v0.17.2: nothing sets DisableNodeFeatureGroup
     # (pkg/nfd-master/nfd-master.go:1514-1517 v0.16.3, :1350-1354 v0.17.2;
@@ -126,7 +123,6 @@ TRAITS: tuple[Traits, ...] = (
         owner_refs=False,
         reads_own_pod=False,
         swaps=False,
-        feature_groups=False,
     ),
     # v0.15.4: nfd-gc gains -metrics (cmd/nfd-gc/main.go); the worker sets owner references.
     Traits(
@@ -142,7 +138,6 @@ TRAITS: tuple[Traits, ...] = (
         owner_refs=True,
         reads_own_pod=False,
         swaps=False,
-        feature_groups=False,
     ),
     # v0.16.3, v0.16.6, v0.17.x: with the NodeFeature API on (the default, locked on in 0.17) the
     # master's gRPC server no longer starts, health moves to its own port; nfd-gc still has none.
@@ -154,7 +149,6 @@ TRAITS: tuple[Traits, ...] = (
         owner_refs=True,
         reads_own_pod=True,
         swaps=True,
-        feature_groups=True,
         master_informs_groups=True,
     ),
     # v0.17.3: the NodeFeatureGroup informer goes behind its feature gate.
@@ -166,7 +160,6 @@ TRAITS: tuple[Traits, ...] = (
         owner_refs=True,
         reads_own_pod=True,
         swaps=True,
-        feature_groups=True,
     ),
     Traits(
         "0.18",
@@ -176,7 +169,6 @@ TRAITS: tuple[Traits, ...] = (
         owner_refs=True,
         reads_own_pod=True,
         swaps=True,
-        feature_groups=True,
     ),
 )
 
@@ -185,53 +177,43 @@ def traits(image: str) -> Traits:
     return for_version(image, TRAITS)
 
 
-SCHEMAS_FILE = Path(__file__).with_name("node_feature_discovery_crds.yaml")
-_SCHEMAS = yaml.safe_load(SCHEMAS_FILE.read_text())
+# The CRDs each release publishes, kept unmodified (third_party/node-feature-discovery/README.md).
+VENDORED = Path(__file__).parents[3] / "third_party" / "node-feature-discovery"
 
 
-def crd_schemas(version: str) -> dict[str, dict]:
-    """Each CRD's openAPIV3Schema (by plural) at an NFD version: the file's `crds` less what every
-    `older` row the version has not reached says that line lacks."""
-    # deepcopy keeps the file's aliases shared, so a change to a block reaches every use of it.
-    data = copy.deepcopy(_SCHEMAS)
-
-    def parent(path: str) -> tuple[dict, str]:
-        *keys, last = path.split(".")
-        return functools.reduce(dict.__getitem__, keys, data), last
-
-    for row in data["older"]:
-        if versions.at_least(version, row["before"]):
-            continue
-        for path in row.get("drop", ()):
-            node, key = parent(path)
-            del node[key]
-        for path, value in row.get("set", {}).items():
-            node, key = parent(path)
-            node[key] = value
-    return json.loads(json.dumps(data["crds"]))  # plain trees, nothing shared between CRDs
+@functools.cache
+def _sources() -> dict:
+    return yaml.safe_load((VENDORED / "SOURCES.yaml").read_text())
 
 
-def _crd(
-    schemas: dict[str, dict], plural: str, kind: str, scope: str = "Namespaced", short: str = "", status: bool = False
-) -> dict:
-    names = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower()}
-    return {
-        "name": f"{plural}.{GROUP}",
-        "spec": {
-            "group": GROUP,
-            "names": {**names, **({"shortNames": [short]} if short else {})},
-            "scope": scope,
-            "versions": [
-                {
-                    "name": "v1alpha1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": schemas[plural]},
-                    **({"subresources": {"status": {}}} if status else {}),
-                }
-            ],
-        },
-    }
+def release_crds(version: str) -> tuple[dict, ...]:
+    """The CustomResourceDefinitions NFD `version` (`0.18.2`) publishes, as OperandSpec.crds: name,
+    controller-gen's annotations and spec, in the file's order."""
+    tag = f"v{version}"
+    row = _sources()["releases"].get(tag)
+    if row is None:
+        raise ConfigError(
+            f"gpu-platform:operator.overrides.node-feature-discovery: NFD {tag} publishes CRDs this "
+            f"repository does not hold (third_party/node-feature-discovery/SOURCES.yaml has "
+            f"{', '.join(_sources()['releases'])}); add them with `python -m tools.vendor.nfd_crds {tag}`"
+        )
+    return _read(row["file"], row["sha256"])
+
+
+@functools.cache
+def _read(file: str, sha256: str) -> tuple[dict, ...]:
+    data = (VENDORED / file).read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        # A vendored file edited by hand would install CRDs no release publishes.
+        raise RuntimeError(
+            f"{VENDORED / file}: sha256 is not {sha256} as SOURCES.yaml records; restore it from the "
+            "release (python -m tools.vendor.nfd_crds)"
+        )
+    return tuple(
+        {"name": d["metadata"]["name"], "annotations": d["metadata"].get("annotations", {}), "spec": d["spec"]}
+        for d in yaml.safe_load_all(data)
+        if d
+    )
 
 
 def _probe(listener: Listener, **timing: int) -> dict | None:
@@ -245,7 +227,6 @@ def _probe(listener: Listener, **timing: int) -> dict | None:
 def spec(ctx: OperandContext) -> OperandSpec:
     image = ctx.images["node-feature-discovery"]
     t = traits(image)
-    schemas = crd_schemas(image_version(image))
     # Requests, limits and probe timings are the chart's values.yaml defaults.
     worker = Container(
         name="worker",
@@ -344,15 +325,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
             *(({"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},) if t.reads_own_pod else ()),
         ),
         tolerate_all=True,
-        crds=(
-            _crd(schemas, "nodefeatures", "NodeFeature"),
-            _crd(schemas, "nodefeaturerules", "NodeFeatureRule", "Cluster", short="nfr"),
-            *(
-                (_crd(schemas, "nodefeaturegroups", "NodeFeatureGroup", short="nfg", status=True),)
-                if t.feature_groups
-                else ()
-            ),
-        ),
+        crds=release_crds(image_version(image)),
         deployments=(
             Deployment(
                 "master",

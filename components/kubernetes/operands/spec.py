@@ -82,7 +82,7 @@ class OperandSpec:
     tolerate_all: bool = False  # NFD's worker runs on every node, whatever its taints
     deployments: tuple[Deployment, ...] = ()
     services: tuple[Service, ...] = ()
-    crds: tuple[dict, ...] = ()  # CustomResourceDefinition specs, each with its metadata name under "name"
+    crds: tuple[dict, ...] = ()  # CustomResourceDefinitions: metadata "name", optional "annotations", "spec"
     custom_resources: tuple[dict, ...] = ()  # apiVersion, kind, name suffix, labels, spec (e.g. a ServiceMonitor)
     # resource.k8s.io/v1 DeviceClasses (cluster-wide): (name, CEL selector) each, what a DRA driver's
     # devices are claimed by.

@@ -1,10 +1,12 @@
-"""NFD's CRDs carry structural schemas that validate and prune as upstream's generated ones do
-(kubernetes-sigs/node-feature-discovery deployment/base/nfd-crds/nfd-api-crds.yaml): equal to the
-tag's own file, descriptions aside, for every shipped stack; and, read on their own, they refuse
-what NFD's Go types refuse and drop what they do not name."""
+"""NFD's CRDs are the ones each release publishes (kubernetes-sigs/node-feature-discovery
+deployment/base/nfd-crds/nfd-api-crds.yaml), vendored unmodified: equal to the tag's own file for
+every shipped stack, pinned by hash for every tag the matrix renders; and, read on their own, they
+refuse what NFD's Go types refuse and drop what they do not name."""
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -12,10 +14,13 @@ import pytest
 import yaml
 
 from components.kubernetes.operands import node_feature_discovery as nfd
+from gpu_platform.catalog import matrix
+from gpu_platform.config import ConfigError
 from tests.conftest import ROOT
 
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 PREFIX = "gpu-node-feature-discovery"
+SOURCES = ROOT / "third_party" / "node-feature-discovery" / "SOURCES.yaml"
 
 
 def _clone() -> Path:
@@ -29,7 +34,7 @@ REF = _clone().parent / "shared" / "upstream" / "ref"
 
 
 def _rendered(rec) -> tuple[str, dict[str, dict]]:
-    """The NFD image tag a recording renders and its CRDs' schemas by CRD name."""
+    """The NFD image tag a recording renders and its CRDs by name (metadata annotations and spec)."""
     image = next(
         c["image"]
         for r in rec.of_type("kubernetes:apps/v1:DaemonSet")
@@ -37,29 +42,24 @@ def _rendered(rec) -> tuple[str, dict[str, dict]]:
         for c in r.inputs["spec"]["template"]["spec"]["containers"]
         if c["name"] == "worker"
     )
-    schemas = {
-        r.inputs["metadata"]["name"]: r.inputs["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    crds = {
+        r.inputs["metadata"]["name"]: {"annotations": r.inputs["metadata"]["annotations"], "spec": r.inputs["spec"]}
         for r in rec.of_type(CRD)
         if r.name.startswith(PREFIX)
     }
-    return image.rsplit(":", 1)[1], schemas
+    return image.rsplit(":", 1)[1], crds
 
 
-def _leaves(node, path: str = "") -> dict[str, object]:
-    """A schema as {dotted path: value} of its leaves (lists such as enum and required are leaves),
-    descriptions left out: a failure names the paths that differ."""
-    if not isinstance(node, dict):
-        return {path: node}
+def _schemas(version: str) -> dict[str, dict]:
+    """Each CRD's openAPIV3Schema by plural, as the platform renders them at an NFD version."""
     return {
-        p: v
-        for k, child in node.items()
-        if k != "description"
-        for p, v in _leaves(child, f"{path}.{k}" if path else k).items()
+        c["spec"]["names"]["plural"]: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for c in nfd.release_crds(version)
     }
 
 
 @pytest.mark.parametrize("name", ["dev", "prod", "dra"])
-def test_each_stacks_crd_schemas_equal_upstreams_at_its_nfd_tag(request, name):
+def test_each_stacks_crds_equal_what_its_nfd_tag_publishes(request, name):
     tag, mine = _rendered(request.getfixturevalue(name))
     ref = REF / f"nfd-{tag}-nfd-api-crds.yaml"
     assert ref.is_file(), (
@@ -67,11 +67,49 @@ def test_each_stacks_crd_schemas_equal_upstreams_at_its_nfd_tag(request, name):
         f"nfd-api-crds.yaml at {tag}) is missing: put shared/ beside the clone"
     )
     upstream = {
-        d["metadata"]["name"]: d["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        d["metadata"]["name"]: {"annotations": d["metadata"]["annotations"], "spec": d["spec"]}
         for d in yaml.safe_load_all(ref.read_text())
         if d
     }
-    assert _leaves(mine) == _leaves(upstream)
+    assert mine == upstream
+
+
+def test_every_vendored_file_has_the_hash_its_row_records():
+    rows = yaml.safe_load(SOURCES.read_text())["releases"]
+    found = {tag: hashlib.sha256((SOURCES.parent / r["file"]).read_bytes()).hexdigest() for tag, r in rows.items()}
+    assert found == {tag: r["sha256"] for tag, r in rows.items()}
+
+
+def test_every_nfd_tag_a_release_renders_has_its_crds_vendored():
+    tags = {
+        image.rsplit(":", 1)[1]
+        for release in matrix.load().releases.values()
+        for operand, image in release.images.items()
+        if operand == "node-feature-discovery"
+    }
+    assert tags and tags <= set(yaml.safe_load(SOURCES.read_text())["releases"])
+
+
+def test_an_override_to_a_tag_without_vendored_crds_names_the_key_and_the_remedy():
+    with pytest.raises(ConfigError) as caught:
+        nfd.release_crds("0.20.1")
+    message = str(caught.value)
+    assert "gpu-platform:operator.overrides.node-feature-discovery" in message
+    assert "v0.19.0" in message and "python -m tools.vendor.nfd_crds v0.20.1" in message
+
+
+def test_a_vendored_file_edited_by_hand_is_not_rendered(tmp_path, monkeypatch):
+    copy = tmp_path / "nfd"
+    shutil.copytree(SOURCES.parent, copy)
+    target = copy / "v0.18.2" / "nfd-api-crds.yaml"
+    target.write_text(target.read_text().replace("- In\n", "- In\n                            - Equals\n", 1))
+    monkeypatch.setattr(nfd, "VENDORED", copy)
+    nfd._read.cache_clear()
+    try:
+        with pytest.raises(RuntimeError, match="sha256 is not f8a40048"):
+            nfd.release_crds("0.18.2")
+    finally:
+        nfd._read.cache_clear()
 
 
 def _refusal(obj: dict, schema: dict) -> str:
@@ -98,7 +136,7 @@ def _pruned(obj, schema: dict, root: bool = True):
 
 @pytest.fixture
 def node_feature(dev) -> dict:
-    return _rendered(dev)[1][f"nodefeatures.{nfd.GROUP}"]
+    return _rendered(dev)[1][f"nodefeatures.{nfd.GROUP}"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 GOOD = {
@@ -148,7 +186,7 @@ def test_every_level_of_every_schema_has_a_type_so_it_is_structural(tag):
     # structural schema"); without one a CRD needs x-kubernetes-preserve-unknown-fields.
     untyped = [
         f"{plural} {path}"
-        for plural, schema in nfd.crd_schemas(tag).items()
+        for plural, schema in _schemas(tag).items()
         for path, node in _walk(schema)
         if "type" not in node
     ]
@@ -167,7 +205,7 @@ def _rule(expression: dict, term_extra: dict | None = None) -> dict:
 
 def test_an_unknown_match_op_is_refused_in_a_nodefeaturerule():
     # MatchOp's kubebuilder enum (types.go:308 v0.18.2).
-    schema = nfd.crd_schemas("0.18.2")["nodefeaturerules"]
+    schema = _schemas("0.18.2")["nodefeaturerules"]
     assert _refusal(_rule({"op": "In", "value": ["10de"]}), schema) == ""
     assert "is not one of" in _refusal(_rule({"op": "Equals", "value": ["10de"]}), schema)
 
@@ -175,8 +213,8 @@ def test_an_unknown_match_op_is_refused_in_a_nodefeaturerule():
 def test_the_ge_op_is_refused_before_0_18_and_admitted_from_it():
     # Ge, Le and GeLe join MatchOp's enum in v0.18 (types.go:292 v0.17.3 lacks them, :308 v0.18.2 has them).
     rule = _rule({"op": "Ge", "value": ["2"]})
-    assert "is not one of" in _refusal(rule, nfd.crd_schemas("0.17.3")["nodefeaturerules"])
-    assert _refusal(rule, nfd.crd_schemas("0.18.2")["nodefeaturerules"]) == ""
+    assert "is not one of" in _refusal(rule, _schemas("0.17.3")["nodefeaturerules"])
+    assert _refusal(rule, _schemas("0.18.2")["nodefeaturerules"]) == ""
 
 
 def test_a_term_without_match_expressions_is_refused_only_in_0_14():
@@ -184,5 +222,5 @@ def test_a_term_without_match_expressions_is_refused_only_in_0_14():
     # and an optional pointer from v0.15.4 (types.go:202), beside matchName.
     rule = _rule({"op": "Exists"})
     del rule["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"]
-    assert _refusal(rule, nfd.crd_schemas("0.14.2")["nodefeaturerules"]) == "'matchExpressions' is a required property"
-    assert _refusal(rule, nfd.crd_schemas("0.15.4")["nodefeaturerules"]) == ""
+    assert _refusal(rule, _schemas("0.14.2")["nodefeaturerules"]) == "'matchExpressions' is a required property"
+    assert _refusal(rule, _schemas("0.15.4")["nodefeaturerules"]) == ""
