@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from gpu_platform.catalog import image_refs
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.interface import contract
 from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
@@ -155,8 +156,8 @@ def _deletes(containers: list[dict[str, Any]], markers_dir: str) -> tuple[str, .
 
 
 def _version(image: str) -> str:
-    tag = image.rsplit(":", 1)[-1].split("@")[0]
-    found = re.search(r"\d+\.\d+\.\d+", tag)
+    # The tag's, not the digest's: `x:v25.10.1@sha256:...` is 25.10.1 (an override may pin a digest).
+    found = re.search(r"\d+\.\d+\.\d+", image_refs.tag_of(image))
     return found.group(0) if found else "0.0.0"
 
 

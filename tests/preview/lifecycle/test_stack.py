@@ -60,6 +60,14 @@ def test_privileges_and_image_version_are_read_from_the_container():
     assert template.image_version == "0.18.1" and template.operand == "thing"
 
 
+def test_the_image_version_is_the_tags_when_a_digest_pins_the_image():
+    # An operator.overrides value may be `tag@sha256:...`; the validator's marker names follow the tag.
+    spec = DAEMONSET["spec"]["template"]["spec"]
+    main = {**spec["containers"][0], "image": "nvcr.io/nvidia/thing:v0.18.1@sha256:" + "3a" * 32}
+    pinned = {**DAEMONSET, "spec": {"template": {"spec": {**spec, "containers": [main]}}}}
+    assert stack.pod_template(pinned).image_version == "0.18.1"
+
+
 def test_a_pod_lands_only_where_its_gate_is_true_and_it_tolerates_the_gpu_taint():
     template = stack.pod_template(DAEMONSET)
     assert template.selects({"nvidia.com/gpu.deploy.thing": "true"}, GPU_TAINT)
