@@ -458,6 +458,7 @@ def _preview(args: argparse.Namespace, pack) -> int:
         first_preview=judged.first,
         tree=args.tree,
         disabled=tuple(name for name, entry in levels.items() if entry.level == "disabled"),
+        lifecycle=judged.lifecycle,
     )
     if old_report is not None:
         from preview.reports import changes, rollouts

@@ -121,6 +121,7 @@ def preview_one(stack: Stack, pack, levels: dict, out: Path | None) -> Verdict:
     from gpu_platform.config import ConfigError
     from preview import outcome, writing
     from preview.offline import analyze
+    from preview.reports import report
 
     try:
         try:
@@ -142,6 +143,9 @@ def preview_one(stack: Stack, pack, levels: dict, out: Path | None) -> Verdict:
         detail = f"{len(judged.recording.resources)} resources, {_counts(judged.violations)}"
         if extra:
             detail += f"; {len(extra)} more mandatory in the first preview of a new stack"
+        stuck = report.stuck(judged.lifecycle)
+        if stuck:
+            detail += f"; node lifecycle: {len(stuck)} scenarios end stuck"
         return Verdict(stack.name, EXIT_VIOLATIONS if judged.fails() else EXIT_OK, detail)
     except analyze.PackError:
         raise  # the pack, not the stack: the whole run stops (exit 3)

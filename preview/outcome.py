@@ -19,11 +19,12 @@ class Outcome:
     recording: object  # the recording of `pulumi up` (preview.recording.Recording)
     violations: list  # the pack's verdicts on it
     first: list  # its verdicts on the first preview of a new stack (ids and outputs unknown)
+    lifecycle: list  # the node-lifecycle scenarios' outcomes on it (preview.lifecycle.scenarios.Outcome)
 
     def fails(self) -> bool:
         from preview.reports import report
 
-        return report.fails(self.violations, self.first)
+        return report.fails(self.violations, self.first, self.lifecycle)
 
 
 def record(path: Path, shown: str) -> dict:
@@ -35,10 +36,12 @@ def record(path: Path, shown: str) -> dict:
 
 
 def judge(recordings: dict, pack, levels: dict) -> Outcome:
+    from preview.lifecycle import scenarios, stack
     from preview.offline import analyze, engine
 
     verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
-    return Outcome(recordings[engine.UP], verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW])
+    up = recordings[engine.UP]
+    return Outcome(up, verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW], scenarios.run(stack.view(up)))
 
 
 def outputs(outcome: Outcome, paths: Mapping[str, Path | None], audit_against: str | None = None) -> Iterator:
@@ -46,7 +49,7 @@ def outputs(outcome: Outcome, paths: Mapping[str, Path | None], audit_against: s
     only when it is written; report modules are imported only when asked for."""
     from preview.writing import Output
 
-    recording, violations, first = outcome.recording, outcome.violations, outcome.first
+    recording, violations, first, lifecycle = outcome.recording, outcome.violations, outcome.first, outcome.lifecycle
     unknown = set(paths) - set(OUTPUT_FLAGS)
     if unknown:
         raise KeyError(f"not an output flag: {', '.join(sorted(unknown))}")  # a caller's bug
@@ -57,7 +60,9 @@ def outputs(outcome: Outcome, paths: Mapping[str, Path | None], audit_against: s
         if flag == "--json":
             from preview.reports import report
 
-            yield Output(flag, path, lambda: report.as_json(recording, violations, first_preview=first))
+            yield Output(
+                flag, path, lambda: report.as_json(recording, violations, first_preview=first, lifecycle=lifecycle)
+            )
         elif flag == "--manifests":
             from preview.reports import manifests
 

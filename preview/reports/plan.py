@@ -5,6 +5,7 @@ registered) and the stack's config, never from the program's objects."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from components.aws.node_image import kernel_module_declared
@@ -285,9 +286,9 @@ def _requests(view: lifecycle_stack.StackView) -> dict[str, str]:
     }
 
 
-def _lifecycle(view: lifecycle_stack.StackView) -> list[str]:
-    """The node-lifecycle scenarios' verdict: every pod that would wait forever, by pool and scenario."""
-    outcomes = scenarios.run(view)
+def _lifecycle(outcomes: Sequence[scenarios.Outcome]) -> list[str]:
+    """The node-lifecycle scenarios' verdict: every pod that would wait forever, by pool and scenario
+    (the verdict line fails on them: report.fails)."""
     stuck = [o for o in outcomes if not o.live]
     lines = [
         f"  node lifecycle: {len(scenarios.SCENARIOS)} scenarios per pool (preview/lifecycle), "
@@ -297,17 +298,21 @@ def _lifecycle(view: lifecycle_stack.StackView) -> list[str]:
     return lines
 
 
-def plan(recording: Recording, order: list[Registration]) -> list[str]:
-    """The plan's lines (no trailing blank)."""
+def plan(
+    recording: Recording, order: list[Registration], lifecycle: Sequence[scenarios.Outcome] | None = None
+) -> list[str]:
+    """The plan's lines (no trailing blank); `lifecycle`: the scenarios' outcomes (run here when not given)."""
     config = parse(recording.config)
     view = lifecycle_stack.view(recording)
+    if lifecycle is None:
+        lifecycle = scenarios.run(view)
     return [
         *_header(config, recording),
         "",
         *_pools(config, recording, _requests(view)),
         "",
         *_operands(config, recording, order),
-        *_lifecycle(view),
+        *_lifecycle(lifecycle),
         "",
         *_long_steps(config, recording),
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 from pulumi.runtime import rpc
@@ -29,10 +30,28 @@ def clean(value: Any) -> Any:
     return value
 
 
-def fails(violations: list[Violation], first_preview: list[Violation] | None = None) -> bool:
+def fails(violations: list[Violation], first_preview: list[Violation] | None = None, lifecycle: Sequence = ()) -> bool:
     """A mandatory violation in either view fails: `pulumi up` would stop at it, and a real first
-    `pulumi preview` would report it."""
+    `pulumi preview` would report it. So does a node-lifecycle scenario that ends stuck: no policy of
+    the pack sees it (the model is the preview's), and a node that waits forever is a broken cluster."""
+    return _mandatory(violations, first_preview) or bool(stuck(lifecycle))
+
+
+def _mandatory(violations: list[Violation], first_preview: list[Violation] | None) -> bool:
     return any(v.enforcement_level == "mandatory" for v in (*violations, *(first_preview or ())))
+
+
+def stuck(lifecycle: Sequence) -> list:
+    """The lifecycle outcomes (preview.lifecycle.scenarios.Outcome) that end with a pod waiting forever."""
+    return [o for o in lifecycle if not o.live]
+
+
+def _verdict(violations: list[Violation], first_preview: list[Violation] | None, lifecycle: Sequence) -> str:
+    why = [
+        *(["mandatory policy violations"] if _mandatory(violations, first_preview) else []),
+        *([f"node lifecycle: {len(stuck(lifecycle))} scenarios end stuck"] if stuck(lifecycle) else []),
+    ]
+    return f"FAIL ({'; '.join(why)})" if why else "PASS"
 
 
 def differences(up: list[Violation], first: list[Violation], stack_urn: str):
@@ -56,7 +75,12 @@ def as_of() -> str:
     return f"{day.isoformat()}, from {source}"
 
 
-def as_json(recording: Recording, violations: list[Violation], first_preview: list[Violation] | None = None) -> str:
+def as_json(
+    recording: Recording,
+    violations: list[Violation],
+    first_preview: list[Violation] | None = None,
+    lifecycle: Sequence | None = None,
+) -> str:
     document = {
         "stack": recording.stack,
         "asOf": as_of().split(",", 1)[0],
@@ -80,6 +104,12 @@ def as_json(recording: Recording, violations: list[Violation], first_preview: li
     }
     if first_preview is not None:
         document["firstPreview"] = {"violations": [v.as_dict() for v in first_preview]}
+    if lifecycle is not None:
+        # Only what ends stuck: a live outcome says nothing a reader or the gate acts on.
+        document["lifecycleStuck"] = [
+            {"pool": o.pool, "scenario": o.scenario, "problems": list(o.problems)}
+            for o in sorted(stuck(lifecycle), key=lambda o: (o.pool, o.scenario))
+        ]
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 
@@ -145,11 +175,16 @@ def summary(
     first_preview: list[Violation] | None = None,
     tree: bool = False,
     disabled: tuple[str, ...] = (),
+    lifecycle: Sequence | None = None,
 ) -> str:
+    """`lifecycle`: the scenarios' outcomes on the recording (run here when not given)."""
+    from preview.lifecycle import scenarios, stack
     from preview.reports.plan import plan
 
+    if lifecycle is None:
+        lifecycle = scenarios.run(stack.view(recording))
     lines = [f"Stack {recording.stack} ({source}): {len(recording.resources)} resources", ""]
-    lines += plan(recording, operand_order(recording))
+    lines += plan(recording, operand_order(recording), lifecycle)
     if tree:
         lines += ["", *_tree(recording)]
     if recording.warnings:
@@ -203,5 +238,5 @@ def summary(
     if disabled:
         # A PASS with a policy switched off is not the gate's PASS: say which were not judged.
         lines += [f"Not judged (disabled by --policy-config): {', '.join(sorted(disabled))}"]
-    lines += ["Verdict: " + ("FAIL (mandatory policy violations)" if fails(violations, first_preview) else "PASS")]
+    lines += ["Verdict: " + _verdict(violations, first_preview, lifecycle)]
     return "\n".join(lines) + "\n"

@@ -98,7 +98,16 @@ def test_json_report_has_the_documented_shape(tmp_path):
     report = tmp_path / "dev.json"
     assert main(["--stack", "dev", "--json", str(report)]) == 0
     document = json.loads(report.read_text())
-    assert set(document) == {"stack", "asOf", "resources", "violations", "warnings", "firstPreview", "privilegeLedger"}
+    assert set(document) == {
+        "stack",
+        "asOf",
+        "resources",
+        "violations",
+        "warnings",
+        "firstPreview",
+        "lifecycleStuck",
+        "privilegeLedger",
+    }
     assert document["asOf"] == "2026-06-01"  # tests/conftest.py sets SOURCE_DATE_EPOCH
     # dev's one warning: its time-sliced pool's per-pod metrics (components/platform.py).
     assert [w.split(":", 2)[:2] for w in document["warnings"]] == [["gpu-platform", "nodePools (l4)"]]
@@ -449,3 +458,43 @@ def test_a_second_run_replaces_the_reports_of_the_first(tmp_path, capsys):
     (tmp_path / "dev.json").write_text("stale")
     assert main(["--stack", "dev", *outputs]) == 0, capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == first
+
+
+@pytest.fixture
+def toolkit_check_needs_a_free_gpu(tmp_path, monkeypatch):
+    """The lifecycle rules with the toolkit check needing a free GPU: on a full node it never passes,
+    so every operand behind toolkit-ready waits forever (a planted deadlock)."""
+    from preview.lifecycle import rules
+
+    text = rules._FILE.read_text()
+    planted = text.replace(
+        "    writes: toolkit-ready\n    needs: [runtime]\n",
+        "    writes: toolkit-ready\n    needs: [runtime, free-gpu]\n",
+    )
+    assert planted != text
+    (tmp_path / "rules.yaml").write_text(planted)
+    monkeypatch.setattr(rules, "_FILE", tmp_path / "rules.yaml")
+    rules.load.cache_clear()
+    yield
+    rules.load.cache_clear()
+
+
+def test_a_node_lifecycle_scenario_that_ends_stuck_fails_the_preview(toolkit_check_needs_a_free_gpu, tmp_path, capsys):
+    # No policy of the pack sees the model, so the verdict and exit code must carry it (the PR gate
+    # fails on exit 1 only).
+    report = tmp_path / "report.json"
+    assert main(["--stack", "dev", "--json", str(report)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        "STUCK l4 / first up: nvidia-device-plugin: Init (wait-for-toolkit-ready waits for marker toolkit-ready)" in out
+    )
+    assert out.rstrip().endswith("scenarios end stuck)")
+    assert out.splitlines()[-1].startswith("Verdict: FAIL (node lifecycle: ")
+    stuck = json.loads(report.read_text())["lifecycleStuck"]
+    assert {"pool": "l4", "scenario": "first up"} in [{k: s[k] for k in ("pool", "scenario")} for s in stuck]
+
+
+def test_a_live_stacks_report_lists_nothing_stuck(tmp_path):
+    report = tmp_path / "report.json"
+    assert main(["--stack", "dev", "--json", str(report)]) == 0
+    assert json.loads(report.read_text())["lifecycleStuck"] == []

@@ -9,7 +9,7 @@ from preview import outcome
 
 @pytest.fixture(scope="module")
 def judged(dev):
-    return outcome.Outcome(dev, [], [])
+    return outcome.Outcome(dev, [], [], [])
 
 
 def test_only_the_flags_given_a_path_are_written_in_a_fixed_order(judged):
