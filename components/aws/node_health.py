@@ -34,13 +34,32 @@ SCHEMA = Path(__file__).with_name("eks-node-monitoring-agent.schema.json")
 SOFTWARE = f"{ADDON} {ADDON_VERSION} (privileged DaemonSets eks-node-monitoring-agent, dcgm-server)"
 
 
+# Where the DCGM server runs: our GPU pools' nodes that are not MIG nodes. Its nv-hostengine holds every
+# GPU (NVIDIA_VISIBLE_DEVICES=all, templates/dcgm-daemonset.yaml:47-59 at v1.7.0), and the MIG manager
+# neither pauses nor waits for it: it waits only for pods of DEFAULT_GPU_CLIENTS_NAMESPACE by the
+# operator's app labels (mig-parted v0.13.1 pkg/mig/reconfigure/reconfigure.go:379-400, 591-602); this
+# pod runs in kube-system labelled k8s-app=dcgm-server. A MIG mode change fails while a process holds the
+# GPU (NVML nvmlDeviceSetMigMode: NVML_ERROR_IN_USE), so it stays off MIG pools: an affinity on the
+# paused gate alone would race the change, as nothing waits for the pod to be gone. The DaemonSet
+# controller deletes a daemon pod from a node that stops matching (kubernetes v1.32.0
+# pkg/controller/daemon/daemon_controller.go:1275-1306 NodeShouldRunDaemonPod). The term replaces the
+# chart's (values.yaml:127-152; Helm replaces lists): our pools' presence label for its instance-type
+# list; its amd64 clause holds already, every GPU node image here is x86_64 (node_image.ARCHITECTURE).
+DCGM_NODE_TERM = (
+    {"key": contract.GPU_PRESENT_LABEL, "operator": "In", "values": ["true"]},
+    {"key": contract.MIG_CONFIG_LABEL, "operator": "DoesNotExist"},
+)
+
+
 def configuration() -> str:
+    required = {"nodeSelectorTerms": [{"matchExpressions": list(DCGM_NODE_TERM)}]}
     return json.dumps(
         {
             "dcgmAgent": {
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}},
                 "tolerations": [
                     {"key": contract.GPU_TAINT_KEY, "operator": "Exists", "effect": contract.GPU_TAINT_EFFECT}
-                ]
+                ],
             }
         },
         sort_keys=True,

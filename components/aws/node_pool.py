@@ -87,6 +87,27 @@ def update_timeout(pool: NodePoolConfig) -> str:
     return f"{max(PROVIDER_DEFAULT_MINUTES, batches * BATCH_MINUTES)}m"
 
 
+# A MIG node runs no DCGM server (components/aws/node_health.py DCGM_NODE_TERM), so the node monitoring
+# agent reports AcceleratedHardwareReady False with reason DCGMError there, at once and for good: a Fatal
+# condition for a host engine it never reached, which no later check sets back
+# (aws/eks-node-monitoring-agent v1.7.0 monitors/nvidia/dcgm/dcgm_client.go:118-141,
+# dcgm_reconcile.go:14-26, pkg/reasons/reasons.yaml:291-295, pkg/manager/node_exporter.go:111-141).
+# Repair would replace such a node every 10 minutes; that one reason takes no action on a MIG pool
+# (EKS NodeRepairConfigOverrides, botocore eks service-2.json: all four fields required). Other
+# reasons still repair it; the wait is the 10 minutes EKS uses by default (node-health-issues.adoc:15).
+_NO_DCGM_OVERRIDE = {
+    "node_monitoring_condition": "AcceleratedHardwareReady",
+    "node_unhealthy_reason": "DCGMError",
+    "min_repair_wait_time_mins": 10,
+    "repair_action": "NoAction",
+}
+
+
+def _repair(enabled: bool, mig: bool) -> dict:
+    overrides = {"node_repair_config_overrides": [_NO_DCGM_OVERRIDE]} if enabled and mig else {}
+    return {"enabled": enabled, **overrides}
+
+
 @dataclass(frozen=True)
 class ClusterEndpoint:
     """What a node needs to join the cluster (from a created or an adopted cluster)."""
@@ -226,7 +247,7 @@ class GpuNodePool(pulumi.ComponentResource):
             # Node auto repair reacts to the kubelet's Ready and, with the node monitoring agent
             # (components/aws/node_health.py), to AcceleratedHardwareReady, 10 minutes after it turns
             # (EKS User Guide, node-health.adoc lines 29-36, NVIDIA issues lines 228-250).
-            node_repair_config={"enabled": pool.node_repair},
+            node_repair_config=_repair(pool.node_repair, pool.mig is not None),
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             # Custom AMI: no amiType, version, releaseVersion, diskSize or remoteAccess. The labels
             # and taint repeat the kubelet's: the cluster autoscaler's template node of an empty group

@@ -228,9 +228,12 @@ class Node:
             for t in leaving
             if t.app not in manager.waits_for_apps and any("NVIDIA_VISIBLE_DEVICES" in dict(s.env) for s in t.main)
         ]
-        if holding or self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
+        # A GPU client no paused gate removes holds its GPUs through the change.
+        staying = [p.template.daemonset for p in self.pods.values() if p.template.holds_gpus]
+        if holding or staying or self._missing(tuple(operand["needs_to_apply"]), Step("mig-manager")):
             self.mig_state = f"failed:{wanted}"
             held = f" by {', '.join(holding)} (app label not waited for)" if holding else ""
+            held += f" by {', '.join(staying)} (not paused)" if staying else ""
             self.mig_why = f"MIG config {wanted} failed: GPUs in use{held}"
             self.log.append(self.mig_why)
         else:

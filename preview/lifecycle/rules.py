@@ -50,6 +50,7 @@ class Rules:
     mig_manager: MigManager
     termination_grace_default: int  # seconds, when a pod sets no terminationGracePeriodSeconds
     pre_stop_floor: int  # seconds the kubelet still gives after a pre-stop hook used the grace period
+    addon_dcgm_server: dict[str, Any]  # the node monitoring add-on's DCGM server: names and env
 
     def toolkit_mode(self, version: str) -> str:
         mode = self.toolkit_modes[0][1]
@@ -101,4 +102,5 @@ def load() -> Rules:
         mig_manager=MigManager(_app_selectors(manager["waits_for"]), int(manager["wait_seconds"])),
         termination_grace_default=int(data["kubelet"]["termination_grace_default_seconds"]),
         pre_stop_floor=int(data["kubelet"]["pre_stop_floor_seconds"]),
+        addon_dcgm_server=dict(data["addon_dcgm_server"]),
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import email
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -14,9 +15,10 @@ from typing import Any
 import yaml
 
 from gpu_platform.catalog import image_refs
+from gpu_platform.catalog.addon_privileges import ADDON, ADDON_VERSION
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.interface import contract
-from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_NODE_GROUP, LAUNCH_TEMPLATE
+from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_ADDON, EKS_NODE_GROUP, LAUNCH_TEMPLATE
 from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
 
@@ -56,6 +58,10 @@ class PodTemplate:
     app: str  # the pods' `app` label, which the MIG manager finds GPU clients by
     grace: int  # its terminationGracePeriodSeconds as rendered, else the Kubernetes default (rules.yaml)
     pre_stop: bool  # a container has a pre-stop hook
+    # Required node affinity: nodeSelectorTerms (any one matches), each a tuple of matchExpressions.
+    affinity: tuple[tuple[dict[str, Any], ...], ...] = ()
+    # A long-running process that holds every GPU while it runs (an nv-hostengine), whatever its app label.
+    holds_gpus: bool = False
 
     @property
     def leaves_within(self) -> int:
@@ -79,7 +85,28 @@ class PodTemplate:
         return all(covered(t) for t in taints if t["effect"] in ("NoSchedule", "NoExecute"))
 
     def selects(self, labels: dict[str, str], taints: tuple[dict[str, str], ...]) -> bool:
-        return all(labels.get(k) == v for k, v in self.selector.items()) and self.tolerates(taints)
+        return (
+            all(labels.get(k) == v for k, v in self.selector.items())
+            and (not self.affinity or any(all(_matches(e, labels) for e in term) for term in self.affinity))
+            and self.tolerates(taints)
+        )
+
+
+def _matches(expression: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A node selector requirement (k8s.io/api core/v1 NodeSelectorOperator): NotIn and DoesNotExist
+    match a node without the key."""
+    key, operator, values = expression["key"], expression["operator"], expression.get("values") or ()
+    if operator == "In":
+        return labels.get(key) in values
+    if operator == "NotIn":
+        return labels.get(key) not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    raise ValueError(
+        f"node affinity operator {operator!r} is not one the lifecycle model reads (In, NotIn, Exists, DoesNotExist)"
+    )
 
 
 @dataclass(frozen=True)
@@ -221,6 +248,31 @@ def _pool(group: dict[str, Any], user_data: str = "") -> Pool:
     )
 
 
+def addon_dcgm_server(addon: dict[str, Any]) -> PodTemplate:
+    """The node monitoring add-on's DCGM server on a node, from the add-on's configuration values and
+    what its chart renders around them (rules.yaml addon_dcgm_server)."""
+    facts = lifecycle_rules.load().addon_dcgm_server
+    dcgm = (json.loads(addon.get("configurationValues") or "{}") or {}).get("dcgmAgent") or {}
+    required = ((dcgm.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return PodTemplate(
+        daemonset=facts["daemonset"],
+        operand=facts["container"],
+        selector=dict(dcgm.get("nodeSelector") or {}),
+        tolerations=tuple(dcgm.get("tolerations") or ()),
+        init=(),
+        main=(Step(facts["container"], privileged=True, env=tuple(sorted(facts["env"].items()))),),
+        deletes=(),
+        image_version=ADDON_VERSION,
+        app=str((dcgm.get("podLabels") or {}).get("app", "")),
+        grace=lifecycle_rules.load().termination_grace_default,
+        pre_stop=False,
+        affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in required.get("nodeSelectorTerms") or ()),
+        holds_gpus=True,
+    )
+
+
 def view(recording: Recording) -> StackView:
     config = parse(recording.config)
     groups = [
@@ -230,7 +282,10 @@ def view(recording: Recording) -> StackView:
         (r.inputs.get("tags") or {}).get(contract.POOL_LABEL): r.inputs.get("userData") or ""
         for r in recording.of_type(LAUNCH_TEMPLATE)
     }
-    pods = tuple(
+    addons = tuple(
+        addon_dcgm_server(r.inputs) for r in recording.of_type(EKS_ADDON) if r.inputs.get("addonName") == ADDON
+    )
+    pods = addons + tuple(
         pod_template(r.inputs, r.name)
         for r in recording.of_type(DAEMONSET)
         if OPERAND_LABEL in (labels := r.inputs["metadata"].get("labels") or {})

@@ -16,7 +16,32 @@ ADDON = "aws:eks/addon:Addon"
 
 def test_every_shipped_gpu_pool_repairs_its_nodes(shipped):
     for pool in pool_names(shipped):
-        assert node_group(shipped, pool).inputs["nodeRepairConfig"] == {"enabled": True}
+        assert node_group(shipped, pool).inputs["nodeRepairConfig"]["enabled"] is True
+
+
+def test_the_dcgm_server_stays_off_mig_nodes(shipped):
+    # mig-parted v0.13.1 waits for no kube-system pod (reconfigure.go:591-602) and nv-hostengine holds
+    # every GPU (dcgm-daemonset.yaml:57-59 at v1.7.0): a node with nvidia.com/mig.config gets none.
+    (addon,) = [a for a in shipped.of_type(ADDON) if a.inputs["addonName"] == "eks-node-monitoring-agent"]
+    affinity = json.loads(addon.inputs["configurationValues"])["dcgmAgent"]["affinity"]
+    (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "nvidia.com/mig.config", "operator": "DoesNotExist"} in term["matchExpressions"]
+    assert {"key": "nvidia.com/gpu.present", "operator": "In", "values": ["true"]} in term["matchExpressions"]
+
+
+def test_a_mig_pool_takes_no_repair_action_for_the_dcgm_server_it_does_not_run(prod):
+    # Without nv-hostengine the agent reports AcceleratedHardwareReady/DCGMError for good (v1.7.0
+    # dcgm_client.go:118-141, node_exporter.go:111-141); EKS's override fields: NodeRepairConfigOverrides.
+    overrides = node_group(prod, "h100-mig").inputs["nodeRepairConfig"]["nodeRepairConfigOverrides"]
+    assert overrides == [
+        {
+            "nodeMonitoringCondition": "AcceleratedHardwareReady",
+            "nodeUnhealthyReason": "DCGMError",
+            "minRepairWaitTimeMins": 10,
+            "repairAction": "NoAction",
+        }
+    ]
+    assert "nodeRepairConfigOverrides" not in node_group(prod, "l40s").inputs["nodeRepairConfig"]
 
 
 def test_the_node_monitoring_agent_runs_on_the_tainted_gpu_nodes(shipped):

@@ -3,6 +3,8 @@ plan says, on every pool of every shipped and passing fixture stack; planted dea
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gpu_platform.catalog import matrix
@@ -181,5 +183,32 @@ def test_a_device_plugin_the_mig_manager_does_not_find_by_its_app_label_keeps_th
             "advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
             "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
             "failed: GPUs in use by nvidia-device-plugin (app label not waited for))"
+        ),
+    )
+
+
+def _addon_configuration(recording: Recording, change) -> Recording:
+    """`change` gets the node monitoring add-on's parsed dcgmAgent configuration."""
+    resources = []
+    for r in recording.resources:
+        if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == "eks-node-monitoring-agent":
+            values = json.loads(r.inputs["configurationValues"])
+            values["dcgmAgent"] = change(dict(values["dcgmAgent"]))
+            r = r.with_inputs({**r.inputs, "configurationValues": json.dumps(values)})
+        resources.append(r)
+    return Recording(recording.stack, recording.config, resources, recording.mode, recording.project)
+
+
+def test_the_add_ons_dcgm_server_on_a_mig_node_keeps_its_layout_from_applying(prod):
+    # Its nv-hostengine holds every GPU (dcgm-daemonset.yaml:57-59 at v1.7.0); no gate the MIG manager
+    # pauses removes it, and it waits for no pod in kube-system (mig-parted v0.13.1 reconfigure.go:364-400).
+    planted = _addon_configuration(prod, lambda dcgm: {k: v for k, v in dcgm.items() if k != "affinity"})
+    view = stack.view(planted)
+    problems = scenarios.joins_later(view, view.pool("h100-mig")).problems
+    assert problems == (
+        (
+            "advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
+            "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
+            "failed: GPUs in use by dcgm-server (not paused))"
         ),
     )
