@@ -19,14 +19,13 @@ class PoolSharing:
 
 
 def mig_strategy(mig_config: str | None, gpu: matrix.Gpu) -> str:
-    """`single` when the configuration carves one profile (the resource stays nvidia.com/gpu),
-    `mixed` when it carves several (nvidia.com/mig-<profile> resources), `none` otherwise."""
-    if not mig_config or gpu.mig is None:
-        return "none"
-    profiles = gpu.mig.configs().get(mig_config, {})
-    if not profiles:
-        return "none"
-    return "single" if len(profiles) == 1 else "mixed"
+    """`mixed` on every MIG pool, whatever its layout: each profile is nvidia.com/mig-<profile>, a GPU
+    with MIG off is nvidia.com/gpu. A layout change reaches a node later than the plugin's config (a
+    node roll, or the MIG manager on a busy node), and `mixed` is the one strategy that accepts every
+    layout: `single` refuses a node with two profiles or MIG off on some GPUs, and the plugin exits
+    (k8s-device-plugin v0.18.1 internal/rm/device_map.go:88-101, 155-197); `none` hands out a
+    MIG-enabled GPU whole (:118-120), where CUDA finds no device."""
+    return "mixed" if mig_config and gpu.mig is not None else "none"
 
 
 def for_pool(pool: NodePool, gpu: matrix.Gpu) -> PoolSharing:

@@ -107,12 +107,38 @@ def _h100_pool(mig_config: str) -> NodePool:
     )
 
 
-def test_a_single_profile_mig_node_advertises_every_instance_as_a_whole_gpu():
+def test_a_single_profile_mig_node_advertises_its_instances_by_profile():
     # all-1g.10gb fills an H100 80GB with 7 instances (gpu-operator v25.10.1
-    # assets/state-mig-manager/0400_configmap.yaml, the all-1g.10gb entry); one profile is the single
-    # strategy, whose instances are nvidia.com/gpu: 7 x 8 GPUs.
+    # assets/state-mig-manager/0400_configmap.yaml, the all-1g.10gb entry); under the mixed strategy
+    # each is nvidia.com/mig-1g.10gb: 7 x 8 GPUs.
     h100 = matrix.load().gpus["H100-80GB"]
-    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False) == {"nvidia.com/gpu": 56}
+    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False) == {"nvidia.com/mig-1g.10gb": 56}
+
+
+def _plugin_accepts(strategy: str, layout: dict[str, int]) -> bool:
+    """Whether the device plugin serves a node carved as `layout` (profile -> count per GPU, {} for
+    MIG off) under `strategy` (k8s-device-plugin v0.18.1 internal/rm/device_map.go): single needs
+    every GPU MIG-enabled with one profile (:88-101, :155-197, else it exits), none hands out a
+    MIG-enabled GPU whole (:118-120), mixed takes any."""
+    if strategy == "single":
+        return len(layout) == 1
+    if strategy == "none":
+        return not layout
+    return True
+
+
+def test_after_a_layout_change_the_plugin_still_serves_nodes_carved_the_old_way():
+    # The new config reaches the plugin at once; a node keeps the old layout until it is rolled or the
+    # MIG manager has repartitioned it (a busy node: pods still hold the old instances).
+    refused = [
+        f"{name}: {old} -> {new}"
+        for name, gpu in sorted(matrix.load().gpus.items())
+        if gpu.mig is not None
+        for old, layout in sorted(gpu.mig.configs().items())
+        for new in sorted(gpu.mig.configs())
+        if not _plugin_accepts(sharing.mig_strategy(new, gpu), layout)
+    ]
+    assert refused == []
 
 
 def test_a_dra_node_advertises_no_extended_resource():
