@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.aws import tags as aws_tags, user_data
+from components.aws import efa as efa_network, tags as aws_tags, user_data
 from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.efa import EfaNetwork, EfaNetworkArgs
@@ -46,6 +46,13 @@ def check(config: StackConfig, found: Discovered):
     # A base release that carries the EFA driver gets it proven by the test phase (aws_limits.yaml efa).
     base = found.base_image
     return dataclasses.replace(hardware, efa=base is not None and base.release >= aws_limits.efa_in_standard_ami_from())
+
+
+def efa_devices(found: Discovered, pool: str) -> int:
+    """The EFA devices of a node of the pool: those of the interfaces its launch template attaches
+    (node_pool.py lays them out the same way); 0 for a pool without EFA."""
+    gpu = found.gpus[pool]
+    return efa_network.devices(efa_network.layout(gpu.network_cards, gpu.efa_interfaces)) if found.efa.get(pool) else 0
 
 
 def build(

@@ -51,9 +51,9 @@ GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
 # What the cluster autoscaler (run by the cluster's users) reads to build a node of a group with no nodes
 # (cluster-autoscaler-1.33.6 and 1.34.5, cloudprovider/aws/aws_manager.go): the node group's labels and
 # taints from eks:DescribeNodegroup (lines 302-320), but nvidia.com/gpu from its instance type table
-# (line 280) and any other resource only from this ASG tag prefix (lines 285-289, 436-456). EKS copies no
-# node group tag to its ASG (botocore 1.43.11 eks service-2.json, CreateNodegroupRequest.tags;
-# aws/containers-roadmap#608, open), so the pool tags the ASG itself.
+# (line 280) and any other resource only from this tag prefix, on the ASG (lines 285-289, 436-456) or on the
+# node group through DescribeNodegroup (lines 322-332). EKS copies no node group tag to its ASG (botocore
+# 1.43.11 eks service-2.json, CreateNodegroupRequest.tags; aws/containers-roadmap#608, open); the pool tags the ASG.
 CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 # How many EFA interfaces each node of a GPU pool's launch template has ("0": none), declared on the
 # template and its node group, where policy/gpu.py judges a multi-node pool without EFA.

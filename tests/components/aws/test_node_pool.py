@@ -220,12 +220,25 @@ def test_the_mig_pools_asg_offers_each_profile_and_no_whole_gpu(prod):
     # 2 x 1g.10gb, 1 x 2g.20gb and 1 x 3g.40gb (gpu-operator v25.10.1
     # assets/state-mig-manager/0400_configmap.yaml lines 412-419); under the mixed strategy a MIG GPU is
     # no nvidia.com/gpu (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122).
-    assert _autoscaler_tags(prod, "h100-mig") == {
+    gpu_tags = {k: v for k, v in _autoscaler_tags(prod, "h100-mig").items() if k.startswith("nvidia.com/")}
+    assert gpu_tags == {
         "nvidia.com/gpu": "0",
         "nvidia.com/mig-1g.10gb": "16",
         "nvidia.com/mig-2g.20gb": "8",
         "nvidia.com/mig-3g.40gb": "8",
     }
+
+
+def test_an_efa_pools_asg_offers_its_efa_devices(prod):
+    # p5.48xlarge: 32 EFA interfaces, one per network card (AWS's instance catalogue), which the EFA device
+    # plugin advertises as vpc.amazonaws.com/efa (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:138,
+    # its p5.48xlarge job asks for 32: line 260). Without the tag an empty pool never scales up for such a pod.
+    assert _autoscaler_tags(prod, "h100-mig")["vpc.amazonaws.com/efa"] == "32"
+
+
+def test_a_dra_efa_pools_asg_offers_its_efa_devices(dra):
+    # The EFA device plugin runs on a DRA pool too: only the GPUs leave the extended resources.
+    assert _autoscaler_tags(dra, "h100")["vpc.amazonaws.com/efa"] == "32"
 
 
 def test_the_time_sliced_pools_asg_offers_its_gpu_times_the_replicas(dev):
@@ -240,7 +253,7 @@ def test_a_whole_gpu_pools_asg_offers_its_gpus(prod):
 
 def test_a_dra_pools_asg_offers_no_whole_gpu(dra):
     # No device plugin under DRA: the instance table's 8 GPUs would scale the pool up for a pod it cannot run.
-    assert _autoscaler_tags(dra, "h100") == {"nvidia.com/gpu": "0"}
+    assert _autoscaler_tags(dra, "h100")["nvidia.com/gpu"] == "0"
 
 
 def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(shipped):
@@ -253,3 +266,4 @@ def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(ship
             assert tag.inputs["autoscalingGroupName"] == asg
             assert tag.inputs["tag"]["propagateAtLaunch"] is False
             assert ng.urn in tag.dependencies
+
