@@ -21,7 +21,7 @@ from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
 from gpu_platform.catalog import aws_limits
 from gpu_platform.config import StackConfig
-from gpu_platform.interface import contract
+from gpu_platform.interface import admission, contract
 
 
 @dataclass(frozen=True)
@@ -172,7 +172,11 @@ def build(
                 node_role=node_role,
                 subnet_ids=pool.subnet_ids or config.cluster.subnet_ids,
                 labels=contract.pool_labels(
-                    pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None
+                    pool.name,
+                    gpu.model.key,
+                    pool_gates[pool.name],
+                    pool.mig.config if pool.mig else None,
+                    whole_gpus=pool_resources[pool.name].get(admission.GPU_RESOURCE, 0) > 0,
                 ),
                 tags={**privileged_tags, **image.declares},
                 generation=image.generation,

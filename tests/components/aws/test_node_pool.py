@@ -8,6 +8,7 @@ import pytest
 
 from gpu_platform.interface import contract
 from preview.offline.aws_answers import instance_catalogue
+from tests.conftest import unapproved
 from tests.components.aws.conftest import (
     FAMILIES,
     IMAGE,
@@ -267,3 +268,38 @@ def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(ship
             assert tag.inputs["tag"]["propagateAtLaunch"] is False
             assert ng.urn in tag.dependencies
 
+
+# The cluster autoscaler holds a Ready node with k8s.amazonaws.com/accelerator but no allocatable
+# nvidia.com/gpu as unready (cluster-autoscaler-1.33.6 cloudprovider/aws/aws_cloud_provider.go:38,
+# processors/customresources/gpu_processor.go:44-57): on pools that advertise nvidia.com/gpu, so a node whose
+# device plugin has not registered yet is not taken for room it lacks; on no other pool, whose nodes would
+# stay unready for it. Its value is the GPU model (cloudprovider/aws/README.md lines 278-286).
+ACCELERATOR = "k8s.amazonaws.com/accelerator"
+
+
+def test_a_whole_gpu_pools_nodes_carry_the_autoscalers_gpu_label(prod):
+    assert node_group(prod, "l40s").inputs["labels"][ACCELERATOR] == "L40S"
+
+
+def test_a_time_sliced_pools_nodes_carry_the_autoscalers_gpu_label(dev):
+    assert node_group(dev, "l4").inputs["labels"][ACCELERATOR] == "L4"
+
+
+def test_a_single_strategy_mig_pools_nodes_carry_the_autoscalers_gpu_label(record_variant):
+    # all-1g.10gb carves one profile: the single strategy, whose instances are nvidia.com/gpu.
+    def single(config):
+        unapproved(config)
+        next(p for p in config["gpu-platform:nodePools"] if p["name"] == "h100-mig")["mig"] = {"config": "all-1g.10gb"}
+
+    rec = record_variant("mig-single", single, stack="prod")
+    assert node_group(rec, "h100-mig").inputs["labels"][ACCELERATOR] == "H100-80GB"
+
+
+def test_a_mixed_strategy_mig_pools_nodes_lack_the_autoscalers_gpu_label(prod):
+    # all-balanced: three profiles, the mixed strategy, no nvidia.com/gpu at all.
+    assert ACCELERATOR not in node_group(prod, "h100-mig").inputs["labels"]
+
+
+def test_a_dra_pools_nodes_lack_the_autoscalers_gpu_label(dra):
+    # Under DRA the GPUs are ResourceSlice devices, never nvidia.com/gpu.
+    assert ACCELERATOR not in node_group(dra, "h100").inputs["labels"]
