@@ -155,7 +155,11 @@ class GpuPlatform(pulumi.ComponentResource):
         }
         resources = {
             pool.name: sharing.node_resources(
-                pool, found.gpus[pool.name].model, found.gpus[pool.name].count, config.dra
+                pool,
+                found.gpus[pool.name].model,
+                found.gpus[pool.name].count,
+                config.dra,
+                gpu_cluster.efa_devices(found, pool.name),
             )
             for pool in config.node_pools
         }

@@ -57,6 +57,12 @@ def layout(network_cards: int, efa_interfaces: int) -> list[Interface]:
     return [Interface(0, 0, primary), *(Interface(card, 1, "efa-only") for card in efa_cards)]
 
 
+def devices(interfaces: list[Interface]) -> int:
+    """The EFA devices a node of the layout has: one per `efa` or `efa-only` interface; a plain
+    `interface` is ENA only (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:35)."""
+    return sum(1 for i in interfaces if i.kind != "interface")
+
+
 def network_interfaces(interfaces: list[Interface], security_groups: list[pulumi.Input[str]]) -> list[dict]:
     """The launch template's networkInterfaces for the layout, every one in the given groups."""
     found = [

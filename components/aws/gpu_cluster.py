@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.aws import tags as aws_tags, user_data
+from components.aws import efa as efa_network, tags as aws_tags, user_data
 from components.aws.cluster import ClusterArgs, EksCluster
 from components.aws.discovery import Discovered
 from components.aws.efa import EfaNetwork, EfaNetworkArgs
@@ -21,7 +21,7 @@ from components.aws.node_role import NodeRole
 from components.cluster_handle import ClusterHandle, GpuPoolHandle
 from gpu_platform.catalog import aws_limits
 from gpu_platform.config import StackConfig
-from gpu_platform.interface import contract
+from gpu_platform.interface import admission, contract
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,13 @@ def check(config: StackConfig, found: Discovered):
     # A base release that carries the EFA driver gets it proven by the test phase (aws_limits.yaml efa).
     base = found.base_image
     return dataclasses.replace(hardware, efa=base is not None and base.release >= aws_limits.efa_in_standard_ami_from())
+
+
+def efa_devices(found: Discovered, pool: str) -> int:
+    """The EFA devices of a node of the pool: those of the interfaces its launch template attaches
+    (node_pool.py lays them out the same way); 0 for a pool without EFA."""
+    gpu = found.gpus[pool]
+    return efa_network.devices(efa_network.layout(gpu.network_cards, gpu.efa_interfaces)) if found.efa.get(pool) else 0
 
 
 def build(
@@ -165,7 +172,11 @@ def build(
                 node_role=node_role,
                 subnet_ids=pool.subnet_ids or config.cluster.subnet_ids,
                 labels=contract.pool_labels(
-                    pool.name, gpu.model.key, pool_gates[pool.name], pool.mig.config if pool.mig else None
+                    pool.name,
+                    gpu.model.key,
+                    pool_gates[pool.name],
+                    pool.mig.config if pool.mig else None,
+                    whole_gpus=pool_resources[pool.name].get(admission.GPU_RESOURCE, 0) > 0,
                 ),
                 tags={**privileged_tags, **image.declares},
                 generation=image.generation,

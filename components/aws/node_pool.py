@@ -140,8 +140,8 @@ class NodePoolArgs:
     efa_security_group_id: pulumi.Input[str] | None = None
     # What the nodes need in the cluster before they start: the VPC CNI's credentials (EksCluster.cni_ready).
     waits_for: tuple[pulumi.Resource, ...] = ()
-    # The extended resources a node advertises once its operands run (the Kubernetes half decides:
-    # sharing.node_resources); {}: none (DRA). What the cluster autoscaler's template node is told.
+    # The extended resources a node advertises once its operands run, EFA devices included (the Kubernetes
+    # half decides: sharing.node_resources); {}: none (DRA without EFA). What the autoscaler's template node is told.
     resources: dict[str, int] = field(default_factory=dict)
 
 
@@ -187,7 +187,7 @@ class GpuNodePool(pulumi.ComponentResource):
             if args.efa_security_group_id is not None
             else []
         )
-        tags[contract.EFA_INTERFACES_TAG] = str(sum(1 for i in interfaces if i.kind != "interface"))
+        tags[contract.EFA_INTERFACES_TAG] = str(efa_network.devices(interfaces))
         network = (
             efa_network.network_interfaces(interfaces, [cluster.security_group_id, args.efa_security_group_id])
             if interfaces
@@ -276,8 +276,8 @@ class GpuNodePool(pulumi.ComponentResource):
         )
         # The template node's resources: what a node advertises, and nvidia.com/gpu 0 where it advertises
         # none (MIG under the mixed strategy, DRA) instead of the instance table's count. A pod asking for
-        # a MIG profile or for time-sliced replicas then scales an empty pool up; one asking for a whole
-        # GPU no longer scales up a pool whose nodes have none.
+        # a MIG profile, time-sliced replicas or EFA devices then scales an empty pool up; one asking for
+        # a whole GPU no longer scales up a pool whose nodes have none.
         asg = group.resources.apply(lambda found: found[0].autoscaling_groups[0].name)
         self.autoscaler_tags = [
             aws.autoscaling.Tag(

@@ -238,16 +238,14 @@ class NodePool(Section):
     @model_validator(mode="after")
     def _one_way_to_share(self) -> NodePool:
         # The device plugin's config gets both (components/kubernetes/operands/device_plugin.py
-        # plugin_config): time-slicing of nvidia.com/gpu beside the MIG strategy, and a configuration
-        # carving several profiles (mixed strategy) exposes no nvidia.com/gpu at all, so the replicas
-        # would apply to nothing while the pool looked shared.
+        # plugin_config): time-slicing of nvidia.com/gpu beside the MIG strategy, and a MIG pool's
+        # instances (the mixed strategy) are no nvidia.com/gpu at all, so the replicas would apply to
+        # nothing while the pool looked shared.
         if self.mig and self.time_slicing:
             raise ConfigProblem(
                 "mig and timeSlicing are exclusive on one pool: a MIG pool shares its GPUs as MIG "
-                "instances (with several profiles they are nvidia.com/mig-<profile> resources, and "
-                "time-slicing nvidia.com/gpu applies to nothing) (valid: one of mig or timeSlicing; "
-                "put "
-                "the other in a pool of its own)"
+                "instances (nvidia.com/mig-<profile> resources; time-slicing nvidia.com/gpu applies to "
+                "nothing) (valid: one of mig or timeSlicing; put the other in a pool of its own)"
             )
         return self
 

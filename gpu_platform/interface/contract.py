@@ -38,6 +38,12 @@ TOOLKIT_RUNTIME = f"{TOOLKIT_INSTALL_ROOT}/toolkit/nvidia-container-runtime"
 # Our own labels and tags: the pool a node belongs to, and the GPU model the matrix knows it as.
 POOL_LABEL = "gpu-platform.io/pool"
 GPU_MODEL_LABEL = "gpu-platform.io/gpu-model"
+# The cluster autoscaler's GPU label on AWS (cluster-autoscaler-1.33.6 cloudprovider/aws/aws_cloud_provider.go:38):
+# a Ready node with it but no allocatable nvidia.com/gpu counts as unready, not as room for a pending pod
+# (processors/customresources/gpu_processor.go:44-57), until the device plugin has registered. Only its presence
+# matters there; the value (the matrix's GPU model) names the type for --gpu-total and the GPU metrics.
+# Only on pools whose nodes advertise nvidia.com/gpu: any other node would count as unready for ever.
+AUTOSCALER_GPU_LABEL = "k8s.amazonaws.com/accelerator"
 
 # Facts recorded on resources so that policies can read them from resource inputs alone. Each
 # resource declares the facts its own rules need (the node image: driver, release, CUDA versions;
@@ -51,9 +57,9 @@ GPU_COUNT_TAG = "gpu-platform.io/gpu-count"
 # What the cluster autoscaler (run by the cluster's users) reads to build a node of a group with no nodes
 # (cluster-autoscaler-1.33.6 and 1.34.5, cloudprovider/aws/aws_manager.go): the node group's labels and
 # taints from eks:DescribeNodegroup (lines 302-320), but nvidia.com/gpu from its instance type table
-# (line 280) and any other resource only from this ASG tag prefix (lines 285-289, 436-456). EKS copies no
-# node group tag to its ASG (botocore 1.43.11 eks service-2.json, CreateNodegroupRequest.tags;
-# aws/containers-roadmap#608, open), so the pool tags the ASG itself.
+# (line 280) and any other resource only from this tag prefix, on the ASG (lines 285-289, 436-456) or on the
+# node group through DescribeNodegroup (lines 322-332). EKS copies no node group tag to its ASG (botocore
+# 1.43.11 eks service-2.json, CreateNodegroupRequest.tags; aws/containers-roadmap#608, open); the pool tags the ASG.
 CA_RESOURCE_TAG = "k8s.io/cluster-autoscaler/node-template/resources/"
 # How many EFA interfaces each node of a GPU pool's launch template has ("0": none), declared on the
 # template and its node group, where policy/gpu.py judges a multi-node pool without EFA.
@@ -171,15 +177,19 @@ def _tolerates_one(toleration: dict, taint: dict) -> bool:
     return operator == "Exists"
 
 
-def pool_labels(pool: str, gpu_model: str, gates: tuple[str, ...], mig_config: str | None) -> dict[str, str]:
+def pool_labels(
+    pool: str, gpu_model: str, gates: tuple[str, ...], mig_config: str | None, whole_gpus: bool
+) -> dict[str, str]:
     """The kubelet labels of a GPU pool's nodes: presence, one gate per operand that belongs there,
-    the device plugin config named after the pool, the MIG configuration on MIG pools."""
+    the device plugin config named after the pool, the MIG configuration on MIG pools, and the
+    autoscaler's GPU label where the nodes advertise nvidia.com/gpu (`whole_gpus`)."""
     labels = {
         GPU_PRESENT_LABEL: "true",
         POOL_LABEL: pool,
         GPU_MODEL_LABEL: gpu_model,
         DEVICE_PLUGIN_CONFIG_LABEL: pool,
         **{gate_label(gate): "true" for gate in gates},
+        **({AUTOSCALER_GPU_LABEL: gpu_model} if whole_gpus else {}),
     }
     if mig_config:
         labels[MIG_CONFIG_LABEL] = mig_config

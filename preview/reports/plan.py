@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from components.aws.node_image import kernel_module_declared
-from components.kubernetes.operands import stages
+from components.kubernetes.operands import sharing, stages
 from gpu_platform.catalog import matrix
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.config.node_pool import NodePool
@@ -123,9 +123,13 @@ def _kernel_modules(config: StackConfig, tags: dict[str, Any]) -> str:
     return f"{flavour} kernel modules" if flavour else "kernel modules as the pinned AMI was baked"
 
 
-def _efa(pool: NodePool, tags: dict[str, Any]) -> str:
+def _efa_devices(tags: dict[str, Any]) -> int:
     """The EFA interfaces the pool's launch template gives each node (its declared count)."""
-    count = int(tags.get(contract.EFA_INTERFACES_TAG, "0") or 0)
+    return int(tags.get(contract.EFA_INTERFACES_TAG, "0") or 0)
+
+
+def _efa(pool: NodePool, tags: dict[str, Any]) -> str:
+    count = _efa_devices(tags)
     if not count:
         return "no EFA"
     subnet = pool.subnet_ids[0] if pool.subnet_ids else "the first cluster subnet"
@@ -170,13 +174,13 @@ def _autoscaler(recording: Recording, group: Registration | None) -> str:
     return ", ".join(sorted(offered)) or "nothing tagged (only the instance type's GPU count)"
 
 
-def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) -> list[str]:
+def _pools(config: StackConfig, recording: Recording, requests: dict[str, dict[str, int]]) -> list[str]:
     groups, gates = _groups(recording), _gates(recording)
     lines = ["GPU pools:"]
     for pool in config.node_pools:
         tags = (groups[pool.name].inputs.get("tags") or {}) if pool.name in groups else {}
         gpu = f"{tags.get(contract.GPU_MODEL_TAG, '?')} x{tags.get(contract.GPU_COUNT_TAG, '?')}"
-        sharing = (
+        shared = (
             f"MIG {pool.mig.config}"
             if pool.mig
             else f"time-sliced x{pool.time_slicing.replicas}"
@@ -185,10 +189,13 @@ def _pools(config: StackConfig, recording: Recording, requests: dict[str, str]) 
         )
         lines.append(
             f"  {pool.name:<12} {pool.instance_type} -> {gpu}, {pool.min_size}/{pool.desired_size}/{pool.max_size} "
-            f"nodes (min/desired/max), {pool.capacity_type}, {sharing}"
+            f"nodes (min/desired/max), {pool.capacity_type}, {shared}"
         )
         lines.append(f"  {'':<12} {_pool_facts(config, pool, tags, gates.get(pool.name))}")
-        lines.append(f"  {'':<12} workloads can request per node: {requests.get(pool.name, 'nothing')}")
+        # The EFA device plugin's resources beside the GPUs', as the pool's autoscaler tags count them.
+        offered = {**requests.get(pool.name, {}), **sharing.efa_resources(_efa_devices(tags))}
+        offers = ", ".join(f"{name} x{count}" for name, count in offered.items()) or "nothing"
+        lines.append(f"  {'':<12} workloads can request per node: {offers}")
         autoscaler = _autoscaler(recording, groups.get(pool.name))
         lines.append(f"  {'':<12} cluster autoscaler from zero nodes (ASG tags): {autoscaler}")
     return lines
@@ -277,13 +284,10 @@ def _long_steps(config: StackConfig, recording: Recording) -> list[str]:
     return ["Long steps:", *lines] if lines else []
 
 
-def _requests(view: lifecycle_stack.StackView) -> dict[str, str]:
-    """pool -> what workloads can ask for on one of its nodes: the lifecycle model's end state of a node
-    (preview/lifecycle/scenarios.py `expected`)."""
-    return {
-        pool.name: ", ".join(f"{name} x{count}" for name, count in scenarios.expected(view, pool).items()) or "nothing"
-        for pool in view.pools
-    }
+def _requests(view: lifecycle_stack.StackView) -> dict[str, dict[str, int]]:
+    """pool -> the GPU resources workloads can ask for on one of its nodes: the lifecycle model's end state
+    of a node (preview/lifecycle/scenarios.py `expected`)."""
+    return {pool.name: scenarios.expected(view, pool) for pool in view.pools}
 
 
 def _lifecycle(outcomes: Sequence[scenarios.Outcome]) -> list[str]:

@@ -145,7 +145,7 @@ def node_group(
         **(audit_tags(driver) if audit else {}),
     }
     tags.pop(contract.IMAGE_SOURCE_TAG)
-    labels = contract.pool_labels(pool, gpu_model, gates, mig_config)
+    labels = contract.pool_labels(pool, gpu_model, gates, mig_config, whole_gpus=False)
     taints = [{"key": contract.GPU_TAINT_KEY, "value": contract.GPU_TAINT_VALUE, "effect": taint_effect}]
     return resource(
         "aws:eks/nodeGroup:NodeGroup", f"gpu-pool-{pool}-ng", {"tags": tags, "labels": labels, "taints": taints}

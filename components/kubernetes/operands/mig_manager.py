@@ -154,6 +154,18 @@ GPU_CLIENTS = yaml.safe_dump({"version": "v1", "systemd-services": list(HOST_GPU
 # (mig-parted v0.13.1 cmd/nvidia-mig-manager/main.go:407-414, 455-482; v0.12.3
 # deployments/container/reconfigure-mig.sh:184-191): the one host directory it writes.
 HOST_MIG_PARTED_DIR = "/usr/local/nvidia/mig-manager"
+# Why the host root can be read-only where upstream mounts it read-write: the audit reason's own words,
+# with their sources (checked by reading them, not on a node).
+HOST_ROOT_READ_ONLY = (
+    "host root read-only where upstream's is read-write (gpu-operator v25.10.1 assets/state-mig-manager/"
+    "0600_daemonset.yaml:71-73, 101-103): mig-parted v0.13.1 writes there only its copy in "
+    f"{HOST_MIG_PARTED_DIR} (a read-write mount of its own; cmd/nvidia-mig-manager/main.go:458-482), the "
+    "systemd drop-in nvidia-mig-manager.service.d/override.conf only if it exists "
+    "(pkg/mig/reconfigure/reconfigure.go:301-329; neither the EKS AMI nor the bake installs one) and device nodes "
+    "in /host/dev (`chroot /host nvidia-smi`, nvidia-ctk create-device-nodes: reconfigure.go:472-479, 624-630); "
+    "/host/dev and /host/run (the D-Bus socket) are submounts, which the runtime's non-recursive read-only bind "
+    "leaves writable (containerd v2.2.4 internal/cri/opts/spec_linux_opts.go:153, 181-194)"
+)
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
@@ -192,7 +204,10 @@ def spec(ctx: OperandContext) -> OperandSpec:
             "repartitions GPUs into MIG instances: privileged with hostPID to reset GPUs, stop the "
             "host's GPU client services (and the kubelet while a MIG mode changes) over the host's "
             "D-Bus and run nvidia-mig-parted chrooted in the host root (read-only but for its copy in "
-            f"{HOST_MIG_PARTED_DIR}); writes /sys MIG state" + (" and CDI specs" if ctx.cdi else "")
+            f"{HOST_MIG_PARTED_DIR}); writes /sys MIG state"
+            + (" and CDI specs" if ctx.cdi else "")
+            + "; "
+            + HOST_ROOT_READ_ONLY
         ),
         containers=(manager,),
         host_paths=(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpu_platform.catalog import matrix
+from gpu_platform.catalog import aws_limits, matrix
 from gpu_platform.config.node_pool import NodePool
 
 
@@ -51,11 +51,20 @@ def advertised(gpus: int, replicas: int, strategy: str, layout: Mapping[str, int
     return {"nvidia.com/gpu": gpus * replicas}
 
 
-def node_resources(pool: NodePool, gpu: matrix.Gpu, gpus: int, dra: bool) -> dict[str, int]:
-    """What a node of the pool advertises once its MIG configuration is applied. Under DRA nothing:
-    the DRA driver publishes devices in ResourceSlices, not extended resources (operands/dra_driver.py)."""
+def efa_resources(devices: int) -> dict[str, int]:
+    """What the EFA device plugin advertises on a node of `devices` EFA devices (components/aws/efa.py
+    `devices`): each as one vpc.amazonaws.com/efa (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:138;
+    its p5.48xlarge job asks for all 32 a node has, lines 260 and 265). {}: no EFA, no plugin there."""
+    return {aws_limits.efa_device_plugin()["resource"]: devices} if devices else {}
+
+
+def node_resources(pool: NodePool, gpu: matrix.Gpu, gpus: int, dra: bool, efa_devices: int) -> dict[str, int]:
+    """What a node of the pool advertises once its MIG configuration is applied, its EFA devices included.
+    Under DRA no GPU resource: the DRA driver publishes devices in ResourceSlices, not extended resources
+    (operands/dra_driver.py); the EFA device plugin runs there all the same."""
+    efa = efa_resources(efa_devices)
     if dra:
-        return {}
+        return efa
     sharing = for_pool(pool, gpu)
     layout = gpu.mig.configs().get(sharing.mig_config or "", {}) if gpu.mig else {}
-    return advertised(gpus, sharing.replicas or 1, sharing.mig_strategy, layout)
+    return {**advertised(gpus, sharing.replicas or 1, sharing.mig_strategy, layout), **efa}

@@ -17,6 +17,7 @@ from tests.components.aws.conftest import (
     pool_names,
     record_family,
 )
+from tests.conftest import unapproved
 
 AUDIT_SOFTWARE = contract.AUDIT_TAG_SOFTWARE
 
@@ -220,12 +221,25 @@ def test_the_mig_pools_asg_offers_each_profile_and_no_whole_gpu(prod):
     # 2 x 1g.10gb, 1 x 2g.20gb and 1 x 3g.40gb (gpu-operator v25.10.1
     # assets/state-mig-manager/0400_configmap.yaml lines 412-419); under the mixed strategy a MIG GPU is
     # no nvidia.com/gpu (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122).
-    assert _autoscaler_tags(prod, "h100-mig") == {
+    gpu_tags = {k: v for k, v in _autoscaler_tags(prod, "h100-mig").items() if k.startswith("nvidia.com/")}
+    assert gpu_tags == {
         "nvidia.com/gpu": "0",
         "nvidia.com/mig-1g.10gb": "16",
         "nvidia.com/mig-2g.20gb": "8",
         "nvidia.com/mig-3g.40gb": "8",
     }
+
+
+def test_an_efa_pools_asg_offers_its_efa_devices(prod):
+    # p5.48xlarge: 32 EFA interfaces, one per network card (AWS's instance catalogue), which the EFA device
+    # plugin advertises as vpc.amazonaws.com/efa (EKS User Guide 4d52b4d0 latest/ug/ml/node-efa.adoc:138,
+    # its p5.48xlarge job asks for 32: line 260). Without the tag an empty pool never scales up for such a pod.
+    assert _autoscaler_tags(prod, "h100-mig")["vpc.amazonaws.com/efa"] == "32"
+
+
+def test_a_dra_efa_pools_asg_offers_its_efa_devices(dra):
+    # The EFA device plugin runs on a DRA pool too: only the GPUs leave the extended resources.
+    assert _autoscaler_tags(dra, "h100")["vpc.amazonaws.com/efa"] == "32"
 
 
 def test_the_time_sliced_pools_asg_offers_its_gpu_times_the_replicas(dev):
@@ -240,7 +254,7 @@ def test_a_whole_gpu_pools_asg_offers_its_gpus(prod):
 
 def test_a_dra_pools_asg_offers_no_whole_gpu(dra):
     # No device plugin under DRA: the instance table's 8 GPUs would scale the pool up for a pod it cannot run.
-    assert _autoscaler_tags(dra, "h100") == {"nvidia.com/gpu": "0"}
+    assert _autoscaler_tags(dra, "h100")["nvidia.com/gpu"] == "0"
 
 
 def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(shipped):
@@ -253,3 +267,48 @@ def test_the_autoscaler_tags_go_on_the_node_groups_asg_not_on_its_instances(ship
             assert tag.inputs["autoscalingGroupName"] == asg
             assert tag.inputs["tag"]["propagateAtLaunch"] is False
             assert ng.urn in tag.dependencies
+
+
+# The cluster autoscaler holds a Ready node with k8s.amazonaws.com/accelerator but no allocatable
+# nvidia.com/gpu as unready (cluster-autoscaler-1.33.6 cloudprovider/aws/aws_cloud_provider.go:38,
+# processors/customresources/gpu_processor.go:44-57): on pools that advertise nvidia.com/gpu, so a node whose
+# device plugin has not registered yet is not taken for room it lacks; on no other pool, whose nodes would
+# stay unready for it. Its value is the GPU model (cloudprovider/aws/README.md lines 278-286).
+ACCELERATOR = "k8s.amazonaws.com/accelerator"
+
+
+def test_a_whole_gpu_pools_nodes_carry_the_autoscalers_gpu_label(prod):
+    assert node_group(prod, "l40s").inputs["labels"][ACCELERATOR] == "L40S"
+
+
+def test_a_time_sliced_pools_nodes_carry_the_autoscalers_gpu_label(dev):
+    assert node_group(dev, "l4").inputs["labels"][ACCELERATOR] == "L4"
+
+
+def _mig_layout(record_variant, layout: str):
+    def change(config):
+        unapproved(config)
+        next(p for p in config["gpu-platform:nodePools"] if p["name"] == "h100-mig")["mig"] = {"config": layout}
+
+    return record_variant(f"mig-{layout}", change, stack="prod")
+
+
+def test_a_mig_pool_with_mig_off_carries_the_autoscalers_gpu_label(record_variant):
+    # all-disabled: whole GPUs, nvidia.com/gpu x8 under the mixed strategy.
+    rec = _mig_layout(record_variant, "all-disabled")
+    assert node_group(rec, "h100-mig").inputs["labels"][ACCELERATOR] == "H100-80GB"
+
+
+def test_a_one_profile_mig_pools_nodes_lack_the_autoscalers_gpu_label(record_variant):
+    # all-1g.10gb: one profile, still the mixed strategy (sharing.mig_strategy), so nvidia.com/mig-1g.10gb only.
+    assert ACCELERATOR not in node_group(_mig_layout(record_variant, "all-1g.10gb"), "h100-mig").inputs["labels"]
+
+
+def test_a_mixed_strategy_mig_pools_nodes_lack_the_autoscalers_gpu_label(prod):
+    # all-balanced: three profiles, the mixed strategy, no nvidia.com/gpu at all.
+    assert ACCELERATOR not in node_group(prod, "h100-mig").inputs["labels"]
+
+
+def test_a_dra_pools_nodes_lack_the_autoscalers_gpu_label(dra):
+    # Under DRA the GPUs are ResourceSlice devices, never nvidia.com/gpu.
+    assert ACCELERATOR not in node_group(dra, "h100").inputs["labels"]

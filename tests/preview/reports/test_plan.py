@@ -198,13 +198,17 @@ def test_an_adopted_cluster_s_endpoint_is_not_claimed_public_or_private(tmp_path
 
 def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
     # dev: 1 L4 time-sliced x4; prod l40s: 4 L40S; h100-mig: 8 H100 under all-balanced (2 x 1g.10gb,
-    # 1 x 2g.20gb, 1 x 3g.40gb per GPU); dra h100: 8 GPUs as DRA devices of class gpu.nvidia.com.
+    # 1 x 2g.20gb, 1 x 3g.40gb per GPU); dra h100: 8 GPUs as DRA devices of class gpu.nvidia.com. Both p5.48xlarge
+    # pools have EFA: 32 devices a node, each a vpc.amazonaws.com/efa (EKS User Guide node-efa.adoc:138, 260).
     asks = "               workloads can request per node: "
     assert asks + "nvidia.com/gpu x4" in _plan(dev)
     lines = _plan(prod)
     assert lines.count(asks + "nvidia.com/gpu x4") == 1
-    assert asks + "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8" in lines
-    assert asks + "gpu.nvidia.com x8" in _plan(dra)
+    assert (
+        asks + "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8, "
+        "vpc.amazonaws.com/efa x32"
+    ) in lines
+    assert asks + "gpu.nvidia.com x8, vpc.amazonaws.com/efa x32" in _plan(dra)
 
 
 def test_the_plan_gives_the_lifecycle_verdict(dev):
@@ -218,6 +222,6 @@ def test_the_plan_shows_what_the_cluster_autoscaler_sees_of_an_empty_pool(prod, 
     # H100 80GB all-balanced: 2, 1 and 1 instances per GPU (NVIDIA's mig-parted default config), 8 GPUs.
     assert (
         "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x0, "
-        "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8"
+        "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8, vpc.amazonaws.com/efa x32"
     ) in _plan(prod)
     assert "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x4" in _plan(dev)

@@ -123,3 +123,15 @@ def test_its_audit_reason_says_it_writes_cdi_specs_only_where_it_does(release, w
     s = spec(release)
     assert ("CDI specs" in s.reason) is writes_cdi
     assert any(h.path == "/var/run/cdi" for h in s.host_paths) is writes_cdi
+
+
+def test_its_audit_reason_says_why_the_host_root_may_be_read_only():
+    # Upstream mounts the host root read-write (gpu-operator v25.10.1 assets/state-mig-manager/
+    # 0600_daemonset.yaml:71-73, 101-103); ours is read-only. mig-parted v0.13.1 writes through it only the
+    # systemd drop-in override.conf when it exists (pkg/mig/reconfigure/reconfigure.go:301-329) and device
+    # nodes under /host/dev (reconfigure.go:472-479, 624-630), a submount a non-recursive read-only bind
+    # leaves writable (containerd v2.2.4 internal/cri/opts/spec_linux_opts.go:181-194).
+    s = spec()
+    assert mounts(s)["/host"] == ("/", True)
+    for cited in ("0600_daemonset.yaml:71-73", "reconfigure.go:301-329", "override.conf", "/host/dev"):
+        assert cited in s.reason, cited

@@ -112,7 +112,9 @@ def test_a_single_profile_mig_node_advertises_its_instances_by_profile():
     # assets/state-mig-manager/0400_configmap.yaml, the all-1g.10gb entry); under the mixed strategy
     # each is nvidia.com/mig-1g.10gb: 7 x 8 GPUs.
     h100 = matrix.load().gpus["H100-80GB"]
-    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False) == {"nvidia.com/mig-1g.10gb": 56}
+    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False, efa_devices=0) == {
+        "nvidia.com/mig-1g.10gb": 56
+    }
 
 
 def _plugin_accepts(strategy: str, layout: dict[str, int]) -> bool:
@@ -143,4 +145,22 @@ def test_after_a_layout_change_the_plugin_still_serves_nodes_carved_the_old_way(
 
 def test_a_dra_node_advertises_no_extended_resource():
     h100 = matrix.load().gpus["H100-80GB"]
-    assert sharing.node_resources(_h100_pool("all-balanced"), h100, 8, dra=True) == {}
+    assert sharing.node_resources(_h100_pool("all-balanced"), h100, 8, dra=True, efa_devices=0) == {}
+
+
+def test_an_efa_node_advertises_its_efa_devices_beside_its_gpus():
+    # The EFA device plugin advertises each EFA device as vpc.amazonaws.com/efa (EKS User Guide 4d52b4d0
+    # latest/ug/ml/node-efa.adoc:138); a p5.48xlarge has 32 (its NCCL job asks for 32, lines 260 and 265).
+    h100 = matrix.load().gpus["H100-80GB"]
+    assert sharing.node_resources(_h100_pool("all-1g.10gb"), h100, 8, dra=False, efa_devices=32) == {
+        "nvidia.com/mig-1g.10gb": 56,
+        "vpc.amazonaws.com/efa": 32,
+    }
+
+
+def test_a_dra_node_advertises_its_efa_devices_only():
+    # Under DRA the GPUs are ResourceSlice devices, but the EFA device plugin runs all the same.
+    h100 = matrix.load().gpus["H100-80GB"]
+    assert sharing.node_resources(_h100_pool("all-balanced"), h100, 8, dra=True, efa_devices=32) == {
+        "vpc.amazonaws.com/efa": 32
+    }
