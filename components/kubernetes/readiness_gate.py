@@ -69,6 +69,7 @@ import pulumi_kubernetes as k8s
 
 from components.kubernetes.operands.dra_driver import GPU_CLASS
 from components.kubernetes.operands.manifests import (
+    PRIORITY_CLASS,
     claim_template_name as operand_claim_template_name,
     claim_template_spec,
 )
@@ -194,6 +195,9 @@ def manifest_spec(args: GateArgs) -> dict:
             "metadata": {"labels": labels},
             "spec": {
                 "automountServiceAccountToken": False,
+                # As the operands': on a node whose CPU and memory are all requested, a gate pod of
+                # lower priority would stay Pending and fail the roll at its timeout.
+                "priorityClassName": PRIORITY_CLASS,
                 "nodeSelector": dict(sorted(args.selector.items())),
                 "tolerations": tolerations(args.taints),
                 "securityContext": {

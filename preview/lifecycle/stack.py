@@ -26,7 +26,8 @@ OPERAND_LABEL = "gpu-platform.io/operand"
 # A blue-green pool's readiness gate (components/kubernetes/readiness_gate.py), by its name label.
 GATE_NAME = "gpu-readiness-gate"
 _WAIT = re.compile(r"\[ -f (?P<dir>/\S+)/(?P<marker>[\w.-]+) \]")
-_REMOVE = re.compile(r"rm -f (?P<paths>(?:\S+ ?)+)")
+# The paths of an `rm -f`, up to the next shell operator.
+_REMOVE = re.compile(r"rm -f (?P<paths>(?:[^\s;&|]+ ?)+)")
 # Node groups spell taint effects as EKS does; the kubelet registers them in Kubernetes spelling.
 _EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
@@ -140,19 +141,37 @@ def _env(container: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _step(container: dict[str, Any], markers_dir: str) -> Step:
+def _marker_dirs(container: dict[str, Any], volumes: dict[str, Any], markers_dir: str) -> tuple[str, ...]:
+    """Where the container sees the host's marker directory: the directory itself, and under each
+    mount of a hostPath volume that is it or holds it (`/run/nvidia` at `/host-run` gives
+    `/host-run/validations`)."""
+    found = [markers_dir]
+    for mount in container.get("volumeMounts") or []:
+        host = (((volumes.get(mount.get("name")) or {}).get("hostPath") or {}).get("path") or "").rstrip("/")
+        if host and (markers_dir == host or markers_dir.startswith(host + "/")) and not mount.get("subPath"):
+            found.append(mount["mountPath"].rstrip("/") + markers_dir[len(host) :])
+    return tuple(dict.fromkeys(found))
+
+
+def _unread(what: str, container: str, text: str, dirs: tuple[str, ...], form: str) -> ValueError:
+    # A form the model cannot read would be taken for none: refuse it, so the model is taught the new form.
+    return ValueError(
+        f"container {container!r}'s {what} refers to the marker directory ({', '.join(dirs)}) in a form "
+        f"the lifecycle model does not read (it reads {form}): {text!r}"
+    )
+
+
+def _step(container: dict[str, Any], dirs: tuple[str, ...]) -> Step:
     env = _env(container)
     text = " ".join(map(str, [*(container.get("command") or []), *(container.get("args") or [])]))
-    waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] == markers_dir]
-    if markers_dir in text and not waits and "COMPONENT" not in env:
-        # A wait the model cannot read would be taken for none: refuse it, so it is taught the new form.
-        raise ValueError(
-            f"container {container['name']!r} refers to {markers_dir} in a form the lifecycle model "
-            f"does not read (it reads `until [ -f {markers_dir}/MARKER ]`): {text!r}"
-        )
+    waits = [m["marker"] for m in _WAIT.finditer(text) if m["dir"] in dirs]
+    if "COMPONENT" not in env and any(d in _WAIT.sub("", text) for d in dirs):
+        raise _unread("command", container["name"], text, dirs, "`until [ -f DIR/MARKER ]`")
     security = container.get("securityContext") or {}
     probe = " ".join(map(str, (((container.get("readinessProbe") or {}).get("exec") or {}).get("command") or [])))
-    ready = re.fullmatch(rf"test -f {re.escape(markers_dir)}/([\w.-]+)", probe)
+    ready = next((r for d in dirs if (r := re.fullmatch(rf"test -f {re.escape(d)}/([\w.-]+)", probe))), None)
+    if ready is None and any(d in probe for d in dirs):
+        raise _unread("readiness probe", container["name"], probe, dirs, "exec `test -f DIR/MARKER`")
     return Step(
         container=container["name"],
         wait_for=waits[0] if waits and "COMPONENT" not in env else None,
@@ -165,20 +184,21 @@ def _step(container: dict[str, Any], markers_dir: str) -> Step:
     )
 
 
-def _deletes(containers: list[dict[str, Any]], markers_dir: str) -> tuple[str, ...]:
+def _deletes(containers: list[dict[str, Any]], volumes: dict[str, Any], markers_dir: str) -> tuple[str, ...]:
     globs = []
     for container in containers:
+        dirs = _marker_dirs(container, volumes, markers_dir)
         hook = ((container.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}
         command = " ".join(map(str, hook.get("command") or []))
-        if markers_dir in command and not _REMOVE.search(command):
-            raise ValueError(
-                f"container {container['name']!r}'s pre-stop hook touches {markers_dir} in a form the "
-                f"lifecycle model does not read (it reads `rm -f {markers_dir}/GLOB`): {command!r}"
-            )
+        # Every mention of the directory must be a path of an `rm -f`: a `cd DIR`, a `find DIR -delete`
+        # beside an `rm -f` elsewhere would otherwise delete markers the model never sees go.
+        if any(d in _REMOVE.sub("", command) for d in dirs):
+            raise _unread("pre-stop hook", container["name"], command, dirs, "`rm -f DIR/GLOB`")
         for match in _REMOVE.finditer(command):
-            globs += [
-                p.removeprefix(markers_dir + "/") for p in match["paths"].split() if p.startswith(markers_dir + "/")
-            ]
+            for path in match["paths"].split():
+                if any(d in path for d in dirs) and not any(path.startswith(d + "/") for d in dirs):
+                    raise _unread("pre-stop hook", container["name"], command, dirs, "`rm -f DIR/GLOB`")
+                globs += [path.removeprefix(d + "/") for d in dirs if path.startswith(d + "/")]
     return tuple(globs)
 
 
@@ -197,15 +217,16 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     containers = spec.get("containers") or []
     all_containers = [*(spec.get("initContainers") or []), *containers]
     grace = spec.get("terminationGracePeriodSeconds")
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
     return PodTemplate(
         daemonset=meta.get("name") or name,
         operand=(meta.get("labels") or {}).get(OPERAND_LABEL)
         or (meta.get("labels") or {}).get("app.kubernetes.io/name", ""),
         selector=dict(spec.get("nodeSelector") or {}),
         tolerations=tuple(spec.get("tolerations") or ()),
-        init=tuple(_step(c, markers_dir) for c in spec.get("initContainers") or []),
-        main=tuple(_step(c, markers_dir) for c in containers),
-        deletes=_deletes(all_containers, markers_dir),
+        init=tuple(_step(c, _marker_dirs(c, volumes, markers_dir)) for c in spec.get("initContainers") or []),
+        main=tuple(_step(c, _marker_dirs(c, volumes, markers_dir)) for c in containers),
+        deletes=_deletes(all_containers, volumes, markers_dir),
         image_version=_version(containers[0]["image"]) if containers else "0.0.0",
         app=str(pod_labels.get("app", "")),
         grace=int(grace) if grace is not None else rules.termination_grace_default,

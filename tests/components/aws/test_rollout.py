@@ -165,6 +165,8 @@ def test_the_gate_is_a_daemon_set_on_the_current_node_groups_nodes_after_the_ope
     assert container["volumeMounts"] == [
         {"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "readOnly": True}
     ]
+    # Scheduled like the operands it waits for, so a full node does not leave it Pending.
+    assert pod["priorityClassName"] == "system-node-critical"
     # Pulumi waits for its rollout on create and on update, bounded.
     create, update, _ = gate.custom_timeouts
     assert create == update and create.endswith("m") and int(create[:-1]) >= 30

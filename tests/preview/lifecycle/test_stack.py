@@ -1,6 +1,8 @@
 """What the model reads of a rendered DaemonSet: its gate, tolerations, waits, checks and pre-stop
 deletions, from manifests written here by hand."""
 
+import pytest
+
 from preview.lifecycle import stack
 
 DAEMONSET = {
@@ -116,3 +118,62 @@ def test_a_pre_stop_hook_that_uses_the_whole_grace_period_gets_two_more_seconds(
 def test_the_pod_template_app_label_is_read():
     assert stack.pod_template(_with_pod({})).app == "nvidia-thing"
     assert stack.pod_template(DAEMONSET).app == ""
+
+
+def _with(container: dict, volumes: list[dict] | None = None) -> dict:
+    """DAEMONSET with one container and, when given, these volumes."""
+    spec = {**DAEMONSET["spec"]["template"]["spec"], "initContainers": [], "containers": [container]}
+    return {**DAEMONSET, "spec": {"template": {"spec": {**spec, **({"volumes": volumes} if volumes else {})}}}}
+
+
+MARKERS_VOLUME = [{"name": "validations", "hostPath": {"path": "/run/nvidia/validations", "type": "Directory"}}]
+
+
+def test_a_wait_on_the_marker_directory_mounted_elsewhere_is_read_there():
+    waiting = {
+        "name": "thing",
+        "image": "x:v1.0.0",
+        "command": ["sh", "-c", "until [ -f /validations/toolkit-ready ]; do sleep 5; done"],
+        "volumeMounts": [{"name": "validations", "mountPath": "/validations"}],
+    }
+    assert stack.pod_template(_with(waiting, MARKERS_VOLUME)).main[0].wait_for == "toolkit-ready"
+
+
+def test_a_mount_of_a_parent_directory_is_followed_to_the_markers():
+    deleting = {
+        "name": "thing",
+        "image": "x:v1.0.0",
+        "volumeMounts": [{"name": "run", "mountPath": "/host-run"}],
+        "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "rm -f /host-run/validations/*-ready"]}}},
+    }
+    volumes = [{"name": "run", "hostPath": {"path": "/run/nvidia"}}]
+    assert stack.pod_template(_with(deleting, volumes)).deletes == ("*-ready",)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -f /tmp/x && find /run/nvidia/validations -name toolkit-ready -delete",
+        "rm -f /tmp/x; cd /run/nvidia/validations && rm -f toolkit-ready",
+        "rm -f /tmp/x && find /run/nvidia/validations/ -delete",
+    ],
+)
+def test_a_pre_stop_hook_that_deletes_markers_in_another_form_is_refused(command):
+    # Any rm -f elsewhere in the command used to let the rest through unread.
+    hook = {
+        "name": "thing",
+        "image": "x:v1.0.0",
+        "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", command]}}},
+    }
+    with pytest.raises(ValueError, match="pre-stop hook refers to the marker directory"):
+        stack.pod_template(_with(hook))
+
+
+def test_a_readiness_probe_on_a_marker_in_another_form_is_refused():
+    probed = {
+        "name": "thing",
+        "image": "x:v1.0.0",
+        "readinessProbe": {"exec": {"command": ["sh", "-c", "test -f /run/nvidia/validations/plugin-ready"]}},
+    }
+    with pytest.raises(ValueError, match="readiness probe refers to the marker directory"):
+        stack.pod_template(_with(probed))
