@@ -71,7 +71,7 @@ def driver_supports_gpu(args, report_violation) -> None:
 @resource_policy(
     "mig-config-fits-gpu",
     EnforcementLevel.MANDATORY,
-    "MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU.",
+    "MIG configurations only on MIG-capable GPUs, and only configurations that exist for that GPU and carve instances.",
     types(facts.NODE_GROUP),
     fix="the pool's gpu-platform:nodePools[].mig.config (or its instanceType)",
 )
@@ -89,8 +89,17 @@ def mig_config_fits_gpu(args, report_violation) -> None:
                 f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})"
             )
             continue
-        valid = gpu.mig.configs()
+        # all-enabled turns MIG on and carves nothing: the device plugin skips a MIG-enabled GPU as a
+        # whole GPU and has no instance to offer (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120,
+        # :171 only warns), so the node would offer nothing.
+        valid = {name: layout for name, layout in gpu.mig.configs().items() if name != "all-enabled"}
         if config in valid:
+            continue
+        if config == "all-enabled":
+            report_violation(
+                f"{_where(pool, instance_type)} asks for MIG configuration 'all-enabled', which turns MIG on and "
+                f"carves no instance: its nodes would offer no GPU at all; use one of {', '.join(sorted(valid))}"
+            )
             continue
         owners = [k for k, g in gpus.items() if g.mig and config in g.mig.configs()]
         belongs = f" (a configuration of {', '.join(owners)})" if owners else ""

@@ -60,6 +60,14 @@ def test_mig_configuration_of_another_gpu_fails_naming_both(gpu, config):
     assert config in message and gpu in message and "all-balanced" in message
 
 
+def test_a_mig_configuration_that_carves_nothing_fails():
+    # all-enabled is in NVIDIA's default set (MIG on, no instance); the device plugin then offers no
+    # device on the node (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120, :171).
+    found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model="H100-80GB", mig_config="all-enabled")])
+    assert len(found) == 1
+    assert "carves no instance" in found[0][0] and "all-disabled" in found[0][0] and "all-enabled," not in found[0][0]
+
+
 @pytest.mark.parametrize("gpu", ["L40S", "A10G"])
 def test_mig_on_a_gpu_without_mig_fails(gpu):
     found = violations(mig_config_fits_gpu, [node_group(pool="m", gpu_model=gpu, mig_config="all-balanced")])
