@@ -22,6 +22,9 @@ from tests import recordings
 AS_OF_EPOCH = "1780272000"
 os.environ["SOURCE_DATE_EPOCH"] = AS_OF_EPOCH
 
+# What the preview's own code renders in-process (the CLI tests, --all, the docs) is shared too.
+engine.run = recordings.engine_run
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SHIPPED_STACKS = sorted(engine.STACKS.glob("Pulumi.*.yaml"))
