@@ -29,6 +29,7 @@ operator's entrypoint does for a host driver). It writes no readiness marker and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import yaml
@@ -37,6 +38,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import MigPool, OperandContext
 from components.kubernetes.operands.spec import VALIDATIONS_DIR, Container, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version
+from gpu_platform.catalog import matrix
 from gpu_platform.config import ConfigError
 
 HOST_ROOT = "/host"
@@ -107,16 +109,20 @@ def _cdi_env(ctx: OperandContext, traits: MigManagerImage) -> tuple[tuple[str, s
     return (("CDI_ENABLED", "true"), *hook, *dev_root)
 
 
+def _entry(config: str, profiles: Mapping[str, int]) -> list:
+    # mig-parted requires mig-devices wherever mig-enabled is true, {} for all-enabled (its
+    # config-default.yaml at v0.13.1 spells it so).
+    if config == "all-disabled":
+        return [{"devices": "all", "mig-enabled": False}]
+    return [{"devices": "all", "mig-enabled": True, "mig-devices": dict(profiles)}]
+
+
 def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
-    configs: dict[str, list] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    configs: dict[str, list] = {"all-disabled": _entry("all-disabled", {})}
     for pool in pools:
         if not pool.exists:
             continue
-        entry = (
-            [{"devices": "all", "mig-enabled": True, "mig-devices": dict(pool.profiles)}]
-            if pool.profiles
-            else [{"devices": "all", "mig-enabled": pool.config != "all-disabled"}]
-        )
+        entry = _entry(pool.config, pool.profiles)
         if configs.get(pool.config, entry) != entry:
             # One name, two carvings (two GPU models): mig-parted would need PCI device filters.
             first = next(p for p in pools if p.config == pool.config)
@@ -126,6 +132,20 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
                 f"configuration that names its profiles (e.g. all-<profile>)"
             )
         configs[pool.config] = entry
+    # Every other layout of each MIG pool's GPU too, as the GPU Operator's default config holds them: a
+    # layout change rolls the pool before this config map changes (the manager waits for the pools), and
+    # a node that boots with a name the file lacks is left uncarved, state failed (mig-parted v0.13.1
+    # pkg/mig/reconfigure/reconfigure.go:135-138). A name two GPUs carve differently is left out.
+    others: dict[str, list] = {}
+    clashes = set()
+    gpus = matrix.load().gpus
+    for pool in pools:
+        mig = gpus[pool.gpu].mig if pool.exists and pool.gpu in gpus else None
+        for name, layout in (mig.configs() if mig else {}).items():
+            entry = _entry(name, layout)
+            if name not in configs and others.setdefault(name, entry) != entry:
+                clashes.add(name)
+    configs.update({name: entry for name, entry in others.items() if name not in clashes})
     return yaml.safe_dump({"version": "v1", "mig-configs": dict(sorted(configs.items()))}, sort_keys=False)
 
 

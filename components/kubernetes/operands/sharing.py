@@ -45,7 +45,10 @@ def advertised(gpus: int, replicas: int, strategy: str, layout: Mapping[str, int
     replicas (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122: a MIG-enabled GPU is
     no nvidia.com/gpu once a MIG strategy is on)."""
     if layout and strategy == "mixed":
-        return {f"nvidia.com/mig-{profile}": count * gpus for profile, count in sorted(layout.items())}
+        # A `+` of a profile (1g.10gb+me) is a `.` in the resource name (internal/rm/rm.go:134).
+        return {
+            f"nvidia.com/mig-{profile.replace('+', '.')}": count * gpus for profile, count in sorted(layout.items())
+        }
     if layout and strategy == "single":
         return {"nvidia.com/gpu": sum(layout.values()) * gpus}
     return {"nvidia.com/gpu": gpus * replicas}

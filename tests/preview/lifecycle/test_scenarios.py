@@ -43,9 +43,10 @@ def test_every_shipped_pool_ends_live_in_every_scenario(stack_name, pool, scenar
     view = stack.view(record(engine.stack_file(stack_name)))
     outcome = scenario(view, view.pool(pool))
     assert outcome.problems == ()
-    # The MIG change moves h100-mig to the other config it has, all-disabled: 8 whole GPUs once drained.
+    # The MIG change moves h100-mig to the first other layout of its map, all-1g.10gb: 7 instances of
+    # 1g.10gb per H100 80GB (gpu-operator v25.10.1 assets/state-mig-manager/0400_configmap.yaml), x 8.
     changed = scenario is scenarios.mig_change_busy and pool == "h100-mig"
-    assert outcome.advertised == ({"nvidia.com/gpu": 8} if changed else OFFERS[(stack_name, pool)])
+    assert outcome.advertised == ({"nvidia.com/mig-1g.10gb": 56} if changed else OFFERS[(stack_name, pool)])
 
 
 # The fixture stacks that render (a bad stack's config error stops it before anything is registered).

@@ -68,6 +68,34 @@ def test_the_mig_manager_carves_each_mig_pools_configuration(prod):
         assert label is None or label in parted["mig-configs"]
 
 
+def test_the_mig_managers_map_holds_every_layout_of_a_mig_pools_gpu(prod):
+    # A layout change rolls the pool before the map is updated (the manager waits for the pools); a node
+    # booting with a name the map lacks stays uncarved (mig-parted v0.13.1 reconfigure.go:135-138).
+    parted = yaml.safe_load(config_map(prod, "nvidia-mig-manager-mig-parted-config")["config.yaml"])
+    h100 = matrix.load().gpus["H100-80GB"].mig
+    assert set(h100.configs()) <= set(parted["mig-configs"])
+    assert parted["mig-configs"]["all-3g.40gb"] == [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {"3g.40gb": 2}}
+    ]
+
+
+def test_a_layout_name_two_mig_gpus_carve_differently_is_left_out_unless_a_pool_uses_it():
+    h100 = MigPool("h", "H100-80GB", "all-1g.10gb", {"1g.10gb": 7})
+    a100 = MigPool("a", "A100-40GB", "all-1g.5gb", {"1g.5gb": 7})
+    parted = yaml.safe_load(mig_parted_config((h100, a100)))["mig-configs"]
+    assert "all-balanced" not in parted  # 2/1/1 of 1g.10gb.. on an H100, other profiles on an A100
+    assert parted["all-1g.10gb"] == [{"devices": "all", "mig-enabled": True, "mig-devices": {"1g.10gb": 7}}]
+
+
+def test_a_media_extension_profile_is_a_resource_named_with_a_dot():
+    # The plugin names MIG resources with `+` turned into `.` (k8s-device-plugin v0.18.1
+    # internal/rm/rm.go:134, internal/resource/nvml-mig-device.go:103): 1g.10gb+me -> mig-1g.10gb.me.
+    h100 = matrix.load().gpus["H100-80GB"]
+    assert sharing.node_resources(_h100_pool("all-1g.10gb.me"), h100, 8, dra=False, efa_devices=0) == {
+        "nvidia.com/mig-1g.10gb.me": 8
+    }
+
+
 def test_a_configuration_the_gpu_cannot_carve_never_reaches_the_map():
     unknown = MigPool("h100", "H100-80GB", "all-1g.18gb", {}, exists=False)
     parted = yaml.safe_load(mig_parted_config((unknown,)))
