@@ -41,7 +41,7 @@ def for_pool(pool: NodePool, gpu: matrix.Gpu) -> PoolSharing:
 def advertised(gpus: int, replicas: int, strategy: str, layout: Mapping[str, int]) -> dict[str, int]:
     """The extended resources the device plugin advertises on a node of `gpus` GPUs, `layout` the MIG
     profile counts carved on each GPU ({}: MIG off): each profile as nvidia.com/mig-<profile> under the
-    mixed strategy, their sum as nvidia.com/gpu under single, else whole GPUs times the time-slicing
+    mixed strategy (mig_strategy: every MIG pool's), else whole GPUs times the time-slicing
     replicas (k8s-device-plugin v0.18.1 internal/rm/device_map.go lines 120-122: a MIG-enabled GPU is
     no nvidia.com/gpu once a MIG strategy is on)."""
     if layout and strategy == "mixed":
@@ -49,8 +49,6 @@ def advertised(gpus: int, replicas: int, strategy: str, layout: Mapping[str, int
         return {
             f"nvidia.com/mig-{profile.replace('+', '.')}": count * gpus for profile, count in sorted(layout.items())
         }
-    if layout and strategy == "single":
-        return {"nvidia.com/gpu": sum(layout.values()) * gpus}
     return {"nvidia.com/gpu": gpus * replicas}
 
 

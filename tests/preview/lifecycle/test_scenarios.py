@@ -173,19 +173,24 @@ def _app(value: str):
     return change
 
 
+def _h100_mig_joining(recording: Recording) -> tuple[str, ...]:
+    view = stack.view(recording)
+    return scenarios.joins_later(view, view.pool("h100-mig")).problems
+
+
+def _all_balanced_failed(holder: str) -> tuple[str, ...]:
+    """What prod's h100-mig says when all-balanced cannot apply: whole GPUs left, the holder named."""
+    plan = "{'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8}"
+    return (
+        f"advertises {{'nvidia.com/gpu': 8}}, the plan says {plan} (MIG config all-balanced failed: GPUs in use by {holder})",
+    )
+
+
 def test_a_device_plugin_the_mig_manager_does_not_find_by_its_app_label_keeps_the_layout_from_applying(prod):
     # The manager finds the plugin's pods by app=nvidia-device-plugin-daemonset (reconfigure.go:383):
     # any other label is not waited for, and its GPUs are still open when the config is applied.
     planted = _planted(prod, "nvidia-device-plugin", _app("nvidia-device-plugin"), part="metadata")
-    view = stack.view(planted)
-    problems = scenarios.joins_later(view, view.pool("h100-mig")).problems
-    assert problems == (
-        (
-            "advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
-            "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
-            "failed: GPUs in use by nvidia-device-plugin (app label not waited for))"
-        ),
-    )
+    assert _h100_mig_joining(planted) == _all_balanced_failed("nvidia-device-plugin (app label not waited for)")
 
 
 def _addon_configuration(recording: Recording, change) -> Recording:
@@ -204,12 +209,4 @@ def test_the_add_ons_dcgm_server_on_a_mig_node_keeps_its_layout_from_applying(pr
     # Its nv-hostengine holds every GPU (dcgm-daemonset.yaml:57-59 at v1.7.0); no gate the MIG manager
     # pauses removes it, and it waits for no pod in kube-system (mig-parted v0.13.1 reconfigure.go:364-400).
     planted = _addon_configuration(prod, lambda dcgm: {k: v for k, v in dcgm.items() if k != "affinity"})
-    view = stack.view(planted)
-    problems = scenarios.joins_later(view, view.pool("h100-mig")).problems
-    assert problems == (
-        (
-            "advertises {'nvidia.com/gpu': 8}, the plan says {'nvidia.com/mig-1g.10gb': 16, "
-            "'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8} (MIG config all-balanced "
-            "failed: GPUs in use by dcgm-server (not paused))"
-        ),
-    )
+    assert _h100_mig_joining(planted) == _all_balanced_failed("dcgm-server (not paused)")
