@@ -207,7 +207,7 @@ def privileged_images_pinned_by_digest(args, report_violation) -> None:
             else "not an operator operand: where the program sets its image, e.g. the EFA device plugin's "
             "efa_device_plugin.tag in gpu_platform/catalog/aws_limits.yaml"
         )
-        who = ", ".join(users[image]) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
+        who = ", ".join(sorted(users[image])) if len(users[image]) <= 2 else f"{len(users[image])} workloads"
         return f"{image} ({who}; pin: {how})"
 
     report_violation(

@@ -92,27 +92,41 @@ def operand_table(recordings=None) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for number, row in enumerate(operands.rows(), 1):
+        # The first recording that runs it; a MIG reader has a second DaemonSet there, its MIG pools'
+        # (components/kubernetes/operands/mig_access.py), listed after its own.
         found = next(
             (
-                ds
+                sorted(matched, key=lambda ds: ds.inputs["metadata"]["name"])
                 for rec in recordings
-                for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
-                if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand
+                if (
+                    matched := [
+                        ds
+                        for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
+                        if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand
+                    ]
+                )
             ),
-            None,
+            [],
         )
-        pod = found.inputs["spec"]["template"]["spec"] if found else {}
-        kept = ", ".join(workloads.privileges(pod)) or "none"
-        paths = workloads.host_path_modes(pod)
-        if paths:
-            kept += " (" + ", ".join(f"{p} {m}" for p, m in paths.items()) + ")"
+        kept = []
+        for ds in found:
+            pod = ds.inputs["spec"]["template"]["spec"]
+            text = ", ".join(workloads.privileges(pod)) or "none"
+            paths = workloads.host_path_modes(pod)
+            if paths:
+                text += " (" + ", ".join(f"{p} {m}" for p, m in paths.items()) + ")"
+            kept.append(text if ds is found[0] else f"MIG pools: {text}")
         gate = f"`{contract.gate_label(row.gate)}`" if row.gate else "none"
-        name = f"`{found.inputs['metadata']['name']}`" if found else row.operand
+        names = [f"`{ds.inputs['metadata']['name']}`" for ds in found]
+        name = (names[0] + "".join(f" and {n} (MIG pools)" for n in names[1:])) if found else row.operand
+        pod = found[0].inputs["spec"]["template"]["spec"] if found else {}
         token = "yes" if pod.get("automountServiceAccountToken") else "no"
         waits = row.waits_for or "nothing"
         if row.on == "gpu-nodes" and row.marker(dra=True) != row.waits_for:
             waits += f" (`allocation.mode: dra`: {row.marker(dra=True) or 'nothing'})"
-        lines.append(f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {waits} | {kept} | {token} |")
+        lines.append(
+            f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {waits} | {'; '.join(kept) or 'none'} | {token} |"
+        )
     lines.append(OPERANDS_END)
     return "\n".join(lines)
 

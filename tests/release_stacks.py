@@ -74,11 +74,23 @@ def of_kind(rec: engine.Recording, operand: str, kind: str) -> list[Registration
     return [r for r in objects(rec, operand) if r.inputs["kind"] == kind]
 
 
-def workload(rec: engine.Recording, operand: str, kind: str = "DaemonSet", name: str | None = None) -> Registration:
-    """The operand's one DaemonSet, or its Deployment (or any kind) named `name`."""
-    found = [r for r in of_kind(rec, operand, kind) if name is None or r.inputs["metadata"]["name"] == name]
+def workload(
+    rec: engine.Recording, operand: str, kind: str = "DaemonSet", name: str | None = None, variant: str = ""
+) -> Registration:
+    """The operand's DaemonSet (`variant`: the one for those nodes, e.g. `mig`; "": the operand's own),
+    or its Deployment (or any kind) named `name`."""
+    app = f"{operand}-{variant}" if variant else operand
+
+    def chosen(r: Registration) -> bool:
+        if name is not None:
+            return r.inputs["metadata"]["name"] == name
+        return (
+            kind != "DaemonSet" or r.inputs["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == app
+        )
+
+    found = [r for r in of_kind(rec, operand, kind) if chosen(r)]
     if len(found) != 1:
-        raise LookupError(f"{len(found)} {kind}s{' named ' + name if name else ''} under the {operand} component")
+        raise LookupError(f"{len(found)} {kind}s{' named ' + name if name else ''} {app} under the {operand} component")
     return found[0]
 
 

@@ -23,6 +23,11 @@ GATE_PREFIX = "nvidia.com/gpu.deploy."
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 # The MIG manager applies the configuration this label names (mig-parted config key).
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# What the MIG manager reports of it on the node: pending while it repartitions (rebooting with
+# WITH_REBOOT), then success or failed, after it sets the paused gates back (mig-parted v0.13.1
+# pkg/mig/reconfigure/reconfigure.go:137-141, 154, 522-555; v0.5.5 deployments/gpu-operator/
+# reconfigure-mig.sh:148-195, 422-425). A node that joins has none until its manager's first run.
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
 
 # The `nvidia` runtime handler (our RuntimeClass's) and, on a node without a baked toolkit, the runtime
 # the toolkit DaemonSet installs under its ROOT on the host's disk (ROOT/toolkit/nvidia-container-runtime:

@@ -39,7 +39,9 @@ class Node:
     mig_why: str = ""  # why the last MIG change did not apply
     allocated: int = 0  # GPU devices held by workloads
     busy: bool = False  # workload processes run on the GPUs (not until the allocator is back after a boot)
-    replacing: bool = False  # a boot lost the workloads' pods; their controllers' new pods wait for GPUs
+    # Workload pods wait for this node's GPUs: a boot lost their pods and their controllers made new ones,
+    # or the autoscaler added the node for them. Worst case, they take every device the moment one is advertised.
+    waiting: bool = False
     pods: dict[str, Pod] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
@@ -63,7 +65,7 @@ class Node:
             self.runtime = self.installed and self.pool.boot_runtime is not None
         if not rules.allocations_survive_boot[self.stack.config.allocation.mode]:
             # The kubelet rejects the workloads' pods (kubernetes#125579); their controllers make new ones.
-            self.replacing, self.allocated = self.allocated > 0, 0
+            self.waiting, self.allocated = self.allocated > 0, 0
         # MIG instances do not survive a reboot (the MIG manager carves them again), and no workload
         # process runs until the device plugin serves its devices again.
         if rules.mig_instances_cleared_at_boot and self.mig_layout:
@@ -178,10 +180,11 @@ class Node:
                 return
         pod.phase, pod.why = RUNNING, ""
         if pod.template.operand in ("device-plugin", "dra-driver") and self.advertised():
-            if self.replacing:
-                # Worst case: the replacement pods take every GPU as soon as it is advertised, before
-                # any validation pod asks for one.
-                self.replacing, self.allocated = False, sum(self.advertised().values())
+            if self.waiting:
+                # Worst case: the waiting pods take every GPU as soon as it is advertised, before any
+                # validation pod asks for one, and before a MIG manager that starts beside the plugin
+                # has carved the layout.
+                self.waiting, self.allocated = False, sum(self.advertised().values())
             if self.allocated:
                 self.busy = True  # the kubelet admits the workloads again and their processes start
         if operand.get("provides") == "runtime":
@@ -192,10 +195,15 @@ class Node:
 
     def _mig_manager(self, pod: Pod) -> None:
         wanted = self.labels.get(contract.MIG_CONFIG_LABEL)
-        if pod.phase != RUNNING or not wanted or wanted == self.mig_layout or self.mig_state.endswith(f":{wanted}"):
+        if pod.phase != RUNNING or not wanted or self.mig_state.endswith(f":{wanted}"):
             return  # failed or given up: it waits for the next change of the label, or a new pod
+        if wanted == self.mig_layout:
+            if not self.mig_state:  # a new manager pod finds its config applied, and says so
+                self.mig_state = self.labels[contract.MIG_CONFIG_STATE_LABEL] = "success"
+            return
         rules = lifecycle_rules.load()
         operand, manager = rules.operand("mig-manager"), rules.mig_manager
+        self.labels[contract.MIG_CONFIG_STATE_LABEL] = "pending"
         # The clients' gates (their DaemonSets' nvidia.com/gpu.deploy.* selectors) are paused, so their
         # pods leave the node; "false" stays "false", anything else comes back as "true".
         gates = {
@@ -241,7 +249,9 @@ class Node:
             self.roll(
                 [p.template.daemonset for p in list(self.pods.values()) if p.template.operand in operand["restarts"]]
             )
+        # The gates come back first, then the state label (setState).
         self.labels.update({key: "false" if v == "false" else "true" for key, v in saved.items()})
+        self.labels[contract.MIG_CONFIG_STATE_LABEL] = self.mig_state.split(":")[0]
 
     def settle(self, limit: int = 100) -> Node:
         for _ in range(limit):
@@ -254,6 +264,9 @@ class Node:
                     self.delete_pod(template.daemonset)
             for pod in list(self.pods.values()):
                 self._advance(pod)
+            # A repartition takes longer than any pod's start (rules.yaml mig_manager.acts_last): what
+            # could start beside the manager in this pass has started before it changes anything.
+            for pod in list(self.pods.values()):
                 if pod.template.operand == "mig-manager":
                     self._mig_manager(pod)
             if self._snapshot() == before:
@@ -263,6 +276,7 @@ class Node:
     def _snapshot(self) -> tuple:
         return (
             frozenset(self.markers),
+            tuple(sorted(self.labels.items())),
             self.runtime,
             self.mig_layout,
             self.mig_state,

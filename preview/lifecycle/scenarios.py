@@ -69,6 +69,14 @@ def joins_later(stack: StackView, pool: Pool) -> Outcome:
     return _verdict("node joins later", _live(stack, pool))
 
 
+def joins_for_waiting_pods(stack: StackView, pool: Pool) -> Outcome:
+    """The autoscaler adds a node for pods that wait for GPUs (scale-from-zero included): they take
+    whatever the node advertises first, so it must advertise nothing the plan does not say."""
+    node = Node.boot(stack, pool)
+    node.waiting = True
+    return _verdict("node joins for pods waiting for GPUs", node.settle())
+
+
 def _on_a_full_node(stack: StackView, pool: Pool, name: str, event: Callable[[Node], None]) -> Outcome:
     """`event` happens to a live node whose every GPU is taken; the verdict once it settles."""
     node = _live(stack, pool)
@@ -136,6 +144,7 @@ def time_slicing_change(stack: StackView, pool: Pool) -> Outcome:
 SCENARIOS: tuple[Callable[[StackView, Pool], Outcome], ...] = (
     first_up,
     joins_later,
+    joins_for_waiting_pods,
     reboot_full,
     validator_restart_full,
     roll_all_full,

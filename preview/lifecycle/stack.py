@@ -208,6 +208,15 @@ def _version(image: str) -> str:
     return found.group(0) if found else "0.0.0"
 
 
+def _required_terms(affinity: dict[str, Any] | None) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """A pod's required node affinity as nodeSelectorTerms, each a tuple of its matchExpressions."""
+    required = ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or ()
+    if any(t.get("matchFields") for t in terms):
+        raise ValueError("node affinity by matchFields is not one the lifecycle model reads (matchExpressions)")
+    return tuple(tuple(t.get("matchExpressions") or ()) for t in terms)
+
+
 def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
     """`name`: the resource's name, for a DaemonSet whose object name Pulumi chooses (a readiness gate)."""
     rules = lifecycle_rules.load()
@@ -231,6 +240,7 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
         app=str(pod_labels.get("app", "")),
         grace=int(grace) if grace is not None else rules.termination_grace_default,
         pre_stop=any(((c.get("lifecycle") or {}).get("preStop")) for c in all_containers),
+        affinity=_required_terms(spec.get("affinity")),
     )
 
 
@@ -274,9 +284,6 @@ def addon_dcgm_server(addon: dict[str, Any]) -> PodTemplate:
     what its chart renders around them (rules.yaml addon_dcgm_server)."""
     facts = lifecycle_rules.load().addon_dcgm_server
     dcgm = (json.loads(addon.get("configurationValues") or "{}") or {}).get("dcgmAgent") or {}
-    required = ((dcgm.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
     return PodTemplate(
         daemonset=facts["daemonset"],
         operand=facts["container"],
@@ -289,7 +296,7 @@ def addon_dcgm_server(addon: dict[str, Any]) -> PodTemplate:
         app=str((dcgm.get("podLabels") or {}).get("app", "")),
         grace=lifecycle_rules.load().termination_grace_default,
         pre_stop=False,
-        affinity=tuple(tuple(t.get("matchExpressions") or ()) for t in required.get("nodeSelectorTerms") or ()),
+        affinity=_required_terms(dcgm.get("affinity")),
         holds_gpus=True,
     )
 

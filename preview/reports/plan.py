@@ -218,13 +218,31 @@ def _waits(daemonset: dict[str, Any]) -> str:
     return text + (f", then checks {', '.join(checks)}" if checks else "")
 
 
+def _mig_pools(ds: Registration) -> tuple[bool, list[str]]:
+    """An operand's DaemonSet for its MIG pools (operands/mig_access.py): whether it runs privileged, and
+    what its required affinity waits for beyond the MIG config label."""
+    pod = ds.inputs["spec"]["template"]["spec"]
+    required = (pod.get("affinity") or {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    waits = [
+        f"{e['key']} is {'|'.join(e['values'])}"
+        for t in (required or {}).get("nodeSelectorTerms") or []
+        for e in t.get("matchExpressions") or []
+        if e["operator"] == "In"
+    ]
+    return any((c.get("securityContext") or {}).get("privileged") for c in pod["containers"]), waits
+
+
 def _operands(config: StackConfig, recording: Recording, order: list[Registration]) -> list[str]:
     lines = [
         "Operands, in rollout order (each created after the one before, the first after the GPU pools; Pulumi waits for",
         "each DaemonSet's controller, not for every node: on each node, the waits below hold the order):",
     ]
+    mig_pools: list[tuple[str, bool, list[str]]] = []
     for number, operand in enumerate(order, 1):
-        daemonsets = [r for r in recording.children(operand.urn) if r.type == _DAEMONSET]
+        daemonsets = sorted(
+            (r for r in recording.children(operand.urn) if r.type == _DAEMONSET),
+            key=lambda r: r.inputs["metadata"]["name"],
+        )
         ds = daemonsets[0] if daemonsets else None
         selector = (
             ((ds.inputs.get("spec") or {}).get("template", {}).get("spec", {}).get("nodeSelector") or {}) if ds else {}
@@ -234,6 +252,11 @@ def _operands(config: StackConfig, recording: Recording, order: list[Registratio
         lines.append(
             f"  {number}. {operand.type.removeprefix(_OPERAND_PREFIX):<20} on {where}; on each node waits for {waits}"
         )
+        mig_pools += [(operand.type.removeprefix(_OPERAND_PREFIX), *_mig_pools(d)) for d in daemonsets[1:]]
+    if mig_pools:
+        privileged = " (privileged)" if all(p for _, p, _ in mig_pools) else ""
+        waiting = "".join(f", {name}'s once {' and '.join(w)}" for name, _, w in mig_pools if w)
+        lines.append(f"  MIG pools: own -mig DaemonSets{privileged}{waiting}")
     present = {o.type.removeprefix(_OPERAND_PREFIX) for o in order}
     any_mig = any(p.mig for p in config.node_pools)
     for stage in stages.STAGES:

@@ -72,7 +72,7 @@ def applies(spec: str, tag: str) -> bool:
 
 @dataclass(frozen=True)
 class Facts:
-    """What a clause's `when` may ask of the stack."""
+    """What a clause's `when` may ask of the stack (`mig`: of the DaemonSet, that it runs on MIG pools)."""
 
     cdi: bool
     toolkit_baked: bool
@@ -96,7 +96,38 @@ class Operand:
             for r in rec.of_type(DAEMONSET)
             if (r.inputs.get("metadata", {}).get("labels") or {}).get(contract.OPERAND_KEY) == operand
         ]
+        # The operand's own DaemonSet first, then its variants' (mig_access.by_pool), by name.
+        found.sort(
+            key=lambda r: (
+                r.inputs["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] != operand,
+                r.inputs["metadata"]["name"],
+            )
+        )
         self.daemonset: Registration | None = found[0] if found else None
+        self.daemonsets = found
+
+    def each(self) -> list[Operand]:
+        """A view per DaemonSet of the operand (a MIG reader has one for the MIG pools, mig_access.by_pool)."""
+        views = []
+        for found in self.daemonsets:
+            view = Operand.__new__(Operand)
+            view.rec, view.operand, view.daemonset, view.daemonsets = self.rec, self.operand, found, [found]
+            views.append(view)
+        return views
+
+    @property
+    def on_mig_pools(self) -> bool:
+        """The DaemonSet may run on a MIG pool's node (one carrying nvidia.com/mig.config): no term of
+        its required node affinity excludes that label."""
+        affinity = (self.pod.get("affinity") or {}).get("nodeAffinity") or {}
+        terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [{}]
+        return any(
+            not any(
+                e["key"] == contract.MIG_CONFIG_LABEL and e["operator"] == "DoesNotExist"
+                for e in t.get("matchExpressions") or []
+            )
+            for t in terms
+        )
 
     def part(self, suffix: str) -> Operand:
         """The operand's cluster-wide Deployment part (NFD's `master`, `gc`), seen through the same

@@ -126,17 +126,17 @@ def test_an_unaudited_privileged_daemonset_in_a_real_recording_fails(prod):
                 k: v for k, v in meta["annotations"].items() if not k.startswith(contract.AUDIT_PREFIX)
             }
 
-    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", strip))
+    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-mig-ds", strip))
     assert [v.policy for v in found] == ["privileged-workloads-audited"]
-    # prod's plugin runs privileged (its MIG pool on toolkit 1.18.1's jit-cdi: toolkit issue #1740).
-    assert "gpu-device-plugin-ds" in found[0].message and "privileged" in found[0].message
+    # prod's MIG pool's plugin runs privileged (toolkit 1.18.1's jit-cdi: toolkit issue #1740).
+    assert "gpu-device-plugin-mig-ds" in found[0].message and "privileged" in found[0].message
 
 
 def test_a_foreign_image_in_a_real_recording_fails(prod):
     def swap(inputs):
         inputs["spec"]["template"]["spec"]["containers"][0]["image"] = "docker.io/someone/k8s-device-plugin:v0.18.1"
 
-    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-ds", swap))
+    found = _mandatory(prod.replaced("kubernetes:apps/v1:DaemonSet", "gpu-device-plugin-mig-ds", swap))
     # The swapped image runs privileged, so the privilege ledger no longer matches the approval either.
     assert sorted(v.policy for v in found) == ["operand-images-match-release", "privilege-ledger-approved"]
     found = [v for v in found if v.policy == "operand-images-match-release"]

@@ -14,12 +14,14 @@ from components.kubernetes.operands.manifests import (
     deployment_manifest,
 )
 from components.kubernetes.operands.spec import OperandArgs, OperandSpec, with_wait
+from gpu_platform.interface import contract
 
 
 class Operand(pulumi.ComponentResource):
     """One GPU operand and everything it needs. Subclasses only build their `OperandSpec`."""
 
-    daemonset: k8s.apps.v1.DaemonSet
+    daemonset: k8s.apps.v1.DaemonSet  # the first of its DaemonSets
+    daemonsets: list[k8s.apps.v1.DaemonSet]
 
     def __init__(self, name: str, args: OperandArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(
@@ -96,18 +98,22 @@ class Operand(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=pulumi.ResourceOptions.merge(self._child, pulumi.ResourceOptions(depends_on=[*waits, *identity])),
             )
-        manifest = daemonset_manifest(spec, args, object_name, configmap_names)
-        manifest["metadata"]["namespace"] = args.namespace
-        self.daemonset = k8s.apps.v1.DaemonSet(
-            f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=after_waits
-        )
-        selector = manifest["spec"]["selector"]["matchLabels"]
+        self.daemonsets = [
+            self._daemonset(name, spec, object_name, configmap_names, after_waits),
+            *(
+                self._daemonset(f"{name}-{v.variant}", v, f"{object_name}-{v.variant}", configmap_names, after_waits)
+                for v in spec.variants
+            ),
+        ]
+        self.daemonset = self.daemonsets[0]
         for service in spec.services:
             k8s.core.v1.Service(
                 f"{name}-{service.port_name}-svc",
                 metadata=self._meta(object_name, spec.operand),
                 spec={
-                    "selector": selector,
+                    # Every DaemonSet's pods of the operand, its variants' too (none of its Deployments
+                    # serves a port).
+                    "selector": {contract.OPERAND_KEY: spec.operand},
                     "ports": [{"name": service.port_name, "port": service.port, "targetPort": service.port_name}],
                 },
                 opts=self._child,
@@ -126,6 +132,24 @@ class Operand(pulumi.ComponentResource):
                 opts=self._child,
             )
         self.register_outputs({"daemonset": self.daemonset.metadata["name"]})
+
+    def _daemonset(
+        self,
+        name: str,
+        spec: OperandSpec,
+        object_name: str,
+        configmap_names: dict[str, str],
+        opts: pulumi.ResourceOptions,
+    ) -> k8s.apps.v1.DaemonSet:
+        base = self._args.spec
+        if (spec.cluster_rules, spec.namespace_rules) != (base.cluster_rules, base.namespace_rules) or not set(
+            spec.config_maps
+        ) <= set(configmap_names):
+            # A variant runs under its operand's account and mounts its config maps: it can hold no other.
+            raise ValueError(f"{spec.operand}-{spec.variant}: a variant has its operand's rules and config maps")
+        manifest = daemonset_manifest(spec, self._args, object_name, configmap_names, account=base.name)
+        manifest["metadata"]["namespace"] = self._args.namespace
+        return k8s.apps.v1.DaemonSet(f"{name}-ds", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts)
 
     def _guards(self, name: str, spec: OperandSpec) -> list[pulumi.Resource]:
         """Admission policies that narrow this operand's own rights, made before its workloads so that

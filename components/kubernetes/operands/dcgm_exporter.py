@@ -194,11 +194,16 @@ def image_traits(image: str) -> ExporterImage:
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
+    """One DaemonSet for pools without MIG and, on a stack with MIG pools, one for those (mig_access).
+    In mode dra one: its GPUs come from the DRA driver's CDI specs, not the toolkit's runtime mode."""
+    return _spec(ctx, False) if ctx.dra else mig_access.by_pool(ctx, lambda mig: _spec(ctx, mig))
+
+
+def _spec(ctx: OperandContext, mig: bool) -> OperandSpec:
+    """The exporter for MIG pools (`mig`) or the others."""
     traits = image_traits(ctx.images["dcgm-exporter"])
     health = {"httpGet": {"path": "/health", "port": PORT}, "initialDelaySeconds": 45, "periodSeconds": 10}
-    # In mode dra its GPUs come from the DRA driver's CDI specs, not the toolkit's runtime mode.
-    mig = any(s.mig_strategy != "none" for s in ctx.sharing) and not ctx.dra
-    privileged = mig_access.privileged(ctx) and not ctx.dra
+    privileged = mig and mig_access.privileged(ctx)
     exporter = Container(
         name="nvidia-dcgm-exporter",
         image=ctx.images["dcgm-exporter"],

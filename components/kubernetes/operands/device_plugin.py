@@ -145,9 +145,14 @@ def available_configs(ctx: OperandContext) -> dict[str, dict[str, str]]:
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
-    image, sharing = ctx.images["device-plugin"], ctx.sharing
-    mig = any(s.mig_strategy != "none" for s in sharing)
-    privileged = mig_access.privileged(ctx)
+    """One DaemonSet for pools without MIG and, on a stack with MIG pools, one for those (mig_access)."""
+    return mig_access.by_pool(ctx, lambda mig: _spec(ctx, mig), advertises=True)
+
+
+def _spec(ctx: OperandContext, mig: bool) -> OperandSpec:
+    """The plugin for MIG pools (`mig`) or the others."""
+    image = ctx.images["device-plugin"]
+    privileged = mig and mig_access.privileged(ctx)
     init, manager = config_managers(image, "nvidia-device-plugin")
     return OperandSpec(
         operand="device-plugin",

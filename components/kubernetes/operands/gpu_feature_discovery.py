@@ -96,11 +96,16 @@ def image_traits(image: str) -> GfdImage:
 
 
 def spec(ctx: OperandContext) -> OperandSpec:
+    """One DaemonSet for pools without MIG and, on a stack with MIG pools, one for those (mig_access)."""
+    return mig_access.by_pool(ctx, lambda mig: _spec(ctx, mig))
+
+
+def _spec(ctx: OperandContext, mig: bool) -> OperandSpec:
+    """GFD for MIG pools (`mig`) or the others."""
     image = ctx.images["gpu-feature-discovery"]
     traits = image_traits(image)
     manager_image = image if traits.ships_config_manager else ctx.images["device-plugin"]
-    mig = any(s.mig_strategy != "none" for s in ctx.sharing)
-    privileged = mig_access.privileged(ctx)
+    privileged = mig and mig_access.privileged(ctx)
     # The same config-manager as the device plugin's, signalling GFD instead.
     init, manager = device_plugin.config_managers(manager_image, traits.binary)
     api = traits.node_feature_api

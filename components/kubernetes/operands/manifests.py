@@ -184,10 +184,13 @@ def config_hash(spec: OperandSpec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str]) -> dict:
-    """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same)."""
+def daemonset_manifest(
+    spec: OperandSpec, args: OperandArgs, name: str, configmap_names: dict[str, str], account: str | None = None
+) -> dict:
+    """The DaemonSet's metadata and spec, as plain data (tests and the audit read the same); `account`:
+    the service account, when not `name` (a variant's is its operand's)."""
     labels = {
-        "app.kubernetes.io/name": spec.operand,
+        "app.kubernetes.io/name": spec.app_name,
         "app.kubernetes.io/part-of": "gpu-platform",
         contract.OPERAND_KEY: spec.operand,
         **({"app": spec.app_label} if spec.app_label else {}),
@@ -213,7 +216,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         + ([TOKEN_VOLUME] if _token(spec)[1] else [])
     )
     pod_spec: dict[str, Any] = {
-        "serviceAccountName": name,
+        "serviceAccountName": account or name,
         "automountServiceAccountToken": _token(spec)[0],
         "priorityClassName": PRIORITY_CLASS,
         "tolerations": tolerations,
@@ -228,6 +231,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
         "hostNetwork": spec.host_network,
         "runtimeClassName": spec.runtime_class,
         "shareProcessNamespace": spec.share_process_namespace,
+        "affinity": node_affinity(spec.node_affinity),
     }
     pod_spec.update({k: v for k, v in optional.items() if v})
     if spec.claim_templates:
@@ -242,7 +246,7 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
     return {
         "metadata": {"name": name, "labels": labels, "annotations": {**annotations, **AWAIT}},
         "spec": {
-            "selector": {"matchLabels": {"app.kubernetes.io/name": spec.operand}},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": spec.app_name}},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
             "template": {
                 "metadata": {"labels": labels, "annotations": pod_annotations},
@@ -250,6 +254,14 @@ def daemonset_manifest(spec: OperandSpec, args: OperandArgs, name: str, configma
             },
         },
     }
+
+
+def node_affinity(terms: tuple[tuple[dict[str, Any], ...], ...]) -> dict | None:
+    """A pod's required node affinity from nodeSelectorTerms, each a tuple of matchExpressions."""
+    if not terms:
+        return None
+    required = {"nodeSelectorTerms": [{"matchExpressions": [dict(e) for e in term]} for term in terms]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
 
 def claim_template_name(object_name: str, template: ClaimTemplate) -> str:

@@ -20,10 +20,13 @@ assets/gpu-feature-discovery/0500_daemonset.yaml:88-89, assets/state-dcgm-export
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from components.kubernetes.operands.context import OperandContext
+from components.kubernetes.operands.spec import OperandSpec
 from components.kubernetes.operands.version_table import row_for
+from gpu_platform.interface import contract
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,44 @@ TOOLKITS: tuple[Toolkit, ...] = (
 )
 
 
+def any_pool(ctx: OperandContext) -> bool:
+    """Some pool of the stack uses MIG (its nodes carry nvidia.com/mig.config, contract.pool_labels)."""
+    return any(s.mig_strategy != "none" for s in ctx.sharing)
+
+
 def privileged(ctx: OperandContext) -> bool:
-    """Whether a container that reads MIG devices runs privileged on this stack: some pool uses MIG
-    and the nodes' toolkit hands the capability devices to no unprivileged container."""
-    mig = any(s.mig_strategy != "none" for s in ctx.sharing)
-    return mig and not row_for(ctx.toolkit_version, TOOLKITS, "container toolkit").monitor_devices_by_env
+    """Whether a container that reads MIG devices runs privileged on a MIG pool of this stack: some pool
+    uses MIG and the nodes' toolkit hands the capability devices to no unprivileged container."""
+    return any_pool(ctx) and not row_for(ctx.toolkit_version, TOOLKITS, "container toolkit").monitor_devices_by_env
+
+
+# Which DaemonSet of a MIG reader runs on a node: the MIG pools' carry the MIG config label, the others not.
+MIG_POOLS = {"key": contract.MIG_CONFIG_LABEL, "operator": "Exists"}
+OTHER_POOLS = {"key": contract.MIG_CONFIG_LABEL, "operator": "DoesNotExist"}
+# The MIG manager has run once on the node. Until then a joining MIG node's GPUs boot with MIG off, and
+# a device plugin would advertise them whole: a pending pod could take one, and the manager's first
+# change then fails on a GPU in use and is not tried again until the label changes (mig-parted v0.13.1
+# pkg/mig/reconfigure/reconfigure.go:137-141, 164-202; cmd/nvidia-mig-manager/main.go:304-316). `failed`
+# keeps the plugin where a later change failed, as upstream brings it back then (setState, :522-555).
+# The DaemonSet controller removes its pod from a node its required affinity no longer matches, as for
+# a paused gate while `pending` (kubernetes commit 0033f658 pkg/controller/daemon/daemon_controller.go
+# NodeShouldRunDaemonPod: no shouldContinueRunning when predicates' GetRequiredNodeAffinity fails).
+LAYOUT_SETTLED = {"key": contract.MIG_CONFIG_STATE_LABEL, "operator": "In", "values": ["success", "failed"]}
+
+
+def by_pool(ctx: OperandContext, build: Callable[[bool], OperandSpec], advertises: bool = False) -> OperandSpec:
+    """A MIG reader's DaemonSets: `build(False)` for the pools without MIG and, when a pool uses MIG,
+    `build(True)` for the MIG pools as the variant `mig`, so the privilege the MIG pools need reaches
+    no other node. `advertises`: the operand serves the GPUs to the kubelet (the device plugin), and
+    starts on a MIG node only once its manager has carved the layout."""
+    if not any_pool(ctx):
+        return build(False)
+    mig = (MIG_POOLS, LAYOUT_SETTLED) if advertises else (MIG_POOLS,)
+    return replace(
+        build(False),
+        node_affinity=((OTHER_POOLS,),),
+        variants=(replace(build(True), variant="mig", node_affinity=(mig,)),),
+    )
 
 
 def reason(ctx: OperandContext, use: str) -> str:

@@ -6,7 +6,8 @@ registers anything."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -95,10 +96,24 @@ class OperandSpec:
     # The GPU Operator's `app=` pod label for this operand, which other images select pods by (the MIG
     # manager waits for and restarts the GPU clients by it); kept beside our app.kubernetes.io labels.
     app_label: str | None = None
+    # Required node affinity beyond the gating label: nodeSelectorTerms (any one matches), each a tuple
+    # of matchExpressions.
+    node_affinity: tuple[tuple[dict[str, Any], ...], ...] = ()
+    # More DaemonSets of the operand, for other nodes (their node_affinity) with other containers, under
+    # its service account, rules and config maps: the MIG pools' plugin, GFD and exporter (mig_access.py).
+    variants: tuple[OperandSpec, ...] = ()
+    # A variant's name: its DaemonSet is <name>-<variant>, its pods' app.kubernetes.io/name
+    # <operand>-<variant>, so no two DaemonSets' selectors match each other's pods.
+    variant: str = ""
 
     @property
     def name(self) -> str:
         return self.object_name or f"nvidia-{self.operand}"
+
+    @property
+    def app_name(self) -> str:
+        """The pods' app.kubernetes.io/name, what the DaemonSet selects them by."""
+        return f"{self.operand}-{self.variant}" if self.variant else self.operand
 
 
 @dataclass(frozen=True)
@@ -163,16 +178,16 @@ def wait_container(marker: str, image: str) -> Container:
 
 
 def with_wait(spec: OperandSpec, marker: str | None, image: str) -> OperandSpec:
+    """The spec with the wait for `marker` first among its init containers, in each of its DaemonSets."""
     if marker is None:
         return spec
     volumes = {hp.volume for hp in spec.host_paths}
     host_paths = spec.host_paths
     if "run-nvidia-validations" not in volumes:
         host_paths += (HostPath("run-nvidia-validations", VALIDATIONS_DIR, VALIDATIONS_DIR, True, "DirectoryOrCreate"),)
-    return OperandSpec(
-        **{
-            **spec.__dict__,
-            "init_containers": (wait_container(marker, image), *spec.init_containers),
-            "host_paths": host_paths,
-        }
+    return replace(
+        spec,
+        init_containers=(wait_container(marker, image), *spec.init_containers),
+        host_paths=host_paths,
+        variants=tuple(with_wait(v, marker, image) for v in spec.variants),
     )

@@ -40,8 +40,10 @@ validator's main container, not in an init container, and the validator is ready
 The MIG manager waits for `toolkit-ready` only (as the GPU Operator's own asset does): a node whose GPUs boot in MIG
 mode with no instances advertises nothing until the MIG manager has carved them, so a MIG manager
 that waited for `plugin-ready` would never start there, and the node would hold every later stage
-forever. On a node it starts beside the device plugin; what orders them there is the MIG manager
-itself: it pauses the clients' gates (nvidia.com/gpu.deploy.{device-plugin,gpu-feature-discovery,
+forever. On a MIG node the device plugin starts after it: the MIG pools' plugin DaemonSet
+(operands/mig_access.py) selects a node only once nvidia.com/mig.config.state says the manager has
+run, so a joining node never serves its GPUs whole before they are carved. At every later change
+the MIG manager orders them itself: it pauses the clients' gates (nvidia.com/gpu.deploy.{device-plugin,gpu-feature-discovery,
 dcgm-exporter} set to paused-for-mig-change), waits for their pods, found by the GPU Operator's `app=`
 labels, to leave, carves the layout and sets the gates back (mig-parted v0.13.1
 pkg/mig/reconfigure/reconfigure.go 364-413), and the device plugin then advertises the instances.

@@ -79,8 +79,9 @@ def test_the_dashboard_is_created_after_the_dcgm_exporter(prod):
     # Depending on a component is depending on its children: the engine records the DaemonSet.
     [config_map] = dashboard_config_maps(prod)
     [exporter] = prod.of_type(EXPORTER)
-    [daemonset] = [r for r in prod.of_type(DAEMONSET) if r.parent == exporter.urn]
-    assert daemonset.urn in config_map.dependencies
+    # prod's: one for the MIG pool, one for the others.
+    daemonsets = [r for r in prod.of_type(DAEMONSET) if r.parent == exporter.urn]
+    assert len(daemonsets) == 2 and all(d.urn in config_map.dependencies for d in daemonsets)
 
 
 def test_the_shipped_json_is_the_data_file(shipped):

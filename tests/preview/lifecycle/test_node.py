@@ -149,7 +149,8 @@ def test_a_client_slower_to_leave_than_the_managers_wait_leaves_the_gates_paused
     assert {k: node.labels[k] for k in PAUSED_GATES} == dict.fromkeys(PAUSED_GATES, "paused-for-mig-change")
     assert node.mig_state == "pending:all-balanced" and node.mig_layout is None
     assert node.advertised() == {}  # no device plugin pod on the node
-    assert node.stuck()[0].startswith("nvidia-mig-manager: nvidia-dcgm-exporter may take 600 s to leave")
+    # The MIG pools' exporter: its own DaemonSet (mig_access.by_pool).
+    assert node.stuck()[0].startswith("nvidia-mig-manager: nvidia-dcgm-exporter-mig may take 600 s to leave")
 
 
 def test_a_new_mig_manager_pod_sets_paused_gates_back_to_true_and_applies(prod):
@@ -170,10 +171,32 @@ def test_a_reboot_also_runs_the_manager_again_and_sets_the_paused_gates_back(pro
 
 
 def test_a_client_the_manager_does_not_find_by_its_app_label_still_holds_the_gpus(prod):
-    # The manager waits for app=nvidia-device-plugin-daemonset pods only (reconfigure.go:383).
+    # The manager waits for app=nvidia-device-plugin-daemonset pods only (reconfigure.go:383). On a
+    # joining node the plugin starts after the first layout; the next change finds it holding the GPUs.
     node = _mig_node(stack.view(prod), "device-plugin", app="my-device-plugin")
-    assert node.mig_state == "failed:all-balanced" and node.mig_layout is None
-    assert "GPUs in use by nvidia-device-plugin" in node.mig_why
+    assert node.mig_layout == "all-balanced"
+    node.labels["nvidia.com/mig.config"] = "all-1g.10gb"
+    node.settle()
+    assert node.mig_state == "failed:all-1g.10gb" and node.mig_layout == "all-balanced"
+    assert "GPUs in use by nvidia-device-plugin-mig" in node.mig_why
+    # The failure brings the plugin back on the old layout, as mig-parted's setState does.
+    assert node.labels["nvidia.com/mig.config.state"] == "failed" and node.advertised()["nvidia.com/mig-1g.10gb"] == 16
+
+
+def test_a_joining_mig_node_runs_no_device_plugin_until_its_manager_has_carved_the_layout(prod):
+    # With MIG off as the GPUs boot, a plugin would serve them whole; the MIG pools' plugin waits for
+    # nvidia.com/mig.config.state, which the manager sets after its first run (reconfigure.go:137-141, 522-555).
+    view = stack.view(prod)
+    node = lifecycle_node.Node.boot(view, view.pool("h100-mig"))
+    node.pods = {}
+    for template in view.pods:
+        if template.operand != "mig-manager" and template.selects(node.labels, node.pool.taints):
+            node.pods[template.daemonset] = lifecycle_node.Pod(template)
+    assert "nvidia-device-plugin-mig" not in node.pods and "nvidia-device-plugin" not in node.pods
+    node.settle()
+    assert node.labels["nvidia.com/mig.config.state"] == "success"
+    assert node.pods["nvidia-device-plugin-mig"].phase == lifecycle_node.RUNNING
+    assert "nvidia-device-plugin" not in node.pods  # the other pools' plugin never selects a MIG node
 
 
 def test_a_reboot_loses_the_workloads_device_plugin_gpus_and_replacements_take_them_all(dev):

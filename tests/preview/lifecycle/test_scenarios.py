@@ -148,11 +148,11 @@ def _grace(seconds: int):
 def test_a_gpu_client_slower_to_leave_than_the_mig_managers_wait_leaves_its_gates_paused_for_good(prod):
     # Its pods may stay 600 s; mig-parted v0.13.1 waits 300 s per client, then returns with the gates
     # paused (reconfigure.go:165-167, 380), and nothing sets them back on that node.
-    planted = _planted(prod, "nvidia-dcgm-exporter", _grace(600))
+    planted = _planted(prod, "nvidia-dcgm-exporter-mig", _grace(600))
     view = stack.view(planted)
     problems = scenarios.mig_change_busy(view, view.pool("h100-mig")).problems
     assert problems[0] == (
-        "nvidia-mig-manager: nvidia-dcgm-exporter may take 600 s to leave, the MIG manager waits 300 s: it "
+        "nvidia-mig-manager: nvidia-dcgm-exporter-mig may take 600 s to leave, the MIG manager waits 300 s: it "
         "gave up on MIG config all-balanced, gates nvidia.com/gpu.deploy.dcgm-exporter, "
         "nvidia.com/gpu.deploy.device-plugin, nvidia.com/gpu.deploy.gpu-feature-discovery stay "
         "paused-for-mig-change until a new manager pod runs"
@@ -160,7 +160,7 @@ def test_a_gpu_client_slower_to_leave_than_the_mig_managers_wait_leaves_its_gate
 
 
 def test_a_gpu_client_that_leaves_within_the_mig_managers_wait_is_waited_for(prod):
-    planted = _planted(prod, "nvidia-dcgm-exporter", _grace(300))
+    planted = _planted(prod, "nvidia-dcgm-exporter-mig", _grace(300))
     view = stack.view(planted)
     assert scenarios.mig_change_busy(view, view.pool("h100-mig")).live
 
@@ -178,19 +178,47 @@ def _h100_mig_joining(recording: Recording) -> tuple[str, ...]:
     return scenarios.joins_later(view, view.pool("h100-mig")).problems
 
 
-def _all_balanced_failed(holder: str) -> tuple[str, ...]:
+def _all_balanced_failed(holder: str = "") -> tuple[str, ...]:
     """What prod's h100-mig says when all-balanced cannot apply: whole GPUs left, the holder named."""
     plan = "{'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8}"
+    by = f" by {holder}" if holder else ""
     return (
-        f"advertises {{'nvidia.com/gpu': 8}}, the plan says {plan} (MIG config all-balanced failed: GPUs in use by {holder})",
+        f"advertises {{'nvidia.com/gpu': 8}}, the plan says {plan} (MIG config all-balanced failed: GPUs in use{by})",
     )
 
 
 def test_a_device_plugin_the_mig_manager_does_not_find_by_its_app_label_keeps_the_layout_from_applying(prod):
     # The manager finds the plugin's pods by app=nvidia-device-plugin-daemonset (reconfigure.go:383):
-    # any other label is not waited for, and its GPUs are still open when the config is applied.
-    planted = _planted(prod, "nvidia-device-plugin", _app("nvidia-device-plugin"), part="metadata")
-    assert _h100_mig_joining(planted) == _all_balanced_failed("nvidia-device-plugin (app label not waited for)")
+    # any other label is not waited for, and its GPUs are still open when the config is applied. After
+    # a reboot the node's state label still says success, so the plugin starts beside the manager.
+    planted = _planted(prod, "nvidia-device-plugin-mig", _app("nvidia-device-plugin"), part="metadata")
+    view = stack.view(planted)
+    plan = "{'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8}"
+    failed = "MIG config all-balanced failed: GPUs in use by nvidia-device-plugin-mig (app label not waited for)"
+    assert scenarios.reboot_full(view, view.pool("h100-mig")).problems == (
+        f"advertises nothing, the plan says {plan} ({failed})",
+    )
+
+
+def _without_layout_gate(pod: dict) -> dict:
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    kept = [
+        {"matchExpressions": [e for e in t["matchExpressions"] if e["key"] != "nvidia.com/mig.config.state"]}
+        for t in terms
+    ]
+    pod["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": kept}}}
+    return pod
+
+
+def test_a_mig_pools_device_plugin_that_starts_before_the_first_layout_serves_whole_gpus_to_waiting_pods(prod):
+    # A joining node's GPUs boot with MIG off: a plugin that waits only for toolkit-ready advertises them
+    # whole, waiting pods take them, and the manager's first change fails on GPUs in use (mig-parted
+    # v0.13.1 reconfigure.go:164-202); it is not tried again until the label changes (main.go:304-316).
+    planted = _planted(prod, "nvidia-device-plugin-mig", _without_layout_gate)
+    view = stack.view(planted)
+    assert scenarios.joins_for_waiting_pods(view, view.pool("h100-mig")).problems == _all_balanced_failed()
+    # The same node with no pod waiting carves its layout, and the manager restarts the plugin on it.
+    assert scenarios.joins_later(view, view.pool("h100-mig")).live
 
 
 def _addon_configuration(recording: Recording, change) -> Recording:

@@ -108,7 +108,10 @@ def test_the_ledger_reads_back_one_row_per_privilege(prod):
     assert ("DaemonSet gpu-operator/nvidia-mig-manager", "(pod)", "hostPID") in rows
     assert ("DaemonSet gpu-operator/nvidia-operator-validator", "toolkit-validation", "hostPath /dev/null ro") in rows
     # Privileged on prod's MIG pool (toolkit 1.18.1's jit-cdi: toolkit issue #1740), SYS_ADMIN with it.
-    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "privileged") in rows
+    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter-mig", "nvidia-dcgm-exporter", "privileged") in rows
+    # Its other pool's exporter keeps SYS_ADMIN only (DCGM's profiling metrics), as on a stack without MIG.
+    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "privileged") not in rows
+    assert ("DaemonSet gpu-operator/nvidia-dcgm-exporter", "nvidia-dcgm-exporter", "capability SYS_ADMIN") in rows
 
 
 def test_against_itself_nothing_changes(prod):
@@ -122,13 +125,15 @@ def test_a_mig_pool_adds_the_mig_manager_and_runs_the_mig_readers_privileged(dev
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | (pod) | hostPID |" in added
     assert "| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | hostPath /sys rw |" in added
     # dev and prod both run toolkit 1.18.1, whose jit-cdi hands MIG's capability devices to no
-    # unprivileged container (toolkit issue #1740): the three operands that read MIG devices turn privileged.
+    # unprivileged container (toolkit issue #1740): the three operands that read MIG devices get a
+    # privileged DaemonSet for the MIG pool; their DaemonSets for the other pools stay unprivileged.
     for workload, container in (
         ("nvidia-device-plugin", "nvidia-device-plugin"),
         ("nvidia-gpu-feature-discovery", "gpu-feature-discovery"),
         ("nvidia-dcgm-exporter", "nvidia-dcgm-exporter"),
     ):
-        assert f"| DaemonSet gpu-operator/{workload} | {container} | privileged |" in added
+        assert f"| DaemonSet gpu-operator/{workload}-mig | {container} | privileged |" in added
+        assert f"| DaemonSet gpu-operator/{workload} | {container} | privileged |" not in added
     # No workload privilege removed but the exporter's SYS_ADMIN, which privileged holds; the bake's rows differ (another driver, the fabric manager, the toolkit),
     # and so do the sharing ConfigMaps and the device plugin's env (MIG strategy): each such row is
     # replaced by the same binding with its new hash, never dropped.
@@ -175,47 +180,22 @@ def test_a_mig_pool_adds_the_mig_manager_and_runs_the_mig_readers_privileged(dev
         "| IAM role gpu-cluster-vpc-cni-role | (trust) | assumeRolePolicy",
         "| IAM role gpu-node-image-builder | (policies) | policy arn:aws:iam::(stack account):policy/gpu-platform-dev-gpu-node-image-ssm-agent |",
     ]
-    # The three MIG readers turn privileged: their securityContext rows are replaced, and GFD and the
-    # exporter ask for the MIG monitor devices (a new env row, so their env order row is replaced too).
-    unprivileged = (
-        'securityContext {"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},'
-        '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |'
-    )
-    sys_admin = (
-        'securityContext {"allowPrivilegeEscalation":false,"capabilities":{"add":["SYS_ADMIN"],"drop":["ALL"]},'
-        '"readOnlyRootFilesystem":true,"runAsUser":0,"seccompProfile":{"type":"RuntimeDefault"}} |'
-    )
-    subsumed = "| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | capability SYS_ADMIN |"
+    # The MIG readers' DaemonSets for the other pools keep every privilege dev's have: only the sharing
+    # ConfigMaps' content differs (another stack's pools), a row replaced by the same binding, new hash.
     assert sorted(line.split(" sha256:")[0] for line in workload_removed) == [
-        subsumed,
-        (
-            '| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | env order ["DCGM_EXPORTER_LISTEN",'
-            '"DCGM_EXPORTER_KUBERNETES","DCGM_EXPORTER_COLLECTORS","NVIDIA_VISIBLE_DEVICES","NODE_NAME"] |'
-        ),
-        f"| DaemonSet gpu-operator/nvidia-dcgm-exporter | nvidia-dcgm-exporter | {sys_admin}",
         "| DaemonSet gpu-operator/nvidia-device-plugin | (pod) | configMap nvidia-device-plugin-available-configs data",
-        '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="none" |',
-        f"| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | {unprivileged}",
         "| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | (pod) | configMap nvidia-gpu-feature-discovery-available-configs data",
-        (
-            '| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | env order ["GFD_SLEEP_INTERVAL",'
-            '"GFD_FAIL_ON_INIT_ERROR","CONFIG_FILE","NVIDIA_VISIBLE_DEVICES","NVIDIA_DRIVER_CAPABILITIES","NAMESPACE","NODE_NAME"] |'
-        ),
-        f"| DaemonSet gpu-operator/nvidia-gpu-feature-discovery | gpu-feature-discovery | {unprivileged}",
     ]
-
-    def binding(line: str) -> str:  # the row's key: what it binds, without the value that changed
-        if " sha256:" in line:
-            return line.split(" sha256:")[0] + " sha256:"
-        if " | env order " in line:
-            return line.split(" [")[0] + " ["
-        return (
-            line.split("=")[0] + "=" if " | env " in line else line.split(" securityContext ")[0] + " securityContext "
-        )
-
-    assert all(binding(line) in added for line in workload_removed if line != subsumed)
+    assert all(line.split(" sha256:")[0] + " sha256:" in added for line in workload_removed)
+    # They keep off the MIG pool's nodes, where their privileged twins run.
+    for workload in ("nvidia-device-plugin", "nvidia-gpu-feature-discovery", "nvidia-dcgm-exporter"):
+        assert (
+            f'| DaemonSet gpu-operator/{workload} | (pod) | affinity {{"nodeAffinity":{{"requiredDuringSchedulingIgnored'
+            'DuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"nvidia.com/mig.config",'
+            '"operator":"DoesNotExist"}]}]}}} |'
+        ) in added
     assert (
-        '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |'
+        '| DaemonSet gpu-operator/nvidia-device-plugin-mig | nvidia-device-plugin | env NVIDIA_MIG_MONITOR_DEVICES="all" |'
         in added
     )
     assert (
@@ -242,6 +222,7 @@ def test_a_baked_toolkit_removes_the_toolkits_privileges(prod, variant):
     env_rows = [line for line in added_rows if not line.startswith("| node image bake gpu-node-image-driver |")]
     assert added_rows and env_rows == [
         '| DaemonSet gpu-operator/nvidia-device-plugin | nvidia-device-plugin | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
+        '| DaemonSet gpu-operator/nvidia-device-plugin-mig | nvidia-device-plugin | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
         '| DaemonSet gpu-operator/nvidia-mig-manager | nvidia-mig-manager | env NVIDIA_CDI_HOOK_PATH="/usr/bin/nvidia-cdi-hook" |',
     ]
     assert "| node image bake gpu-node-image-driver | (build step) | input TOOLKIT_VERSION=1.18.1 |" in added
@@ -425,7 +406,7 @@ def test_a_read_only_host_mount_of_a_container_with_sys_admin_is_not_presented_a
     # (mounted read-only) read-write: the runtime's default seccomp profile allows mount to a container
     # with CAP_SYS_ADMIN. On prod (toolkit 1.18.1) it is privileged, which says the same.
     rec = variant(lambda c: c["gpu-platform:operator"].update({"release": "v25.3.4"}), stack="prod")
-    section = _section(audit.report(rec), "DaemonSet gpu-operator/nvidia-gpu-feature-discovery")
+    section = _section(audit.report(rec), "DaemonSet gpu-operator/nvidia-gpu-feature-discovery-mig")
     assert (
         "`/sys` mounted read-only, which is no boundary for a container with CAP_SYS_ADMIN (it can remount it "
         "read-write), at `/sys`"

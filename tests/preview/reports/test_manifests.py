@@ -141,8 +141,12 @@ def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_imag
         "nvidia-node-feature-discovery",
         "nvidia-operator-validator",
         "nvidia-mig-manager",
+        # Each MIG reader's DaemonSet for the MIG pool beside its own, in file-name order.
+        "nvidia-device-plugin-mig",
         "nvidia-device-plugin",
+        "nvidia-gpu-feature-discovery-mig",
         "nvidia-gpu-feature-discovery",
+        "nvidia-dcgm-exporter-mig",
         "nvidia-dcgm-exporter",
     ]
 
@@ -156,8 +160,12 @@ def test_all_seven_operands_reach_the_manifests_in_order_with_the_toolkit_daemon
         "nvidia-container-toolkit",
         "nvidia-operator-validator",
         "nvidia-mig-manager",
+        # Each MIG reader's DaemonSet for the MIG pool beside its own, in file-name order.
+        "nvidia-device-plugin-mig",
         "nvidia-device-plugin",
+        "nvidia-gpu-feature-discovery-mig",
         "nvidia-gpu-feature-discovery",
+        "nvidia-dcgm-exporter-mig",
         "nvidia-dcgm-exporter",
     ]
 

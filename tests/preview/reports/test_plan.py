@@ -42,7 +42,7 @@ def test_the_dev_plan_names_cluster_image_pool_and_operands(dev):
     assert "  left out: mig-manager (no pool uses MIG)" in lines
 
 
-def test_the_prod_plan_shows_the_mig_pool_and_the_mig_manager(prod):
+def test_the_prod_plan_shows_the_mig_pool_and_the_mig_manager(prod, dev):
     lines = _plan(prod)
     assert (
         "  h100-mig     p5.48xlarge -> H100-80GB x8, 0/2/8 nodes (min/desired/max), ON_DEMAND, MIG all-balanced"
@@ -54,6 +54,12 @@ def test_the_prod_plan_shows_the_mig_pool_and_the_mig_manager(prod):
         in lines
     )
     assert not any("left out: mig-manager" in line for line in lines)
+    # The MIG readers' own DaemonSets there.
+    assert (
+        "  MIG pools: own -mig DaemonSets (privileged), DevicePlugin's once nvidia.com/mig.config.state is success|failed"
+        in lines
+    )
+    assert not any("MIG pools" in line for line in _plan(dev))
 
 
 def test_the_plan_says_where_privileged_pods_on_gpu_nodes_are_refused(dev, variant):
@@ -213,7 +219,7 @@ def test_the_plan_says_what_workloads_can_request_on_each_pool(dev, prod, dra):
 
 def test_the_plan_gives_the_lifecycle_verdict(dev):
     assert (
-        "  node lifecycle: 8 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should"
+        "  node lifecycle: 9 scenarios per pool (preview/lifecycle), every operand runs, every node offers what it should"
         in _plan(dev)
     )
 

@@ -56,9 +56,13 @@ def _env(c) -> dict:
 def test_unprivileged_containers_that_need_every_gpu_ask_by_volume_mount(variant, stack, baked):
     rec = variant(_toolkit(baked), stack=stack)
     needing = [(ds, spec, c) for ds, spec, c in _containers(rec) if _asks_all(c) and not _runtime_privileged(c)]
-    # prod has a MIG pool, so the plugin and GFD hold SYS_ADMIN there, which the runtime counts as privileged.
-    expected = {"toolkit-validation"} | ({"nvidia-device-plugin", "gpu-feature-discovery"} if stack == "dev" else set())
-    assert {c["name"] for _, _, c in needing} == expected
+    # prod's MIG pool has its own plugin and GFD (nvidia-*-mig), privileged or with SYS_ADMIN, which the
+    # runtime counts as privileged; its other pool runs the same plugin and GFD as dev's.
+    assert {(ds.inputs["metadata"]["name"], c["name"]) for ds, _, c in needing} == {
+        ("nvidia-operator-validator", "toolkit-validation"),
+        ("nvidia-device-plugin", "nvidia-device-plugin"),
+        ("nvidia-gpu-feature-discovery", "gpu-feature-discovery"),
+    }
     for ds, spec, c in needing:
         (mount,) = [m for m in c.get("volumeMounts", []) if m["mountPath"] == DEVICES_ALL]
         (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]

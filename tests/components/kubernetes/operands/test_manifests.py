@@ -32,8 +32,11 @@ def test_only_the_toolkit_mig_manager_validator_and_prods_mig_readers_run_privil
     for ds in daemonsets(stack):
         spec = pod_spec(ds)
         privileged = any(c["securityContext"].get("privileged") for c in containers(spec))
+        # The MIG readers only in their DaemonSets for the MIG pools (app.kubernetes.io/name <operand>-mig).
+        mig_pools = ds.inputs["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"].endswith("-mig")
+        expected = operand_of(ds) in PRIVILEGED or (mig_pools and operand_of(ds) in MIG_READERS.get(stack.stack, set()))
         # Both directions: nothing else is privileged, and these really are (they cannot work otherwise).
-        assert privileged == (operand_of(ds) in PRIVILEGED | MIG_READERS.get(stack.stack, set())), ds.name
+        assert privileged == expected, ds.name
         assert bool(spec.get("hostPID")) == (operand_of(ds) in HOST_PID), ds.name
         assert bool(spec.get("hostNetwork")) == (operand_of(ds) in HOST_NETWORK), ds.name
 
@@ -201,3 +204,21 @@ def test_every_host_path_type_is_one_the_api_server_takes(stack):
         for volume in pod_spec(ds).get("volumes", []):
             if "hostPath" in volume:
                 assert volume["hostPath"].get("type", "") in HOST_PATH_TYPES, (ds.name, volume)
+
+
+def test_no_daemonsets_selector_matches_another_daemonsets_pods(stack):
+    # An operand's DaemonSet for MIG pools beside its own (mig_access.by_pool): a controller whose
+    # selector matches pods it does not own would count them as its own (Kubernetes DaemonSet docs).
+    found = daemonsets(stack)
+    for ds in found:
+        selector = ds.inputs["spec"]["selector"]["matchLabels"]
+        for other in found:
+            labels = other.inputs["spec"]["template"]["metadata"]["labels"]
+            matches = all(labels.get(k) == v for k, v in selector.items())
+            assert matches == (other is ds), (ds.name, other.name)
+
+
+def test_a_mig_pools_daemonset_runs_under_its_operands_account(prod):
+    for operand in ("device-plugin", "gpu-feature-discovery", "dcgm-exporter"):
+        own, mig = daemonset_of(prod, operand), daemonset_of(prod, f"{operand}-mig")
+        assert pod_spec(mig)["serviceAccountName"] == pod_spec(own)["serviceAccountName"] == f"nvidia-{operand}"

@@ -38,6 +38,7 @@ SPECS = {
 
 
 def security(rec, operand: str) -> dict[str, dict]:
+    """`operand`: a component's name, `-mig` for its MIG pools' DaemonSet."""
     spec = pod_spec(daemonset_of(rec, operand))
     return {c["name"]: c["securityContext"] for c in [*spec.get("initContainers", []), *spec["containers"]]}
 
@@ -54,14 +55,16 @@ def mig_context(release: str, toolkit: str) -> OperandContext:
 
 
 def reader(operand: str, ctx: OperandContext):
-    (found,) = [c for c in SPECS[operand](ctx).containers if c.name == READERS[operand]]
+    """The NVML reader of the operand's MIG pools' DaemonSet."""
+    (mig,) = SPECS[operand](ctx).variants
+    (found,) = [c for c in mig.containers if c.name == READERS[operand]]
     return found
 
 
 @pytest.mark.parametrize("operand", READERS)
 def test_on_prod_the_mig_readers_run_privileged_as_the_operator_runs_them(prod, operand):
     # prod: an H100 MIG pool, toolkit 1.18.1 baked (release v25.10.1): jit-cdi, no capability devices.
-    context = security(prod, operand)
+    context = security(prod, f"{operand}-mig")
     assert context[READERS[operand]] == {"privileged": True, "runAsUser": 0, "readOnlyRootFilesystem": True}
 
 
@@ -69,13 +72,13 @@ def test_on_prod_the_mig_readers_run_privileged_as_the_operator_runs_them(prod, 
 def test_on_prod_the_config_manager_sidecars_stay_unprivileged(prod, operand):
     # config-manager only relinks a file and signals the reader: it touches no GPU.
     for name in ("config-manager-init", "config-manager"):
-        assert "privileged" not in security(prod, operand)[name]
-        assert security(prod, operand)[name]["capabilities"] == {"drop": ["ALL"]}
+        assert "privileged" not in security(prod, f"{operand}-mig")[name]
+        assert security(prod, f"{operand}-mig")[name]["capabilities"] == {"drop": ["ALL"]}
 
 
 @pytest.mark.parametrize("operand", READERS)
 def test_on_prod_the_audit_reason_names_the_toolkit_mode_the_issue_and_the_device_nodes(prod, operand):
-    reason = daemonset_of(prod, operand).inputs["metadata"]["annotations"][contract.AUDIT_REASON]
+    reason = daemonset_of(prod, f"{operand}-mig").inputs["metadata"]["annotations"][contract.AUDIT_REASON]
     for words in ("privileged", "1.18.1", "jit-cdi", "issue #1740", "/dev/nvidia-caps/nvidia-cap1", "-cap2"):
         assert words in reason, (operand, words)
 
@@ -112,3 +115,27 @@ def test_a_toolkit_row_that_hands_the_devices_over_drops_the_privilege(monkeypat
 def test_every_jit_cdi_toolkit_up_to_1_20_0_runs_the_plugin_privileged(toolkit):
     # 1.19.1 is AWS's in its nvidia AMIs (matrix.yaml eksNvidiaAmis), 1.20.0 the newest release's.
     assert reader("device-plugin", mig_context("v26.7.0", toolkit)).privileged
+
+
+@pytest.mark.parametrize("operand", READERS)
+def test_on_prod_the_other_pools_run_them_as_on_a_stack_without_mig(prod, dev, operand):
+    # prod's l40s pool reads no MIG device: its DaemonSet holds what dev's does, and no MIG node is its.
+    assert security(prod, operand)[READERS[operand]] == security(dev, operand)[READERS[operand]]
+    affinity = pod_spec(daemonset_of(prod, operand))["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": [{"key": "nvidia.com/mig.config", "operator": "DoesNotExist"}]}
+    ]
+    assert "affinity" not in pod_spec(daemonset_of(dev, operand))  # no MIG pool, one DaemonSet for all
+
+
+@pytest.mark.parametrize("operand", READERS)
+def test_on_prod_the_mig_pools_daemonset_runs_only_where_the_mig_config_label_is(prod, operand):
+    # The device plugin, which serves the GPUs, also waits for the MIG manager's first run on the node
+    # (mig-parted v0.13.1 reconfigure.go:137-141, 522-555 set nvidia.com/mig.config.state).
+    mig = [{"key": "nvidia.com/mig.config", "operator": "Exists"}]
+    if operand == "device-plugin":
+        mig.append({"key": "nvidia.com/mig.config.state", "operator": "In", "values": ["success", "failed"]})
+    affinity = pod_spec(daemonset_of(prod, f"{operand}-mig"))["affinity"]["nodeAffinity"]
+    assert affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {"matchExpressions": mig}
+    ]
