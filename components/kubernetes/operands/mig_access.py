@@ -80,6 +80,10 @@ OTHER_POOLS = {"key": contract.MIG_CONFIG_LABEL, "operator": "DoesNotExist"}
 # change then fails on a GPU in use and is not tried again until the label changes (mig-parted v0.13.1
 # pkg/mig/reconfigure/reconfigure.go:137-141, 164-202; cmd/nvidia-mig-manager/main.go:304-316). `failed`
 # keeps the plugin where a later change failed, as upstream brings it back then (setState, :522-555).
+# The label stays on the Node: after a reboot MIG mode is still on and the plugin offers nothing until
+# the carve, but a node whose GPUs come back with MIG off (a stop and start onto another host) is not held.
+# Upstream gates the plugin on no such label (gpu-operator v25.10.1): a manager that never writes it
+# (its gate false, a failed label patch) leaves the node with no plugin (docs/operations.md).
 # The DaemonSet controller removes its pod from a node its required affinity no longer matches, as for
 # a paused gate while `pending` (kubernetes commit 0033f658 pkg/controller/daemon/daemon_controller.go
 # NodeShouldRunDaemonPod: no shouldContinueRunning when predicates' GetRequiredNodeAffinity fails).

@@ -118,6 +118,7 @@ def _entry(config: str, profiles: Mapping[str, int]) -> list:
 
 
 def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
+    gpus = matrix.load().gpus
     configs: dict[str, list] = {"all-disabled": _entry("all-disabled", {})}
     for pool in pools:
         if not pool.exists:
@@ -126,10 +127,21 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
         if configs.get(pool.config, entry) != entry:
             # One name, two carvings (two GPU models): mig-parted would need PCI device filters.
             first = next(p for p in pools if p.config == pool.config)
+            # What pool.pool could take instead: its GPU's layouts that no other pool's GPU carves otherwise.
+            own = (gpus[pool.gpu].mig.configs() if pool.gpu in gpus and gpus[pool.gpu].mig else {}).items()
+            other = {
+                n: entry
+                for p in pools
+                if p.gpu != pool.gpu and p.gpu in gpus and gpus[p.gpu].mig
+                for n, entry in ((n, _entry(n, layout)) for n, layout in gpus[p.gpu].mig.configs().items())
+            }
+            valid = sorted(
+                n for n, layout in own if n != "all-enabled" and other.get(n, _entry(n, layout)) == _entry(n, layout)
+            )
             raise ConfigError(
                 f"gpu-platform:nodePools: MIG configuration {pool.config!r} carves {first.gpu} in pool "
-                f"{first.pool!r} and {pool.gpu} in pool {pool.pool!r} differently; give one of them a "
-                f"configuration that names its profiles (e.g. all-<profile>)"
+                f"{first.pool!r} and {pool.gpu} in pool {pool.pool!r} differently, and the MIG manager's map "
+                f"holds one carving per name: give pool {pool.pool!r} another mig.config (valid: {', '.join(valid)})"
             )
         configs[pool.config] = entry
     # Every other layout of each MIG pool's GPU too, as the GPU Operator's default config holds them: a
@@ -138,7 +150,6 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
     # pkg/mig/reconfigure/reconfigure.go:135-138). A name two GPUs carve differently is left out.
     others: dict[str, list] = {}
     clashes = set()
-    gpus = matrix.load().gpus
     for pool in pools:
         mig = gpus[pool.gpu].mig if pool.exists and pool.gpu in gpus else None
         for name, layout in (mig.configs() if mig else {}).items():
