@@ -163,6 +163,31 @@ class NodePool(Section):
         return value
 
     @model_validator(mode="after")
+    def _mig_fits_gpu(self) -> NodePool:
+        """A MIG layout the pool's GPU has, and that carves something: else its nodes would offer no
+        GPU (policy mig-config-fits-gpu checks the same of the declared node group, at `pulumi up`)."""
+        gpu = matrix.load().gpu_for_instance_type(self.instance_type) if self.mig else None
+        if self.mig is None or gpu is None:  # an instance type the matrix lacks is refused elsewhere
+            return self
+        if gpu.mig is None:
+            capable = sorted(k for k, g in matrix.load().gpus.items() if g.mig)
+            raise ConfigProblem(
+                f"{self.instance_type}'s GPU {gpu.key} is not MIG-capable: remove mig, or use an instance type "
+                f"of a MIG-capable GPU ({', '.join(capable)})",
+                path=("mig",),
+            )
+        # all-enabled turns MIG on and carves nothing: the plugin would offer no GPU at all
+        # (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120).
+        valid = sorted(name for name in gpu.mig.configs() if name != "all-enabled")
+        if self.mig.config not in valid:
+            raise ConfigProblem(
+                f"{shown(self.mig.config)} is not a MIG configuration of {gpu.key} ({self.instance_type}) that carves "
+                f"instances (valid: {listed(valid)})",
+                path=("mig", "config"),
+            )
+        return self
+
+    @model_validator(mode="after")
     def _sizes(self) -> NodePool:
         if not self.min_size <= self.desired_size <= self.max_size:
             raise ConfigProblem(

@@ -343,7 +343,7 @@ def test_manifests_of_an_earlier_run_do_not_linger(tmp_path):
 @pytest.mark.subprocess
 def test_the_pack_started_as_the_cli_starts_it_gives_the_same_report(tmp_path):
     ours, theirs = tmp_path / "in-process.json", tmp_path / "grpc.json"
-    stack = str(fixture_stacks.row("violating", "mig-profile-not-of-gpu").path)
+    stack = str(fixture_stacks.row("violating", "release-too-old-for-kubernetes").path)
     assert main(["--config", stack, "--json", str(ours)]) == 1
     assert main(["--config", stack, "--json", str(theirs), "--analyzer", "grpc"]) == 1
     assert ours.read_text() == theirs.read_text()

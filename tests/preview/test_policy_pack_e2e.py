@@ -68,8 +68,8 @@ def test_policy_config_lowers_a_violation_to_advisory(tmp_path):
 
 def test_policy_config_can_disable_a_policy(tmp_path):
     levels = tmp_path / "levels.json"
-    levels.write_text(json.dumps({"mig-config-fits-gpu": "disabled"}))
-    stack = fixture_stacks.row("violating", "mig-profile-not-of-gpu").path
+    levels.write_text(json.dumps({"release-supports-kubernetes": "disabled"}))
+    stack = fixture_stacks.row("violating", "release-too-old-for-kubernetes").path
     code, report = run(tmp_path, stack, "--policy-config", str(levels))
     assert code == 0 and [v for v in report["violations"] if v["policy"] != LEDGER_RECORDED] == []
 
