@@ -145,12 +145,19 @@ def _converting_once() -> Iterator[None]:
     """pulumi_policy 1.21.0 converts a resource's properties for every policy it runs (policy.py:997,
     1049, 1410: MessageToDict, then deserialize_properties, inside the loop over the policies), so a
     stack of 120 resources is converted some 4,000 times per call, most of the pack's time. Both are
-    pure functions of the message, and each policy still gets its own unknown_checking_proxy, which
-    copies every dict and list (proxy.py:129-145): within one call each message is converted once."""
+    pure functions of the message. So is unknown_checking_proxy (policy.py:998, 1050, 1411), which
+    copies every dict and list into read-only proxies (proxy.py:129-145): the one way to change one is
+    a dict proxy's __setitem__ (proxy.py:108-109), which would let one policy's write reach the next.
+    Our policies only read; during the call that __setitem__ raises, so a policy that writes fails
+    here (every stack is analysed offline in the tests) instead of passing its write on. Within one
+    call each message is converted and proxied once."""
     import pulumi_policy.policy as servicer
+    import pulumi_policy.proxy as proxies
 
     real_format, real_deserialize = servicer.json_format, servicer.deserialize_properties
+    real_proxy, real_setitem = servicer.unknown_checking_proxy, proxies._DictProxy.__setitem__
     done: dict[tuple[int, bool], tuple[Any, Any]] = {}
+    proxied: dict[int, tuple[Any, Any]] = {}
 
     def deserialize(props, proxy_secrets: bool = False):
         key = (id(props), proxy_secrets)
@@ -158,11 +165,21 @@ def _converting_once() -> Iterator[None]:
             done[key] = (props, real_deserialize(props, proxy_secrets))
         return done[key][1]
 
+    def proxy(props):
+        if id(props) not in proxied:
+            proxied[id(props)] = (props, real_proxy(props))
+        return proxied[id(props)][1]
+
+    def read_only(self, key, value):
+        raise TypeError(f"a policy wrote {key!r} into a resource's properties: policies only read them")
+
     servicer.json_format, servicer.deserialize_properties = _ConvertOnce(real_format), deserialize
+    servicer.unknown_checking_proxy, proxies._DictProxy.__setitem__ = proxy, read_only
     try:
         yield
     finally:
         servicer.json_format, servicer.deserialize_properties = real_format, real_deserialize
+        servicer.unknown_checking_proxy, proxies._DictProxy.__setitem__ = real_proxy, real_setitem
 
 
 class PackProcess:
