@@ -126,3 +126,19 @@ def test_the_in_process_pack_converts_each_message_of_a_call_once(dev, monkeypat
     converted.clear()
     pack.Analyze(request)
     assert len(converted) == 2  # its properties and its provider's
+
+
+def test_within_one_call_a_message_is_proxied_once_and_no_policy_can_write_to_it():
+    # pulumi_policy builds a proxy per policy (policy.py:998); shared, one policy's write would reach
+    # the next, so during the call the only way to write, a dict proxy's __setitem__, raises.
+    import pulumi_policy.policy as servicer
+
+    props = {"spec": {"replicas": 1}}
+    with analyze._converting_once():
+        first = servicer.unknown_checking_proxy(props)
+        assert servicer.unknown_checking_proxy(props) is first
+        with pytest.raises(TypeError, match="policies only read them"):
+            first["spec"] = {}
+    after = servicer.unknown_checking_proxy(props)
+    assert after is not first
+    after["spec"] = {}  # outside the call the library's own behaviour is back
