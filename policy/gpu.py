@@ -89,10 +89,7 @@ def mig_config_fits_gpu(args, report_violation) -> None:
                 f"MIG-capable; remove the pool's mig setting, or use a MIG-capable GPU ({capable})"
             )
             continue
-        # all-enabled turns MIG on and carves nothing: the device plugin skips a MIG-enabled GPU as a
-        # whole GPU and has no instance to offer (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120,
-        # :171 only warns), so the node would offer nothing.
-        valid = {name: layout for name, layout in gpu.mig.configs().items() if name != "all-enabled"}
+        valid = gpu.mig.serving_configs()
         if config in valid:
             continue
         if config == "all-enabled":

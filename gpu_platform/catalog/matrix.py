@@ -80,6 +80,12 @@ class Mig:
         named["all-balanced"] = dict(self.balanced)
         return named
 
+    def serving_configs(self) -> dict[str, dict[str, int]]:
+        """The configurations under which a node offers GPUs: all but all-enabled, which turns MIG on
+        and carves nothing, so the device plugin has no whole GPU (a MIG-enabled GPU is none) and no
+        instance to offer (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120, :171 only warns)."""
+        return {name: layout for name, layout in self.configs().items() if name != "all-enabled"}
+
 
 @dataclass(frozen=True)
 class Gpu:

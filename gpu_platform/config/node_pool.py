@@ -176,9 +176,7 @@ class NodePool(Section):
                 f"of a MIG-capable GPU ({', '.join(capable)})",
                 path=("mig",),
             )
-        # all-enabled turns MIG on and carves nothing: the plugin would offer no GPU at all
-        # (k8s-device-plugin v0.18.1 internal/rm/device_map.go:120).
-        valid = sorted(name for name in gpu.mig.configs() if name != "all-enabled")
+        valid = sorted(gpu.mig.serving_configs())
         if self.mig.config not in valid:
             raise ConfigProblem(
                 f"{shown(self.mig.config)} is not a MIG configuration of {gpu.key} ({self.instance_type}) that carves "

@@ -127,16 +127,15 @@ def mig_parted_config(pools: tuple[MigPool, ...]) -> str:
         if configs.get(pool.config, entry) != entry:
             # One name, two carvings (two GPU models): mig-parted would need PCI device filters.
             first = next(p for p in pools if p.config == pool.config)
-            # What pool.pool could take instead: its GPU's layouts that no other pool's GPU carves otherwise.
-            own = (gpus[pool.gpu].mig.configs() if pool.gpu in gpus and gpus[pool.gpu].mig else {}).items()
-            other = {
-                n: entry
-                for p in pools
-                if p.gpu != pool.gpu and p.gpu in gpus and gpus[p.gpu].mig
-                for n, entry in ((n, _entry(n, layout)) for n, layout in gpus[p.gpu].mig.configs().items())
-            }
+
+            # What pool.pool could take instead: a layout of its GPU that no other pool's GPU carves otherwise.
+            def carving(gpu: str) -> dict[str, dict[str, int]]:
+                mig = gpus[gpu].mig if gpu in gpus else None
+                return mig.serving_configs() if mig else {}
+
+            theirs = [carving(p.gpu) for p in pools if p.gpu != pool.gpu]
             valid = sorted(
-                n for n, layout in own if n != "all-enabled" and other.get(n, _entry(n, layout)) == _entry(n, layout)
+                n for n, layout in carving(pool.gpu).items() if all(o.get(n, layout) == layout for o in theirs)
             )
             raise ConfigError(
                 f"gpu-platform:nodePools: MIG configuration {pool.config!r} carves {first.gpu} in pool "
