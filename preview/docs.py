@@ -94,20 +94,15 @@ def operand_table(recordings=None) -> str:
     for number, row in enumerate(operands.rows(), 1):
         # The first recording that runs it; a MIG reader has a second DaemonSet there, its MIG pools'
         # (components/kubernetes/operands/mig_access.py), listed after its own.
-        found = next(
-            (
-                sorted(matched, key=lambda ds: ds.inputs["metadata"]["name"])
-                for rec in recordings
-                if (
-                    matched := [
-                        ds
-                        for ds in rec.of_type("kubernetes:apps/v1:DaemonSet")
-                        if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand
-                    ]
-                )
-            ),
-            [],
-        )
+        found: list = []
+        for rec in recordings:
+            daemonsets = rec.of_type("kubernetes:apps/v1:DaemonSet")
+            found = sorted(
+                (ds for ds in daemonsets if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY) == row.operand),
+                key=lambda ds: ds.inputs["metadata"]["name"],
+            )
+            if found:
+                break
         kept = []
         for ds in found:
             pod = ds.inputs["spec"]["template"]["spec"]

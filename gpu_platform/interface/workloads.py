@@ -125,6 +125,16 @@ def tolerations(spec: Mapping[str, Any]) -> list[dict[str, str]]:
     return [strings(t) for t in sequence(spec.get("tolerations"))]
 
 
+def required_node_terms(spec: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], ...]:
+    """A pod's required node affinity: its nodeSelectorTerms (any one matches), each the tuple of its
+    matchExpressions (all must match)."""
+    required = dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    return tuple(
+        tuple(mapping(e) for e in sequence(mapping(t).get("matchExpressions")))
+        for t in sequence(required.get("nodeSelectorTerms"))
+    )
+
+
 def container_privileges(spec: Mapping[str, Any]) -> list[tuple[str, str, list[str]]]:
     """(container, image, privileges) for every container that holds a privilege, in the audit
     report's vocabulary: its own (privileged, added capabilities, the host paths it mounts) and the

@@ -17,7 +17,8 @@ import yaml
 from gpu_platform.catalog import image_refs
 from gpu_platform.catalog.addon_privileges import ADDON, ADDON_VERSION
 from gpu_platform.config import StackConfig, parse
-from gpu_platform.interface import contract
+from gpu_platform.interface import contract, workloads
+from gpu_platform.interface.props import dig, mapping, sequence
 from gpu_platform.interface.resource_types import CONFIG_MAP, DAEMONSET, EKS_ADDON, EKS_NODE_GROUP, LAUNCH_TEMPLATE
 from preview.lifecycle import rules as lifecycle_rules
 from preview.recording import Recording
@@ -208,13 +209,14 @@ def _version(image: str) -> str:
     return found.group(0) if found else "0.0.0"
 
 
-def _required_terms(affinity: dict[str, Any] | None) -> tuple[tuple[dict[str, Any], ...], ...]:
-    """A pod's required node affinity as nodeSelectorTerms, each a tuple of its matchExpressions."""
-    required = ((affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = required.get("nodeSelectorTerms") or ()
-    if any(t.get("matchFields") for t in terms):
+def _required_terms(spec: dict[str, Any]) -> tuple[tuple[dict[str, Any], ...], ...]:
+    """A pod's required node affinity (workloads.required_node_terms), refusing what the model cannot match."""
+    terms = sequence(
+        dig(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution").get("nodeSelectorTerms")
+    )
+    if any(mapping(t).get("matchFields") for t in terms):
         raise ValueError("node affinity by matchFields is not one the lifecycle model reads (matchExpressions)")
-    return tuple(tuple(t.get("matchExpressions") or ()) for t in terms)
+    return tuple(tuple(dict(e) for e in term) for term in workloads.required_node_terms(spec))
 
 
 def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
@@ -240,7 +242,7 @@ def pod_template(daemonset: dict[str, Any], name: str = "") -> PodTemplate:
         app=str(pod_labels.get("app", "")),
         grace=int(grace) if grace is not None else rules.termination_grace_default,
         pre_stop=any(((c.get("lifecycle") or {}).get("preStop")) for c in all_containers),
-        affinity=_required_terms(spec.get("affinity")),
+        affinity=_required_terms(spec),
     )
 
 
@@ -296,7 +298,7 @@ def addon_dcgm_server(addon: dict[str, Any]) -> PodTemplate:
         app=str((dcgm.get("podLabels") or {}).get("app", "")),
         grace=lifecycle_rules.load().termination_grace_default,
         pre_stop=False,
-        affinity=_required_terms(dcgm.get("affinity")),
+        affinity=_required_terms(dcgm),
         holds_gpus=True,
     )
 

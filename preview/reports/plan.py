@@ -13,7 +13,7 @@ from components.kubernetes.operands import sharing, stages
 from gpu_platform.catalog import matrix
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.config.node_pool import NodePool
-from gpu_platform.interface import admission, contract
+from gpu_platform.interface import admission, contract, workloads
 from gpu_platform.interface.resource_types import (
     ADMISSION_BINDING as _BINDING,
     ADMISSION_POLICY as _POLICY,
@@ -222,12 +222,11 @@ def _mig_pools(ds: Registration) -> tuple[bool, list[str]]:
     """An operand's DaemonSet for its MIG pools (operands/mig_access.py): whether it runs privileged, and
     what its required affinity waits for beyond the MIG config label."""
     pod = ds.inputs["spec"]["template"]["spec"]
-    required = (pod.get("affinity") or {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     waits = [
-        f"{e['key']} is {'|'.join(e['values'])}"
-        for t in (required or {}).get("nodeSelectorTerms") or []
-        for e in t.get("matchExpressions") or []
-        if e["operator"] == "In"
+        f"{e['key']} is {'|'.join(e.get('values') or ())}"
+        for term in workloads.required_node_terms(pod)
+        for e in term
+        if e.get("operator") == "In"
     ]
     return any((c.get("securityContext") or {}).get("privileged") for c in pod["containers"]), waits
 

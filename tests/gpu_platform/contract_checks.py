@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_platform.interface import contract
+from gpu_platform.interface import contract, workloads
 from preview.recording import Recording, Registration
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -119,15 +119,8 @@ class Operand:
     def on_mig_pools(self) -> bool:
         """The DaemonSet may run on a MIG pool's node (one carrying nvidia.com/mig.config): no term of
         its required node affinity excludes that label."""
-        affinity = (self.pod.get("affinity") or {}).get("nodeAffinity") or {}
-        terms = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [{}]
-        return any(
-            not any(
-                e["key"] == contract.MIG_CONFIG_LABEL and e["operator"] == "DoesNotExist"
-                for e in t.get("matchExpressions") or []
-            )
-            for t in terms
-        )
+        absent = {"key": contract.MIG_CONFIG_LABEL, "operator": "DoesNotExist"}
+        return any(absent not in term for term in workloads.required_node_terms(self.pod) or [()])
 
     def part(self, suffix: str) -> Operand:
         """The operand's cluster-wide Deployment part (NFD's `master`, `gc`), seen through the same
