@@ -51,8 +51,6 @@ EXEMPT = {
     "gpu_platform/catalog/aws_limits.py": "reads aws_limits.yaml; its limits are tested as the config errors they raise "
     "(the bad stacks of tests/gpu_platform/config/test_reading.py, "
     "tests/gpu_platform/config/test_cluster.py)",
-    "gpu_platform/interface/workloads.py": "the workload readers of the policies and the audit report, tested through "
-    "tests/policy/test_audit.py and tests/preview/reports/test_audit.py",
     "tools/bench/run.py": "a benchmark (make bench), run by hand on a quiet machine; docs/benchmarks.md keeps its figures",
     "tools/bench/suite.py": "a benchmark (make bench-suite), run by hand on a quiet machine; docs/benchmarks.md keeps its figures",
     "policy/__main__.py": "builds the pack and serves it (it blocks): started as the CLI starts it by the real_pack "
