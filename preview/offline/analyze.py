@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from pulumi.runtime.proto import analyzer_pb2
 
-from preview.offline import policy_config, requests
+from preview.offline import collector, policy_config, requests
 from preview.offline.engine import ROOT, Recording
 
 POLICY_DIR = ROOT / "policy"
@@ -320,9 +320,10 @@ def analyze(
     fixes = {p.name: p.remediation_steps for p in described.policies}
     pack.Configure(policy_config.configure_request(described, config or {}))
     found: list[Violation] = []
-    for request in requests.analyze_requests(recording):
-        found += _violations(pack.Analyze(request), lambda _urn, own=request.urn: own, fixes)
-    stack = requests.analyze_stack_request(recording)
-    known = {r.urn for r in stack.resources}
-    found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn, fixes)
+    with collector.held():
+        for request in requests.analyze_requests(recording):
+            found += _violations(pack.Analyze(request), lambda _urn, own=request.urn: own, fixes)
+        stack = requests.analyze_stack_request(recording)
+        known = {r.urn for r in stack.resources}
+        found += _violations(pack.AnalyzeStack(stack), lambda urn: urn if urn in known else recording.stack_urn, fixes)
     return sorted(set(found), key=lambda v: (v.policy, v.urn, v.message))

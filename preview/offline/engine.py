@@ -30,7 +30,7 @@ from pulumi.runtime.stack import massage, run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from gpu_platform.config import PROJECT
-from preview.offline import aws_answers, outputs
+from preview.offline import aws_answers, collector, outputs
 from preview.recording import FIRST_PREVIEW, MODES, STACK_TYPE, UP, Recording, Registration
 from preview.stack_file import ROOT, STACKS, read_stack_file, resolve_stack, stack_file, stack_name  # noqa: F401 (re-exported)
 
@@ -162,7 +162,8 @@ def run(
     # Under mocks the root stack registers its (empty) outputs before the program runs; the
     # engine's root stack holds the program's exports.
     root = get_root_resource()
-    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
+    with collector.held():
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
     recording = Recording(
         stack=name,
         config=config,
