@@ -50,22 +50,20 @@ def test_an_error_inside_puts_it_back(collector_on):
     assert gc.isenabled()
 
 
-def test_the_program_runs_with_it_held(collector_on, monkeypatch, tmp_path):
+def test_the_program_runs_with_it_held(collector_on, monkeypatch):
     seen = []
-    monkeypatch.setattr(engine, "run_pulumi_func", lambda f: seen.append(gc.isenabled()) or _done())
-    stack = tmp_path / "Pulumi.dev.yaml"
-    stack.write_text(engine.stack_file("dev").read_text())
-    engine.run(stack)
+
+    async def nothing():
+        return None
+
+    def run_pulumi_func(_program):
+        seen.append(gc.isenabled())
+        return nothing()
+
+    monkeypatch.setattr(engine, "run_pulumi_func", run_pulumi_func)
+    engine.run(engine.stack_file("dev"))
     assert seen == [False]
     assert gc.isenabled()
-
-
-async def _nothing():
-    return None
-
-
-def _done():
-    return _nothing()
 
 
 def test_the_pack_judges_with_it_held(collector_on, dev):
