@@ -203,7 +203,7 @@ def _names(spec, user: str) -> bool:
     "The DRA kubelet plugin, whose ClusterRole may write every node's ResourceSlices, is held to its own node's by a "
     "ValidatingAdmissionPolicy on resourceslices that names its service account, reads the token's node, fails closed "
     "and is bound with Deny.",
-    fix="no stack key: the program builds it with the DRA driver (components/kubernetes/operands/dra_driver.py); report it",
+    fix="no stack key: the program builds it with the DRA driver (components/kubernetes/operands/dra_driver/); report it",
 )
 def dra_kubelet_plugin_slices_own_node(args, report_violation) -> None:
     plugins = _plugins(args.resources)

@@ -5,7 +5,7 @@ with the toolkit DaemonSet and a time-sliced pool (`baked=False`), run through t
 offline preview (preview/offline/engine.py): what the real components (operands/component.py and the
 operand modules, through components/platform.py) register, not a test-side copy of their wiring.
 The release-parametrised operand tests read their Kubernetes objects from it
-(tests/gpu_platform/test_operand_contracts.py, tests/components/kubernetes/operands/test_versions_*.py).
+(tests/gpu_platform/catalog/test_operand_contracts.py, tests/components/kubernetes/operands/test_versions_*.py).
 
 Each recording is made once per process (tests/recordings.py, whose cache credits every test that
 reads it under mutmut's coverage pass), and once per run: mark every test that reads a release's recordings with

@@ -14,6 +14,7 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 TESTS = ROOT / "tests"
+OPERANDS = ROOT / "components" / "kubernetes" / "operands"
 # The source packages: every top-level directory that is a Python package, the tests excepted.
 PACKAGES = sorted(d.name for d in ROOT.iterdir() if (d / "__init__.py").is_file() and d != TESTS)
 
@@ -69,17 +70,20 @@ EXEMPT = {
 
 
 def source_modules() -> set[str]:
-    """Every module of the source packages but `__init__.py`, as a path from the repository root."""
+    """Every module of the source packages, as a path from the repository root: each `.py` but
+    `__init__.py`, and each operand folder's `__init__.py`, which is the operand's module."""
     return {
         path.relative_to(ROOT).as_posix()
         for package in PACKAGES
         for path in (ROOT / package).rglob("*.py")
-        if path.name != "__init__.py" and "__pycache__" not in path.parts
+        if (path.name != "__init__.py" or path.parent.parent == OPERANDS) and "__pycache__" not in path.parts
     }
 
 
 def mirrored(module: str) -> Path:
     path = Path(module)
+    if path.name == "__init__.py":  # an operand folder's module: its tests sit beside the other operands'
+        return TESTS / path.parent.parent / f"test_{path.parent.name}.py"
     return TESTS / path.parent / f"test_{path.stem}.py"
 
 
@@ -87,6 +91,9 @@ def test_the_source_packages_are_found():
     assert {"components", "gpu_platform", "policy", "preview", "tools"} <= set(PACKAGES)
     assert "preview/offline/analyze.py" in source_modules()
     assert mirrored("preview/offline/analyze.py") == TESTS / "preview" / "offline" / "test_analyze.py"
+    plugin = "components/kubernetes/operands/device_plugin/__init__.py"
+    assert plugin in source_modules() and "components/kubernetes/operands/__init__.py" not in source_modules()
+    assert mirrored(plugin) == TESTS / "components" / "kubernetes" / "operands" / "test_device_plugin.py"
 
 
 def test_every_test_module_lives_in_tests_or_in_a_directory_that_mirrors_a_source_directory():

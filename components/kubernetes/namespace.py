@@ -20,7 +20,7 @@ RUNTIME_CLASS = contract.NVIDIA_RUNTIME_HANDLER
 # other (NFD's worker publishes NodeFeature objects through the API since 0.14, not over gRPC).
 METRICS_PORTS = ("metrics", "http")
 # In allocation mode dra the DCGM exporter takes every GPU, and the DRA validator one GPU, through a claim
-# with adminAccess: true (operands/dcgm_exporter.py, operands/dra_validator.py). The API server refuses a ResourceClaim or ResourceClaimTemplate that
+# with adminAccess: true (operands/dcgm_exporter/, operands/dra_validator/). The API server refuses a ResourceClaim or ResourceClaimTemplate that
 # asks for admin access unless its namespace carries this label, in the strategies' Validate
 # (kubernetes/kubernetes pkg/registry/resource/utils.go AuthorizedForAdmin, called from
 # resourceclaimtemplate/strategy.go Validate and resourceclaim/strategy.go; the key is

@@ -7,11 +7,11 @@ What "serves GPUs" means depends on how pods get GPUs (gpu-platform:allocation.m
   nvidia runtime and a CUDA workload (cuda-ready), and its plugin check writes `plugin-ready` in
   /run/nvidia/validations once the node advertises GPUs, i.e. the device plugin has registered them
   with the kubelet (components/kubernetes/operands/stages.py). It runs without the workload that would
-  take a GPU from the device plugin (validator.py: on a full node that never succeeds), so the gate
+  take a GPU from the device plugin (validator/: on a full node that never succeeds), so the gate
   does not prove an allocation through the plugin, as the GPU Operator's own validator has not from
   v25.3.3. Each gate pod reads that marker on its own node, read-only, as its readiness probe.
 - dra: nothing writes plugin-ready (no device plugin, no plugin check), so each gate pod proves it
-  itself, the way the DRA validator does (components/kubernetes/operands/dra_validator.py): it claims
+  itself, the way the DRA validator does (components/kubernetes/operands/dra_validator/): it claims
   one GPU of class gpu.nvidia.com with admin access through its pool's ResourceClaimTemplate, and its
   init container runs `nvidia-smi -L`, which only the claim's CDI injection brings into the container.
   The scheduler cannot place the pod before the DRA driver on that node has published its GPUs as a
@@ -103,7 +103,7 @@ _CONTAINER_SECURITY = {
 }
 _RESOURCES = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}}
 # nvidia-smi loads the driver's NVML library: the DRA validator's check container's bounds
-# (components/kubernetes/operands/dra_validator.py, spec.Container's memory limit).
+# (components/kubernetes/operands/dra_validator/, spec.Container's memory limit).
 _CHECK_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}}
 
 
@@ -145,7 +145,7 @@ def tolerations(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
 def _proof(args: GateArgs) -> dict:
     """The part of the pod that makes it ready only on a node that serves GPUs (module doc)."""
     if args.dra:
-        # Not root: the claim's device nodes are the container user's (dra_validator.py explains why
+        # Not root: the claim's device nodes are the container user's (dra_validator/ explains why
         # that works), and nvidia-smi -L only opens them and reads the injected libraries.
         return {
             "resourceClaims": [{"name": CLAIM.claim, "resourceClaimTemplateName": claim_template_name(args.pool)}],

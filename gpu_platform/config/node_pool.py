@@ -260,7 +260,7 @@ class NodePool(Section):
 
     @model_validator(mode="after")
     def _one_way_to_share(self) -> NodePool:
-        # The device plugin's config gets both (components/kubernetes/operands/device_plugin.py
+        # The device plugin's config gets both (components/kubernetes/operands/device_plugin/
         # plugin_config): time-slicing of nvidia.com/gpu beside the MIG strategy, and a MIG pool's
         # instances (the mixed strategy) are no nvidia.com/gpu at all, so the replicas would apply to
         # nothing while the pool looked shared.

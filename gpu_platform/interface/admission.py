@@ -43,7 +43,7 @@ WARN_ACTIONS = ("Warn", "Audit")
 # Policies a stack may bind with WARN_ACTIONS (gpu-platform:workloads.privilegeAdmission); every other
 # one denies.
 MAY_WARN = (GPU_PRIVILEGE,)
-# Owned by the DRA driver's component (components/kubernetes/operands/dra_driver.py), required by
+# Owned by the DRA driver's component (components/kubernetes/operands/dra_driver/), required by
 # policy/dra.py (dra-kubelet-plugin-slices-own-node), not by REQUIRED_FOR: it exists only in mode dra.
 DRA_RESOURCE_SLICES = "gpu-platform-dra-resourceslices"
 # A refused write shows in the plugin's log as the ResourceSlice controller's "processing ResourceSlice
@@ -147,7 +147,7 @@ class NodeWriter:
 
 NODE_WRITERS = (
     # mig-parted writes only nvidia.com/ labels on its own node (NODE_NAME): nvidia.com/mig.config.state
-    # and the nvidia.com/gpu.deploy.* pauses (gpu_platform/catalog/operand_contracts/mig-manager.yaml
+    # and the nvidia.com/gpu.deploy.* pauses (components/kubernetes/operands/mig_manager/contract.yaml
     # mm-node-label-writes, mm-mig-config-state-label, mm-pauses-operand-gates: NVIDIA/mig-parted v0.13.1
     # pkg/mig/reconfigure/reconfigure.go:246-268, 577-589), never taints or annotations.
     NodeWriter("mig-manager", None, True, ("nvidia.com",), (), (), MIG_MANAGER_NODES),

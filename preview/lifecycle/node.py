@@ -307,7 +307,7 @@ def offers(stack: StackView, pool: Pool, mig_layout: str | None, plugin_config: 
     applied (the counting itself: components/kubernetes/operands/sharing.py `advertised`, which the
     pool's cluster autoscaler tags use too)."""
     if stack.config.allocation.mode == "dra":
-        # The DRA driver publishes each whole GPU as a device of class gpu.nvidia.com (operands/dra_driver.py).
+        # The DRA driver publishes each whole GPU as a device of class gpu.nvidia.com (operands/dra_driver/).
         return {"gpu.nvidia.com": pool.gpus}
     flags = plugin_config.get("flags") or {}
     strategy = flags.get("migStrategy", "none")

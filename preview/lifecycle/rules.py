@@ -9,12 +9,12 @@ from typing import Any
 
 import yaml
 
-from gpu_platform import catalog
+from components.kubernetes.operands import contract_file
 from gpu_platform.catalog import versions
 
 _FILE = Path(__file__).with_name("rules.yaml")
 # The MIG manager's clauses: the app labels it finds each GPU client's pods by (`lookup.selector`).
-_MIG_MANAGER_CONTRACT = Path(catalog.__file__).with_name("operand_contracts") / "mig-manager.yaml"
+_MIG_MANAGER_CONTRACT = contract_file("mig-manager")
 
 
 @dataclass(frozen=True)

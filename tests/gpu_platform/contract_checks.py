@@ -1,10 +1,10 @@
-"""The checks an operand contract's clauses ask of the rendered stack (gpu_platform/catalog/operand_contracts/).
+"""The checks an operand contract's clauses ask of the rendered stack (components/kubernetes/operands/<module>/contract.yaml).
 
 A clause's `expect` is a list of checks, each a one-key mapping; `when` limits a clause to stacks with
 the given facts (`cdi`, `toolkit_baked`, `mig`, `time_slicing`). This module reads only the recorded
 registrations of a real program run (preview/offline/engine.py), never a spec or a test-side copy of
 the operand wiring, so a check sees what `pulumi up` would send. The vocabulary is in
-gpu_platform/catalog/operand_contracts/README.md; every check returns the problems it found, in words that
+docs/operand-contracts.md; every check returns the problems it found, in words that
 name the object, so a failure reads with its clause id and source.
 """
 

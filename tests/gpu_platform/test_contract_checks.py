@@ -4,11 +4,11 @@ Every kind of check the contracts use has at least one planted defect here (the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
+from components.kubernetes import operands as operand_folders
+from gpu_platform.catalog import operands
 from tests.gpu_platform import contract_checks as checks
 
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -17,7 +17,6 @@ ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
-CONTRACTS = Path(__file__).resolve().parents[2] / "gpu_platform" / "catalog" / "operand_contracts"
 
 # The container running each operand's own image in the prod stack (what `container: '*'` means).
 OWN_CONTAINER = {
@@ -288,7 +287,7 @@ def test_a_check_passes_on_the_shipped_manifest_and_reports_a_planted_defect(pro
 def test_every_kind_of_check_the_contracts_use_has_a_planted_defect():
     used = {
         next(iter(item))
-        for path in CONTRACTS.glob("*.yaml")
+        for path in map(operand_folders.contract_file, operands.names())
         for clause in yaml.safe_load(path.read_text())["clauses"]
         for item in clause.get("expect") or []
     }

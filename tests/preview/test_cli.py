@@ -429,7 +429,8 @@ def test_the_prod_summary_fits_on_one_screen(capsys):
     # One screen: 58 rows of a 120-column terminal (50, and since issue 28 a row per pool saying what
     # workloads can request, one for the node-lifecycle verdict, a row per pool, two for the MIG pool, for
     # what the cluster autoscaler sees of it at zero nodes, and one for the MIG pools' own operand
-    # DaemonSets), long lines counted as the rows they wrap to. Less
+    # DaemonSets; the operands' heading went from two rows to one, a row for a next operand), long
+    # lines counted as the rows they wrap to. Less
     # the digest advisory (one violation naming every privileged image, about 12 rows), which every
     # stack shows until the matrix or the stack pins the images by digest: it is meant to be noticed.
     assert main(["--stack", "prod"]) == 0

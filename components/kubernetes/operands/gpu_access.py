@@ -9,7 +9,7 @@ sets both at bake time (components/aws/scripts/install-nvidia-driver.sh, proven 
 phase); AWS's accelerated AMI or a pinned one, whose toolkit keeps the opposite defaults, gets them from
 the node's user data before the kubelet first starts (components/aws/user_data.py, gpu_access_script);
 and the toolkit DaemonSet (`toolkitBaked: false`) writes them into the runtime config it installs
-(container_toolkit.py, GPU_ACCESS). The runtime reads both in its legacy hook and in CDI mode alike
+(container_toolkit/, GPU_ACCESS). The runtime reads both in its legacy hook and in CDI mode alike
 (nvidia-container-toolkit cmd/nvidia-container-runtime-hook/container_config.go lines 236-258 at
 v1.14.3; internal/config/image/cuda_image.go lines 258-292, read by internal/modifier/cdi.go line 107,
 at v1.18.1).

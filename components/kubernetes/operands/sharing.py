@@ -62,7 +62,7 @@ def efa_resources(devices: int) -> dict[str, int]:
 def node_resources(pool: NodePool, gpu: matrix.Gpu, gpus: int, dra: bool, efa_devices: int) -> dict[str, int]:
     """What a node of the pool advertises once its MIG configuration is applied, its EFA devices included.
     Under DRA no GPU resource: the DRA driver publishes devices in ResourceSlices, not extended resources
-    (operands/dra_driver.py); the EFA device plugin runs there all the same."""
+    (operands/dra_driver/); the EFA device plugin runs there all the same."""
     efa = efa_resources(efa_devices)
     if dra:
         return efa

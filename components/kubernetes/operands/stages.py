@@ -32,7 +32,7 @@ markers, so they are written again after every reboot and every roll of the vali
 bump, a changed privilege), on nodes whose GPUs workloads hold. None of
 the checks behind them asks for a GPU: the cuda workload pod requests no nvidia.com/gpu (it is
 privileged with every GPU visible), and the plugin check runs without its workload (WITH_WORKLOAD=false,
-validator.py), which would take one GPU from the device plugin and never get it on a full node.
+validator/), which would take one GPU from the device plugin and never get it on a full node.
 
 Per node, a stage waits only for what it needs, and nothing waits for a later stage. The one check
 that needs a later stage (the plugin's, which needs the device plugin's advertised GPUs) runs in the

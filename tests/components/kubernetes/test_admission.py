@@ -1,5 +1,5 @@
 """The admission policies, evaluated as CEL against admission requests shaped as the API server
-sends them: each operand's real writes (from its contract, gpu_platform/catalog/operand_contracts/) are
+sends them: each operand's real writes (from its contract, components/kubernetes/operands/<module>/contract.yaml) are
 admitted, and what a compromised operand could try is denied. The policies are the ones the prod
 stack records, so what is tested is what is deployed."""
 

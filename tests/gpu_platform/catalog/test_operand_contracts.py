@@ -1,4 +1,4 @@
-"""Every operand of every release meets its upstream contract (gpu_platform/catalog/operand_contracts/).
+"""Every operand of every release meets its upstream contract (components/kubernetes/operands/<module>/contract.yaml).
 
 The stack rendered per release is the prod stack (a MIG pool, the baked toolkit) and its twin with the
 toolkit DaemonSet and a time-sliced pool, run through the real program offline (tests/release_stacks.py);
@@ -15,12 +15,11 @@ import functools
 import pytest
 import yaml
 
+from components.kubernetes import operands as operand_folders
 from gpu_platform.catalog import matrix, operands, versions
-from tests.conftest import ROOT
 from tests.gpu_platform import contract_checks as checks
 from tests.release_stacks import each, group, rendered
 
-CONTRACTS = ROOT / "gpu_platform" / "catalog" / "operand_contracts"
 MATRIX = matrix.load()
 RELEASES = sorted(MATRIX.releases, key=lambda r: checks.version_key(r))
 
@@ -28,8 +27,8 @@ RELEASES = sorted(MATRIX.releases, key=lambda r: checks.version_key(r))
 @functools.cache
 def contracts() -> dict[str, dict]:
     found = {}
-    for path in sorted(CONTRACTS.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text())
+    for name in operands.names():
+        data = yaml.safe_load(operand_folders.contract_file(name).read_text())
         found[data["operand"]] = data
     return found
 

@@ -9,10 +9,9 @@ import re
 import pytest
 import yaml
 
+from components.kubernetes import operands as operand_folders
 from gpu_platform.interface import admission
-from tests.conftest import ROOT
 
-CONTRACTS = ROOT / "gpu_platform" / "catalog" / "operand_contracts"
 # The contract clauses whose node label the operand itself writes (others only read theirs, e.g.
 # mm-watches-mig-config-label): picked by hand from the statements.
 WRITES = {
@@ -22,7 +21,7 @@ WRITES = {
 
 
 def _written_keys(operand: str) -> list[str]:
-    clauses = {c["id"]: c for c in yaml.safe_load((CONTRACTS / f"{operand}.yaml").read_text())["clauses"]}
+    clauses = {c["id"]: c for c in yaml.safe_load(operand_folders.contract_file(operand).read_text())["clauses"]}
     keys = []
     for clause in WRITES[operand]:
         key = clauses[clause]["label"]["key"].split(" ")[0]  # "nvidia.com/* from features.d"

@@ -10,6 +10,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from gpu_platform.catalog import operands as registry
+from gpu_platform.interface import contract
 from preview.reports import manifests
 from preview.reports.report import operand_order
 from tests.golden import GOLDEN, assert_golden, updating
@@ -133,41 +135,45 @@ def test_the_resource_names_are_the_api_servers(name, valid):
     assert bool(RESOURCE_NAME.fullmatch(name)) is valid
 
 
+def _daemonset_operands(recording) -> list[str]:
+    """Each DaemonSet file's operand label (AWS's own add-ons: their name), in file order."""
+    docs = [yaml.safe_load(t) for f, t in manifests.files(recording).items() if "-daemonset-" in f]
+    return [d["metadata"]["labels"].get(contract.OPERAND_KEY, d["metadata"]["name"]) for d in docs]
+
+
+def _in_registry_order(left_out: set[str]) -> list[str]:
+    return [r.operand for r in registry.rows() if r.operand not in left_out]
+
+
 def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_image_bakes(prod):
-    daemonsets = [yaml.safe_load(t)["metadata"]["name"] for f, t in manifests.files(prod).items() if "-daemonset-" in f]
     # AWS's EFA device plugin first: it is created with the namespace, for the EFA pool (h100-mig).
-    assert daemonsets == [
+    # Then the registry's rows in order, less the toolkit (baked) and the DRA operands (device-plugin
+    # mode); each MIG reader's DaemonSet for the MIG pool sits beside its own (two files, one operand).
+    readers = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
+    expected = [
         "aws-efa-k8s-device-plugin",
-        "nvidia-node-feature-discovery",
-        "nvidia-operator-validator",
-        "nvidia-mig-manager",
-        # Each MIG reader's DaemonSet for the MIG pool beside its own, in file-name order.
-        "nvidia-device-plugin-mig",
-        "nvidia-device-plugin",
-        "nvidia-gpu-feature-discovery-mig",
-        "nvidia-gpu-feature-discovery",
-        "nvidia-dcgm-exporter-mig",
-        "nvidia-dcgm-exporter",
+        *(
+            x
+            for op in _in_registry_order({"container-toolkit", "dra-driver", "dra-validator"})
+            for x in ([op, op] if op in readers else [op])
+        ),
     ]
+    assert _daemonset_operands(prod) == expected
 
 
-def test_all_seven_operands_reach_the_manifests_in_order_with_the_toolkit_daemonset(variant):
+def test_every_operand_reaches_the_manifests_in_order_with_the_toolkit_daemonset(variant):
     rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
-    daemonsets = [yaml.safe_load(t)["metadata"]["name"] for f, t in manifests.files(rec).items() if "-daemonset-" in f]
-    assert daemonsets == [
+    readers = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
+    expected = [
         "aws-efa-k8s-device-plugin",
-        "nvidia-node-feature-discovery",
-        "nvidia-container-toolkit",
-        "nvidia-operator-validator",
-        "nvidia-mig-manager",
-        # Each MIG reader's DaemonSet for the MIG pool beside its own, in file-name order.
-        "nvidia-device-plugin-mig",
-        "nvidia-device-plugin",
-        "nvidia-gpu-feature-discovery-mig",
-        "nvidia-gpu-feature-discovery",
-        "nvidia-dcgm-exporter-mig",
-        "nvidia-dcgm-exporter",
+        *(
+            x
+            for op in _in_registry_order({"dra-driver", "dra-validator"})
+            for x in ([op, op] if op in readers else [op])
+        ),
     ]
+    assert _daemonset_operands(rec) == expected
+    assert "container-toolkit" in expected
 
 
 def _service_monitors(recording) -> list[dict]:

@@ -3,6 +3,7 @@ here from the stack files by hand."""
 
 from __future__ import annotations
 
+from gpu_platform.catalog import operands as registry
 from preview.reports.plan import plan
 from preview.reports.report import operand_order
 from tests.conftest import FIXTURES, record
@@ -24,13 +25,10 @@ def test_the_dev_plan_names_cluster_image_pool_and_operands(dev):
     assert lines[4] == "  Toolkit     baked into the image (it registers the nvidia runtime)"
     assert "  l4           g6.2xlarge -> L4 x1, 0/1/4 nodes (min/desired/max), ON_DEMAND, time-sliced x4" in lines
     operands = [line for line in lines if line[:5].strip().rstrip(".").isdigit()]
-    assert [line.split()[1] for line in operands] == [
-        "NodeFeatureDiscovery",
-        "Validator",
-        "DevicePlugin",
-        "GpuFeatureDiscovery",
-        "DcgmExporter",
-    ]
+    # Every operand of the registry, in its order, but the two the dev stack leaves out (below) and the
+    # DRA ones (dev allocates GPUs through the device plugin).
+    left_out = {"container-toolkit", "mig-manager", "dra-driver", "dra-validator"}
+    assert [line.split()[1] for line in operands] == [r.component for r in registry.rows() if r.operand not in left_out]
     assert (
         "  3. DevicePlugin         on nvidia.com/gpu.deploy.device-plugin=true; on each node waits for toolkit-ready"
         in lines

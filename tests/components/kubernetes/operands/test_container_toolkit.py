@@ -2,7 +2,7 @@
 reads for a host driver, the label upstream gives it, no API token, no probe that claims more than
 "running". Each expectation is a literal from the upstream source (NVIDIA/nvidia-container-toolkit
 tools/container/** up to v1.17.8, cmd/nvidia-ctk-installer/** from v1.18.0; NVIDIA/gpu-operator
-assets/state-container-toolkit/), not read from components/kubernetes/operands/container_toolkit.py."""
+assets/state-container-toolkit/), not read from components/kubernetes/operands/container_toolkit/."""
 
 from __future__ import annotations
 

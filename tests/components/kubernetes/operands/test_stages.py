@@ -6,6 +6,7 @@ import itertools
 import re
 
 from components.kubernetes.operands import stages
+from gpu_platform.catalog import operands as gpu_operands
 from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, operands, pod_spec
 
@@ -87,7 +88,7 @@ def test_every_marker_a_stage_waits_for_is_written_by_an_earlier_stage():
         "plugin-ready": {"validator"},
     }
     # The validator writes plugin-ready only once its plugin check got a GPU from the device plugin
-    # (validator.py): that marker also needs the device plugin running on the node, so an operand that
+    # (validator/): that marker also needs the device plugin running on the node, so an operand that
     # waits for it (GFD, DCGM) must come after the device plugin, or Pulumi's wait for its rollout
     # never ends and the device plugin is never created.
     needs_running = {"plugin-ready": {"device-plugin"}}
@@ -150,20 +151,31 @@ def test_no_validator_check_needs_a_free_gpu(stack):
     assert [c["name"] for c in [*validator["initContainers"], *validator["containers"]] if _needs_a_free_gpu(c)] == []
 
 
-def test_the_rollout_order_is_the_one_the_readme_gives():
-    # Written out by hand (the marker chain in stages.py's docstring): discovery, the runtime,
-    # the proof that the driver works, GPU layout, then what allocates GPUs and what reads them.
-    assert [stage.operand for stage in stages.STAGES] == [
-        "node-feature-discovery",
-        "container-toolkit",
-        "validator",
-        "mig-manager",
-        "dra-driver",
-        "dra-validator",
-        "device-plugin",
-        "gpu-feature-discovery",
-        "dcgm-exporter",
-    ]
+# What must come before what, and why, written out by hand (stages.py's docstring): the rows' order
+# in operands.yaml is the rollout order, and these pairs are what that order must keep. A new operand
+# states its own pairs in its own test module.
+MUST_PRECEDE = [
+    # GFD's labels reach the node through NFD: a feature file NFD's worker reads, or a NodeFeature
+    # object, whose CRD comes with NFD (gpu_feature_discovery/, node_feature_discovery/).
+    ("node-feature-discovery", "gpu-feature-discovery"),
+    # The validator's toolkit check proves the nvidia runtime that the toolkit registers.
+    ("container-toolkit", "validator"),
+    # The DRA validator's pod claims a GPU that the DRA driver must prepare first.
+    ("dra-driver", "dra-validator"),
+]
+# Who writes each marker, and the MIG manager before the layout's readers: the tests above and below.
+
+
+def test_the_rollout_order_keeps_what_must_come_first():
+    order = [stage.operand for stage in stages.STAGES]
+    for earlier, later in MUST_PRECEDE:
+        assert order.index(earlier) < order.index(later), f"{earlier} must come before {later}"
+
+
+def test_the_stages_are_the_registry_rows_in_order():
+    # One home for the order: operands.yaml. Every row is a stage, none twice.
+    assert [s.operand for s in stages.STAGES] == list(gpu_operands.names())
+    assert len(set(gpu_operands.names())) == len(gpu_operands.names())
 
 
 def test_every_operand_of_a_dra_node_starts():

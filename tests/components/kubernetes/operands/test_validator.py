@@ -1,7 +1,7 @@
 """The validator runs on a real node: what its image looks up, the rights it uses, the label other
 images find it by. Each expectation is a literal from the upstream source at the tags the matrix
 ships (NVIDIA/gpu-operator validator/main.go up to v25.3.4, cmd/nvidia-validator/main.go from
-v25.10.0), not read from components/kubernetes/operands/validator.py."""
+v25.10.0), not read from components/kubernetes/operands/validator/."""
 
 from __future__ import annotations
 

@@ -178,7 +178,7 @@ def traits(image: str) -> Traits:
 
 
 # The CRDs each release publishes, kept unmodified (third_party/node-feature-discovery/README.md).
-VENDORED = Path(__file__).parents[3] / "third_party" / "node-feature-discovery"
+VENDORED = Path(__file__).parents[4] / "third_party" / "node-feature-discovery"
 
 
 @functools.cache

@@ -3,7 +3,7 @@ configuration (time-slicing replicas, MIG strategy) chosen per node by the
 `nvidia.com/device-plugin.config` label through the plugin's own config-manager.
 
 What the image needs from this DaemonSet, clause by clause with upstream sources, is
-gpu_platform/catalog/operand_contracts/device-plugin.yaml; the notes here say only why we chose what we did.
+components/kubernetes/operands/device_plugin/contract.yaml; the notes here say only why we chose what we did.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ What differs from upstream, and why:
   nvidia.com/gpu.deploy.dra-validator is set only on the GPU pools of a dra stack.
 
 What the image and the claim need from the DaemonSet, clause by clause:
-gpu_platform/catalog/operand_contracts/dra-validator.yaml.
+components/kubernetes/operands/dra_validator/contract.yaml.
 """
 
 from __future__ import annotations

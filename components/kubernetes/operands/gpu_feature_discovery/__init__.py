@@ -8,8 +8,7 @@ Env and host paths: the GPU Operator's v25.10.1 GFD DaemonSet (gpu-operator-fact
 per_component.gpu-feature-discovery.v25.10.1): GFD_SLEEP_INTERVAL, GFD_FAIL_ON_INIT_ERROR,
 NAMESPACE, NODE_NAME; features.d read-write and /sys read-only (/sys covers the DMI product name
 that GFD v0.8.x reads from /sys/class/dmi/id, the only host path the v23.9.2 DaemonSet mounts).
-What the image needs, clause by clause with upstream sources: gpu_platform/catalog/operand_contracts/
-gpu-feature-discovery.yaml.
+What the image needs, clause by clause with upstream sources: contract.yaml beside this module.
 
 What changes with the image is in `IMAGES`, chosen by the image tag's version.
 """

@@ -3,10 +3,10 @@ data has registered it with containerd from boot (components/aws/user_data.py, t
 older than v1.19.0 also register it in containerd's config and restart containerd through its socket
 (`configures_runtime` below). Its first init step is the validator's driver check, which
 proves the baked driver is loaded and writes its marker (`host-driver-ready` for a host driver up to
-validator v24.3.0, `driver-ready` from v24.6.0: validator.py). The installer itself reads no marker and
-makes no Kubernetes API call (gpu_platform/catalog/operand_contracts/container-toolkit.yaml), so the pods get
+validator v24.3.0, `driver-ready` from v24.6.0: validator/). The installer itself reads no marker and
+makes no Kubernetes API call (components/kubernetes/operands/container_toolkit/contract.yaml), so the pods get
 no API token: the driver check needs one only to list driver DaemonSets when the host driver fails,
-where failing and being restarted is what we want (validator.py).
+where failing and being restarted is what we want (validator/).
 
 Env and host paths are the GPU Operator's (gpu-operator-facts.yaml, operand_manifests
 container_toolkit_containerd and per_component.container-toolkit at v23.9.2, v24.9.2, v25.10.1 and

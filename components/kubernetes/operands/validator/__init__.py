@@ -24,7 +24,7 @@ the toolkit check runs `nvidia-smi` through the nvidia runtime, and every image 
 `all` itself; and from v25.10.0 the image is distroless with busybox, where the asset stopped
 using `sleep infinity` (upstream commit f989a4c8d), so the idle loop sleeps in finite steps.
 
-What the image looks up by name (gpu_platform/catalog/operand_contracts/validator.yaml): the cuda check (the
+What the image looks up by name (components/kubernetes/operands/validator/contract.yaml): the cuda check (the
 plugin check too, but ours runs without a workload) GETs the DaemonSet `nvidia-operator-validator` in
 its namespace before it creates a workload pod (validator/main.go:1030-1053 at v23.9.0,
 cmd/nvidia-validator/main.go:1330, 1594 at v26.7.0), and the workload pods baked into the image run as the service account of that name
@@ -95,7 +95,7 @@ def spec(ctx: OperandContext) -> OperandSpec:
     # allocation mode dra no device plugin runs and no node advertises nvidia.com/gpu, so the plugin
     # check (which looks for one, cmd/nvidia-validator/main.go:1447-1467 at v26.7.0) would wait
     # forever: the container only keeps the pod alive. The DRA path itself (a GPU allocated through a
-    # claim and injected) is proven per node by the DRA validator (dra_validator.py), as the GPU
+    # claim and injected) is proven per node by the DRA validator (dra_validator/), as the GPU
     # Operator's DRA mode does (manifests/state-dra-validation/ at v26.7.0).
     # No workload: its pod asks the device plugin for one free GPU (plugin-workload-validation.yaml and
     # Plugin.runWorkload: 1 of the node's allocatable nvidia.com/gpu), which a node whose GPUs are all

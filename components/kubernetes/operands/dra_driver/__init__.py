@@ -21,14 +21,14 @@ manifests/state-dra-driver/), GPUs only:
   upstream's driver-validation init container (0500_daemonset.yaml:85-131: the gpu-operator image,
   privileged, which lists DaemonSets through the Role of 0150, with COMPONENT=driver: the driver
   check only, :85-131) is replaced by the stage order: the plugin waits for driver-ready, which the
-  validator's driver check writes on the node (validator.py). Not toolkit-ready: the DRA path does
+  validator's driver check writes on the node (validator/). Not toolkit-ready: the DRA path does
   not go through the nvidia runtime's device requests that the toolkit check exercises (containerd
   applies the plugin's CDI specs itself), so a node whose legacy runtime path fails still serves
   claims, as upstream's. That drops a privileged container and the Role.
 - No metrics server: HTTP_ENDPOINT is left unset, which disables it (gpu-kubelet-plugin flag
   http-endpoint, kubernetes-sigs/dra-driver-nvidia-gpu main 95932046 cmd/gpu-kubelet-plugin/main.go:201-205).
 
-What the image needs from the DaemonSet, clause by clause: gpu_platform/catalog/operand_contracts/dra-driver.yaml.
+What the image needs from the DaemonSet, clause by clause: components/kubernetes/operands/dra_driver/contract.yaml.
 """
 
 from __future__ import annotations
