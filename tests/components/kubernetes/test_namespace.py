@@ -79,31 +79,6 @@ def test_the_runtime_class_places_pods_on_gpu_nodes_but_does_not_tolerate_their_
     assert "tolerations" not in runtime.inputs["scheduling"]
 
 
-def test_prod_runs_privileged_only_the_driver_check_the_mig_manager_and_the_mig_readers(prod):
-    # The issue's bound was two: the baked toolkit leaves the driver check and the MIG manager. Its
-    # 1.18.1 runtime (jit-cdi) hands no unprivileged container MIG's capability devices (toolkit issue
-    # #1740, fixed in 1.20.1), so the three operands that read MIG devices join them in their DaemonSets for prod's MIG pool.
-    privileged = sorted(
-        ds.inputs["metadata"]["name"]
-        for ds in prod.of_type(DAEMONSET)
-        if ds.inputs["metadata"]["labels"].get(contract.OPERAND_KEY)
-        and any(
-            (c.get("securityContext") or {}).get("privileged")
-            for c in [
-                *ds.inputs["spec"]["template"]["spec"].get("initContainers", []),
-                *ds.inputs["spec"]["template"]["spec"]["containers"],
-            ]
-        )
-    )
-    assert privileged == [
-        "nvidia-dcgm-exporter-mig",
-        "nvidia-device-plugin-mig",
-        "nvidia-gpu-feature-discovery-mig",
-        "nvidia-mig-manager",
-        "nvidia-operator-validator",
-    ]
-
-
 def _peers(rec) -> list:
     return [
         rule.get("from")

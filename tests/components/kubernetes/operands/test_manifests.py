@@ -13,6 +13,7 @@ PRIVILEGED = {"container-toolkit", "mig-manager", "validator", EFA_DEVICE_PLUGIN
 HOST_PID = {"container-toolkit", "mig-manager"}
 HOST_NETWORK = {EFA_DEVICE_PLUGIN}
 CAPABILITIES = {"device-plugin": {"SYS_ADMIN"}, "gpu-feature-discovery": {"SYS_ADMIN"}, "dcgm-exporter": {"SYS_ADMIN"}}
+# This is the security allowlist: a new privileged operand joins it by hand, on purpose.
 # prod's MIG pool on toolkit 1.18.1 (baked): the runtime's default jit-cdi mode hands no MIG capability
 # device to an unprivileged container (nvidia-container-toolkit issue #1740), so the operands that read
 # MIG devices run privileged there, as the GPU Operator runs them everywhere.
