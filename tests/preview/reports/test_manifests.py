@@ -141,39 +141,24 @@ def _daemonset_operands(recording) -> list[str]:
     return [d["metadata"]["labels"].get(contract.OPERAND_KEY, d["metadata"]["name"]) for d in docs]
 
 
-def _in_registry_order(left_out: set[str]) -> list[str]:
-    return [r.operand for r in registry.rows() if r.operand not in left_out]
+def _expected(left_out: set[str]) -> list[str]:
+    """AWS's EFA device plugin first (created with the namespace, for prod's EFA pool), then the registry's
+    rows in order less `left_out`; each MIG reader's DaemonSet for the MIG pool sits beside its own (two
+    files, one operand)."""
+    readers = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
+    rows = [r.operand for r in registry.rows() if r.operand not in left_out]
+    return ["aws-efa-k8s-device-plugin", *(x for op in rows for x in ([op, op] if op in readers else [op]))]
 
 
 def test_prod_operands_reach_the_manifests_in_order_without_the_toolkit_its_image_bakes(prod):
-    # AWS's EFA device plugin first: it is created with the namespace, for the EFA pool (h100-mig).
-    # Then the registry's rows in order, less the toolkit (baked) and the DRA operands (device-plugin
-    # mode); each MIG reader's DaemonSet for the MIG pool sits beside its own (two files, one operand).
-    readers = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
-    expected = [
-        "aws-efa-k8s-device-plugin",
-        *(
-            x
-            for op in _in_registry_order({"container-toolkit", "dra-driver", "dra-validator"})
-            for x in ([op, op] if op in readers else [op])
-        ),
-    ]
-    assert _daemonset_operands(prod) == expected
+    # Less the toolkit (baked) and the DRA operands (prod allocates through the device plugin).
+    assert _daemonset_operands(prod) == _expected({"container-toolkit", "dra-driver", "dra-validator"})
 
 
 def test_every_operand_reaches_the_manifests_in_order_with_the_toolkit_daemonset(variant):
     rec = variant(lambda cfg: cfg["gpu-platform:nodeImage"].update(toolkitBaked=False), stack="prod")
-    readers = {"device-plugin", "gpu-feature-discovery", "dcgm-exporter"}
-    expected = [
-        "aws-efa-k8s-device-plugin",
-        *(
-            x
-            for op in _in_registry_order({"dra-driver", "dra-validator"})
-            for x in ([op, op] if op in readers else [op])
-        ),
-    ]
-    assert _daemonset_operands(rec) == expected
-    assert "container-toolkit" in expected
+    assert _daemonset_operands(rec) == _expected({"dra-driver", "dra-validator"})
+    assert "container-toolkit" in _daemonset_operands(rec)
 
 
 def _service_monitors(recording) -> list[dict]:

@@ -6,7 +6,6 @@ import itertools
 import re
 
 from components.kubernetes.operands import stages
-from gpu_platform.catalog import operands as gpu_operands
 from gpu_platform.interface import contract
 from tests.components.kubernetes.conftest import daemonset_of, daemonsets, gpu_node_groups, operands, pod_spec
 
@@ -170,12 +169,6 @@ def test_the_rollout_order_keeps_what_must_come_first():
     order = [stage.operand for stage in stages.STAGES]
     for earlier, later in MUST_PRECEDE:
         assert order.index(earlier) < order.index(later), f"{earlier} must come before {later}"
-
-
-def test_the_stages_are_the_registry_rows_in_order():
-    # One home for the order: operands.yaml. Every row is a stage, none twice.
-    assert [s.operand for s in stages.STAGES] == list(gpu_operands.names())
-    assert len(set(gpu_operands.names())) == len(gpu_operands.names())
 
 
 def test_every_operand_of_a_dra_node_starts():
