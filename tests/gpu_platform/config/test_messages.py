@@ -17,8 +17,7 @@ def test_a_count_given_anything_but_a_whole_number_is_refused_naming_what_was_gi
 @pytest.mark.parametrize("given, shown", [(5, "5"), ("prod", "'prod'"), ([1], "[1]")])
 def test_a_section_given_a_value_that_is_not_a_mapping_is_refused_naming_it(given, shown):
     message = message_for(lambda raw: raw.update({"gpu-platform:cluster": given}))
-    # (the keys it takes, in the order the README's config reference gives them)
-    assert (
-        f"\n  gpu-platform:cluster: expected a mapping with keys name, kubernetesVersion, create, subnetIds, "
-        f"endpointPublicAccess, publicAccessCidrs, admins (got {shown})"
-    ) in message
+    # The keys it takes, in the model's order (the first few: a new key leaves this test alone).
+    line = next(line for line in message.splitlines() if line.startswith("  gpu-platform:cluster: "))
+    assert line.startswith("  gpu-platform:cluster: expected a mapping with keys name, kubernetesVersion, create, ")
+    assert line.endswith(f" (got {shown})")
