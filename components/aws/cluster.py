@@ -211,6 +211,7 @@ class EksCluster(pulumi.ComponentResource):
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": False},
             encryption_config={"provider": {"key_arn": key.arn}, "resources": ["secrets"]},
             enabled_cluster_log_types=_LOG_TYPES,
+            deletion_protection=cfg.deletion_protection,
             tags=args.tags,
             # The control plane acts through its role from the first minute: the policy must be on it.
             # The bootstrap flag is create-only (the provider replaces a cluster whose flag changes:

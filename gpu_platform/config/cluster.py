@@ -76,6 +76,14 @@ class Cluster(Section):
         description="IAM role or user ARNs that get cluster-admin access entries. Required with create: true; "
         "the identity that runs `pulumi up` must be one of them.",
     )
+    # EKS API CreateClusterRequest/UpdateClusterConfigRequest.deletionProtection (botocore 1.44.8
+    # data/eks/2017-11-01/service-2.json.gz): EKS's default is false; it changes in place.
+    deletion_protection: StrictBool = Field(
+        default=True,
+        alias="deletionProtection",
+        description="Whether EKS refuses to delete the cluster. To destroy the stack, set false and run `pulumi up` "
+        "first. Only with create: true.",
+    )
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -160,6 +168,12 @@ class Cluster(Section):
             raise ConfigProblem(_ADOPTED_ENDPOINT, path=("publicAccessCidrs",))
         if self.endpoint_public_access and not self.create:
             raise ConfigProblem(_ADOPTED_ENDPOINT, path=("endpointPublicAccess",))
+        if "deletion_protection" in self.model_fields_set and not self.create:
+            raise ConfigProblem(
+                "set with create: false: the stack does not manage an adopted cluster's deletion protection; remove "
+                "the key (or change it with `aws eks update-cluster-config --deletion-protection`)",
+                path=("deletionProtection",),
+            )
         if self.public_access_cidrs and not self.endpoint_public_access:
             raise ConfigProblem(
                 "set with endpointPublicAccess: false, where it limits nothing; remove it, or set "

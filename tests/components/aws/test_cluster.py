@@ -160,3 +160,10 @@ def test_public_access_cidrs_reach_the_clusters_endpoint_settings(record_variant
 
 def test_a_private_cluster_sends_no_public_access_cidrs(shipped):
     assert "publicAccessCidrs" not in shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["vpcConfig"]
+
+
+def test_a_created_cluster_is_protected_from_deletion_unless_the_stack_says_not(shipped, record_variant):
+    # EKS's own default is false (botocore's CreateClusterRequest.deletionProtection); ours is true.
+    assert shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["deletionProtection"] is True
+    rec = record_variant("unprotected", lambda config: config["gpu-platform:cluster"].update(deletionProtection=False))
+    assert rec.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["deletionProtection"] is False
