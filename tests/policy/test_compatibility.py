@@ -5,9 +5,11 @@ template that boots a pinned AMI."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
+from gpu_platform.catalog import matrix, versions
 from policy.compatibility import (
     driver_branch_supported_by_release,
     driver_serves_cuda_major,
@@ -17,6 +19,8 @@ from policy.compatibility import (
 )
 from tests.policy.resources import launch_template, namespace, node_group, node_image
 from tests.policy.verdict import violations
+
+MATRIX = matrix.load()
 
 # What this module's policies are served as, in declaration order (tests/policy/test_pack.py
 # gathers these lists: a policy dropped, renamed or with its kind or level changed fails there).
@@ -42,9 +46,17 @@ def test_release_older_than_the_kubernetes_minor_fails_on_the_namespace_naming_b
     message, urn = found[0]
     # v24.3.0 supports 1.22-1.30 (matrix.yaml, its release notes); a release that fits is named.
     assert "v24.3.0" in message and "1.22-1.30" in message and "1.33" in message
-    # The three newest releases that support 1.33 (matrix.yaml: v26.3.2 1.32-1.36, v26.3.3 1.32-1.36,
-    # v26.7.0 1.33-1.36; v26.3.1, 1.32-1.35, is the fourth).
-    assert "use a release that supports 1.33 (v26.3.2, v26.3.3, v26.7.0)" in message
+    # The three newest releases that support 1.33, oldest first, read off the matrix's data (a new
+    # release row moves them; it should not rewrite this test).
+    named = re.search(r"use a release that supports 1\.33 \(([^)]*)\)", message)
+    assert named, message
+    fitting = [
+        r.name
+        for r in sorted(MATRIX.releases.values(), key=lambda r: versions.parse(r.name))
+        if versions.at_least("1.33", r.kubernetes_min) and versions.at_least(r.kubernetes_max, "1.33")
+    ]
+    assert named.group(1).split(", ") == fitting[-3:]
+    assert len(fitting) > 3 and "v26.3.1" in fitting  # today's matrix: v26.3.1 is a fourth, left out
     assert urn == namespace().urn
 
 
