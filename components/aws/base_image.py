@@ -9,9 +9,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from gpu_platform import catalog
+from gpu_platform.catalog import yaml_files
 
 RELEASES = Path(catalog.__file__).with_name("eks_ami_releases.yaml")
 KEY = "gpu-platform:nodeImage.baseImageRelease"
@@ -26,7 +25,7 @@ class BaseImage:
 @functools.cache
 def default_releases() -> dict[str, str]:
     """Kubernetes minor -> the release a stack on that minor bakes on unless it pins one."""
-    rows = yaml.safe_load(RELEASES.read_text())["defaults"]
+    rows = yaml_files.load(RELEASES.read_text())["defaults"]
     return {minor: row["release"] for minor, row in rows.items()}
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from gpu_platform.catalog import yaml_files
 
 DATA = Path(__file__).with_name("aws_limits.yaml")
 # IAM's tag value pattern [\p{L}\p{Z}\p{N}_.:/=+\-@]* (botocore iam service-2 tagValueType): Python's
@@ -23,7 +23,7 @@ _TAG_PUNCTUATION = set("_.:/=+-@")
 
 @functools.cache
 def _data() -> dict[str, Any]:
-    return yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml_files.load(DATA.read_text())
 
 
 @functools.cache

@@ -10,9 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from gpu_platform.catalog import image_refs, versions
+from gpu_platform.catalog import image_refs, versions, yaml_files
 
 DRA_FILE = Path(__file__).with_name("dra.yaml")
 OPERAND = "dra-driver"  # its key in gpu_platform/catalog/operands.yaml and a release's images
@@ -133,7 +131,7 @@ def _driver(version: str, row: dict) -> Driver:
 
 @functools.cache
 def load(path: Path = DRA_FILE) -> dict[str, Driver]:
-    document = yaml.safe_load(path.read_text())
+    document = yaml_files.load(path.read_text())
     drivers = {version: _driver(version, row) for version, row in document["drivers"].items()}
     # The kubelet plugin's ResourceSlice admission policy refuses every write whose token names no
     # node: a driver row that allowed a Kubernetes where the node may be missing would deploy a plugin

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+from gpu_platform.catalog import yaml_files
+
 DATA = Path(__file__).with_name("eks_amis.yaml")
 FLAVOURS = ("standard", "nvidia")
 _ENTRY = re.compile(r"(?m)^# (\[ABANDONED\] )?AMI Release (v\d{8})\s*$")
@@ -88,7 +90,7 @@ def render(published: dict[str, dict[str, list[str]]], abandoned: list[str], com
 
 @functools.cache
 def _load() -> dict:
-    return yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml_files.load(DATA.read_text())
 
 
 def published() -> dict[str, dict[str, list[str]]]:

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from gpu_platform.catalog import yaml_files
 
 DATA = Path(__file__).with_name("eks_versions.yaml")
 EPOCH_VARIABLE = "SOURCE_DATE_EPOCH"
@@ -73,7 +73,7 @@ def _date(value) -> dt.date | None:
 
 @functools.cache
 def calendar() -> dict[str, Minor]:
-    rows = yaml.load(DATA.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["versions"]
+    rows = yaml_files.load(DATA.read_text())["versions"]
     return {
         minor: Minor(
             minor,

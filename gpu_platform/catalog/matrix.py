@@ -12,9 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from gpu_platform.catalog import image_refs, operands, versions
+from gpu_platform.catalog import image_refs, operands, versions, yaml_files
 
 MATRIX_FILE = Path(__file__).with_name("matrix.yaml")
 
@@ -243,7 +241,7 @@ def _release(name: str, row: dict, path: Path) -> Release:
 @functools.cache
 def load(path: Path = MATRIX_FILE) -> Matrix:
     # libyaml's loader: the matrix is the largest file the program reads (10x faster than pure Python).
-    raw = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    raw = yaml_files.load(path.read_text())
     cuda = raw["cuda"]
     compat = cuda["minor_version_compatibility"]
     gpus = {key: _gpu(key, row) for key, row in raw["gpus"].items()}

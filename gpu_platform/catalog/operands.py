@@ -7,7 +7,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from gpu_platform.catalog import yaml_files
 
 REGISTRY_FILE = Path(__file__).with_name("operands.yaml")
 MODES = ("device-plugin", "dra")  # gpu-platform:allocation.mode
@@ -49,7 +49,7 @@ class OperandRow:
 
 @functools.cache
 def rows(path: Path = REGISTRY_FILE) -> tuple[OperandRow, ...]:
-    raw = yaml.safe_load(path.read_text())["operands"]
+    raw = yaml_files.load(path.read_text())["operands"]
     found = []
     for r in raw:
         waits = r["waitsFor"]

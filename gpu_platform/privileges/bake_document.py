@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from gpu_platform.catalog import yaml_files
 from gpu_platform.interface.props import mapping, sequence, text
 from gpu_platform.privileges.canonical_form import sha256
 
@@ -54,7 +55,7 @@ def _expand(value: str, names: Mapping[str, str]) -> str:
 def build_commands(document: str) -> str:
     """The build phase's ExecuteBash commands, joined; "" when the document has none (or is not YAML)."""
     try:
-        doc = yaml.safe_load(document)
+        doc = yaml_files.load(document)
     except yaml.YAMLError:
         return ""
     return "\n".join(

@@ -75,9 +75,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gpu_platform.catalog import addon_privileges
+from gpu_platform.catalog import addon_privileges, yaml_files
 from gpu_platform.interface import resource_types, workloads
 from gpu_platform.interface.props import dig, mapping, sequence, strings, text
 from gpu_platform.interface.resource_types import EKS_ADDON as ADDON_TYPE, EKS_CLUSTER as CLUSTER_TYPE, IMAGE_COMPONENT
@@ -298,7 +296,7 @@ _NO_ROW_PREFIXES = ("gpu-platform:", "pulumi:providers:", "pulumi:pulumi:Stack")
 @functools.cache
 def no_privilege_types() -> frozenset[str]:
     """The types ledger_scope.yaml lists as holding no privilege of their own."""
-    return frozenset(yaml.safe_load(SCOPE_FILE.read_text())["no_privilege"])
+    return frozenset(yaml_files.load(SCOPE_FILE.read_text())["no_privilege"])
 
 
 def reviewed(resource_type: str) -> bool:

@@ -7,10 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.kubernetes.operands import contract_file
-from gpu_platform.catalog import versions
+from gpu_platform.catalog import versions, yaml_files
 
 _FILE = Path(__file__).with_name("rules.yaml")
 # The MIG manager's clauses: the app labels it finds each GPU client's pods by (`lookup.selector`).
@@ -64,7 +62,7 @@ class Rules:
 
 
 def _app_selectors(clause_ids: list[str]) -> tuple[str, ...]:
-    clauses = {c["id"]: c for c in yaml.safe_load(_MIG_MANAGER_CONTRACT.read_text())["clauses"]}
+    clauses = {c["id"]: c for c in yaml_files.load(_MIG_MANAGER_CONTRACT.read_text())["clauses"]}
     apps = []
     for clause_id in clause_ids:
         selector = ((clauses.get(clause_id) or {}).get("lookup") or {}).get("selector", "")
@@ -79,7 +77,7 @@ def _app_selectors(clause_ids: list[str]) -> tuple[str, ...]:
 
 @functools.cache
 def load() -> Rules:
-    data = yaml.safe_load(_FILE.read_text())
+    data = yaml_files.load(_FILE.read_text())
     checks = {
         name: Check(
             name,

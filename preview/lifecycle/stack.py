@@ -12,9 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-from gpu_platform.catalog import image_refs
+from gpu_platform.catalog import image_refs, yaml_files
 from gpu_platform.catalog.addon_privileges import ADDON, ADDON_VERSION
 from gpu_platform.config import StackConfig, parse
 from gpu_platform.interface import contract, workloads
@@ -253,7 +251,7 @@ def _boot_runtime(user_data: str) -> str | None:
     for part in email.message_from_string(text).walk():
         if part.get_content_type() != "application/node.eks.aws":
             continue
-        document = yaml.safe_load(part.get_payload()) or {}
+        document = yaml_files.load(part.get_payload()) or {}
         config = ((document.get("spec") or {}).get("containerd") or {}).get("config") or ""
         runtimes = (
             ((tomllib.loads(config).get("plugins") or {}).get("io.containerd.grpc.v1.cri") or {}).get("containerd")
@@ -323,9 +321,11 @@ def view(recording: Recording) -> StackView:
     )
     maps = {r.inputs["metadata"]["name"]: r.inputs.get("data") or {} for r in recording.of_type(CONFIG_MAP)}
     plugin = {
-        name: yaml.safe_load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()
+        name: yaml_files.load(text) for name, text in maps.get("nvidia-device-plugin-available-configs", {}).items()
     }
-    mig_file = yaml.safe_load(maps.get("nvidia-mig-manager-mig-parted-config", {}).get("config.yaml", "") or "{}") or {}
+    mig_file = (
+        yaml_files.load(maps.get("nvidia-mig-manager-mig-parted-config", {}).get("config.yaml", "") or "{}") or {}
+    )
     mig = {}
     for name, entries in (mig_file.get("mig-configs") or {}).items():
         layout: dict[str, int] = {}

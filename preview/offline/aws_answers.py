@@ -19,9 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from gpu_platform.catalog import aws_limits
+from gpu_platform.catalog import aws_limits, yaml_files
 
 FIXTURES = Path(__file__).with_name("fixtures") / "aws.yaml"
 
@@ -32,7 +30,7 @@ class InvokeError(Exception):
 
 @functools.cache
 def _fixtures() -> dict[str, Any]:
-    return yaml.load(FIXTURES.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml_files.load(FIXTURES.read_text())
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from gpu_platform.catalog import eks_amis
+from gpu_platform.catalog import eks_amis, yaml_files
 
 FILE = Path(__file__).with_name("fixtures") / "eks_ami_parameters.yaml"
 PREFIX = "/aws/service/eks/optimized-ami/"
@@ -84,4 +84,4 @@ def write() -> None:
 @functools.cache
 def answers() -> dict[str, str]:
     """Parameter path -> the id it answers, as the generated file has them."""
-    return _flattened(yaml.load(FILE.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["parameters"])
+    return _flattened(yaml_files.load(FILE.read_text())["parameters"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from gpu_platform.catalog import yaml_files
 
 DATA = Path(__file__).with_name("replacements.yaml")
 
@@ -105,7 +105,7 @@ def _rule(entry: Mapping[str, Any]) -> TypeRule:
 
 @functools.cache
 def rules() -> dict[str, TypeRule]:
-    data = yaml.safe_load(DATA.read_text())
+    data = yaml_files.load(DATA.read_text())
     return {token: _rule(entry) for token, entry in data["types"].items()}
 
 

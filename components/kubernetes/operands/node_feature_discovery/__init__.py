@@ -33,6 +33,7 @@ from components.kubernetes.operands.component import Operand
 from components.kubernetes.operands.context import OperandContext
 from components.kubernetes.operands.spec import Container, Deployment, HostPath, OperandSpec
 from components.kubernetes.operands.version_table import for_version, image_version
+from gpu_platform.catalog import yaml_files
 from gpu_platform.config import ConfigError
 
 GROUP = "nfd.k8s-sigs.io"
@@ -183,7 +184,7 @@ VENDORED = Path(__file__).parents[4] / "third_party" / "node-feature-discovery"
 
 @functools.cache
 def _sources() -> dict:
-    return yaml.safe_load((VENDORED / "SOURCES.yaml").read_text())
+    return yaml_files.load((VENDORED / "SOURCES.yaml").read_text())
 
 
 def release_crds(version: str) -> tuple[dict, ...]:
@@ -211,7 +212,7 @@ def _read(file: str, sha256: str) -> tuple[dict, ...]:
         )
     return tuple(
         {"name": d["metadata"]["name"], "annotations": d["metadata"].get("annotations", {}), "spec": d["spec"]}
-        for d in yaml.safe_load_all(data)
+        for d in yaml_files.load_all(data)
         if d
     )
 
