@@ -70,6 +70,7 @@ if __name__ == "__main__":
 
 import argparse  # noqa: E402 (after the signal handlers above)
 import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 import traceback  # noqa: E402
@@ -427,6 +428,39 @@ def _print_line(text: str) -> None:
     print(text, flush=True)
 
 
+def _may_fork(args: argparse.Namespace) -> bool:
+    """Under `python -m preview` (its stop handlers set), with the in-process pack: a child shares it."""
+    return args.analyzer != "grpc" and signal.getsignal(signal.SIGINT) is _exit_now
+
+
+def _record_and_judge(args: argparse.Namespace, pack, levels: dict, path: Path, shown: str):
+    """Both engine modes recorded (their errors are the stack's: `_reading`) and judged. Under
+    `python -m preview` with the in-process pack, the first preview is judged in a forked child
+    beside `pulumi up` (preview/first_preview.py); without one, one after the other."""
+    from preview import first_preview, outcome
+    from preview.offline import analyze, engine
+
+    child = first_preview.start(path, shown, pack, levels) if _may_fork(args) else None
+    if child is None:
+        with _reading(shown):
+            recordings = outcome.record(path, shown)
+        return outcome.judge(recordings, pack, levels)
+    _ON_STOP.add(child.end)
+    try:
+        with _reading(shown):
+            recordings = outcome.record(path, shown, (engine.UP,))
+        judged = outcome.judge(recordings, pack, levels, first=[])
+        first = child.verdicts()
+    finally:
+        child.end()
+        _ON_STOP.discard(child.end)
+    if first is None:  # the child failed: the first preview here, as without a child (its error raised here)
+        with _reading(shown):
+            recording = outcome.record(path, shown, (engine.FIRST_PREVIEW,))[engine.FIRST_PREVIEW]
+        first = analyze.analyze(recording, pack, levels)
+    return dataclasses.replace(judged, first=first)
+
+
 def _preview(args: argparse.Namespace, pack) -> int:
     from preview import outcome, writing
     from preview.reports import report
@@ -449,8 +483,7 @@ def _preview(args: argparse.Namespace, pack) -> int:
                 ("--audit-against", args.audit_against),
             ],
         )
-        recordings = outcome.record(path, shown)
-    judged = outcome.judge(recordings, pack, levels)
+    judged = _record_and_judge(args, pack, levels, path, shown)
     summary = report.summary(
         judged.recording,
         judged.violations,

@@ -188,7 +188,7 @@ def _in_workers(
         pid = os.fork()
         if pid == 0:  # the worker
             os.close(read)
-            _quiet_stops()
+            quiet_stops()
             code = 0
             try:
                 with os.fdopen(write, "wb") as out:
@@ -245,7 +245,7 @@ def _lost(stack: str, status: int) -> Verdict:
     )
 
 
-def _quiet_stops() -> None:
+def quiet_stops() -> None:
     """In a worker: a stop ends it at once, its unfinished reports discarded, without a word (the
     parent says "interrupted" once)."""
 

@@ -27,19 +27,22 @@ class Outcome:
         return report.fails(self.violations, self.first, self.lifecycle)
 
 
-def record(path: Path, shown: str) -> dict:
-    """The program run under each engine mode; ConfigError, FileNotFoundError and ValueError are the
-    stack file's faults (the callers make them exit 2)."""
+def record(path: Path, shown: str, modes: tuple[str, ...] | None = None) -> dict:
+    """The program run under each engine mode (or those given); ConfigError, FileNotFoundError and
+    ValueError are the stack file's faults (the callers make them exit 2)."""
     from preview.offline import engine
 
-    return {mode: engine.run(path, mode=mode, shown=shown) for mode in engine.MODES}
+    return {mode: engine.run(path, mode=mode, shown=shown) for mode in modes or engine.MODES}
 
 
-def judge(recordings: dict, pack, levels: dict) -> Outcome:
+def judge(recordings: dict, pack, levels: dict, first: list | None = None) -> Outcome:
+    """Both recordings judged; `first`: the first preview's verdicts, judged already (preview/first_preview.py)."""
     from preview.lifecycle import scenarios, stack
     from preview.offline import analyze, engine
 
     verdicts = {mode: analyze.analyze(recording, pack, levels) for mode, recording in recordings.items()}
+    if first is not None:
+        verdicts[engine.FIRST_PREVIEW] = first
     up = recordings[engine.UP]
     return Outcome(up, verdicts[engine.UP], verdicts[engine.FIRST_PREVIEW], scenarios.run(stack.view(up)))
 
