@@ -34,6 +34,7 @@ EXIT_OK, EXIT_VIOLATIONS, EXIT_CONFIG, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _ON_STOP: set[Callable[[], None]] = set()  # what a stop must end first: the pack subprocess
+_AS_CLI = False  # run as `python -m preview` (not main() called in-process)
 
 
 def _exit_now(signum: int, _frame) -> None:
@@ -60,6 +61,7 @@ def _exit_now(signum: int, _frame) -> None:
 
 
 if __name__ == "__main__":
+    _AS_CLI = True
     # Before the imports below (argparse alone takes 15 ms): Ctrl-C is one line from the start.
     # A signal ignored when we start stays ignored, as the interpreter itself leaves it: a shell
     # script's `python -m preview &` is started with SIGINT ignored (POSIX, job control off), so that
@@ -429,8 +431,8 @@ def _print_line(text: str) -> None:
 
 
 def _may_fork(args: argparse.Namespace) -> bool:
-    """Under `python -m preview` (its stop handlers set), with the in-process pack: a child shares it."""
-    return args.analyzer != "grpc" and signal.getsignal(signal.SIGINT) is _exit_now
+    """Under `python -m preview`, with the in-process pack: a child shares it."""
+    return _AS_CLI and args.analyzer != "grpc"
 
 
 def _record_and_judge(args: argparse.Namespace, pack, levels: dict, path: Path, shown: str):
@@ -440,16 +442,22 @@ def _record_and_judge(args: argparse.Namespace, pack, levels: dict, path: Path, 
     from preview import first_preview, outcome
     from preview.offline import analyze, engine
 
-    child = first_preview.start(path, shown, pack, levels) if _may_fork(args) else None
+    child = first_preview.start(path, shown, pack, levels, _ON_STOP.add) if _may_fork(args) else None
     if child is None:
         with _reading(shown):
             recordings = outcome.record(path, shown)
         return outcome.judge(recordings, pack, levels)
-    _ON_STOP.add(child.end)
     try:
         with _reading(shown):
             recordings = outcome.record(path, shown, (engine.UP,))
-        judged = outcome.judge(recordings, pack, levels, first=[])
+        try:
+            judged = outcome.judge(recordings, pack, levels, first=[])
+        except Exception:
+            # One after the other, the first preview is recorded before either is judged: its error first.
+            if child.verdicts() is None:
+                with _reading(shown):
+                    outcome.record(path, shown, (engine.FIRST_PREVIEW,))
+            raise
         first = child.verdicts()
     finally:
         child.end()

@@ -46,13 +46,51 @@ def test_the_forked_cli_prints_what_the_preview_prints_one_run_after_the_other(s
     assert "First pulumi preview of a new stack (ids and computed outputs unknown): the same verdicts" in serial.out
 
 
+# The real fork, in a process of its own (a pytest worker has threads: it would not fork).
+_FORK = """
+import signal, sys
+from pathlib import Path
+from preview import first_preview
+from preview.offline import analyze, engine
+case = sys.argv[1]
+if case == "noisy":
+    real = engine.run
+    engine.run = lambda *a, **k: (print("a word from the program"), real(*a, **k))[1]
+if case == "sigchld-ignored":
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+path, pack, hooks = Path("stacks/Pulumi.dev.yaml"), analyze.in_process(), []
+child = first_preview.start(path, "dev", pack, {}, hooks.append)
+if child is None:
+    print("not forked")
+    sys.exit(0)
+got = child.verdicts()
+serial = analyze.analyze(engine.run(path, mode=engine.FIRST_PREVIEW), pack, {})
+print("hooked" if hooks == [child.end] else "not hooked", "none" if got is None else got == serial and "same")
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("quiet", "hooked same"),  # the verdicts it pipes back are those judged here
+        ("noisy", "hooked none"),  # it printed: the parent's own run prints it where it belongs
+        ("sigchld-ignored", "not forked"),  # the kernel would reap it before waitpid
+    ],
+)
+def test_the_forked_child(case, expected):
+    done = subprocess.run([sys.executable, "-c", _FORK, case], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == expected
+
+
 def test_no_fork_while_another_thread_runs():
     # A fork copies only the calling thread; a lock another thread holds would stay held in the child.
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert first_preview.start(ROOT / "stacks" / "Pulumi.dev.yaml", "dev", None, {}) is None
+        assert first_preview.start(ROOT / "stacks" / "Pulumi.dev.yaml", "dev", None, {}, print) is None
     finally:
         stop.set()
         other.join()
@@ -103,6 +141,7 @@ def test_the_output_is_the_same_whether_the_child_answers_or_fails(monkeypatch, 
     ended: list[bool] = []
     monkeypatch.setattr(cli, "_may_fork", lambda args: True)
     monkeypatch.setattr(first_preview, "start", lambda *a: Stand())
+    monkeypatch.setattr(cli, "_ON_STOP", set())
     assert cli.main(["--config", str(VIOLATING)]) == code
     assert capsys.readouterr() == serial
     assert ended and not cli._ON_STOP
