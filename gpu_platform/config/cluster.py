@@ -169,9 +169,10 @@ class Cluster(Section):
         if self.endpoint_public_access and not self.create:
             raise ConfigProblem(_ADOPTED_ENDPOINT, path=("endpointPublicAccess",))
         if "deletion_protection" in self.model_fields_set and not self.create:
+            flag = "--deletion-protection" if self.deletion_protection else "--no-deletion-protection"
             raise ConfigProblem(
                 "set with create: false: the stack does not manage an adopted cluster's deletion protection; remove "
-                "the key (or change it with `aws eks update-cluster-config --deletion-protection`)",
+                f"the key (or change it with `aws eks update-cluster-config --name {self.name} {flag}`)",
                 path=("deletionProtection",),
             )
         if self.public_access_cidrs and not self.endpoint_public_access:

@@ -27,6 +27,9 @@ def problems(errors: list[ErrorDetails]) -> list[ConfigProblem]:
     return [_problem(error) for error in errors]
 
 
+_BOOL_LOOKALIKES = {"true", "false", "yes", "no", "on", "off", "y", "n"}
+
+
 def _problem(error: ErrorDetails) -> ConfigProblem:
     loc = _alias_loc(error["loc"])
     fields = _field_names(loc)
@@ -72,6 +75,10 @@ def _message(error: ErrorDetails) -> str:
     if kind == "int_type":
         return f"expected a whole number{got}"
     if kind == "bool_type":
+        given = error.get("input")
+        if isinstance(given, str) and given.lower() in _BOOL_LOOKALIKES:
+            # Quoted, or YAML 1.1's yes/no/on/off: go-yaml (Pulumi's reader) keeps these as text.
+            return f"expected true or false{got}: it reads as text; write true or false, unquoted"
         return f"expected true or false{got}"
     if kind in ("string_type", "string_sub_type"):
         return f"expected text{got}"

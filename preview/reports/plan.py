@@ -40,9 +40,8 @@ def _header(config: StackConfig, recording: Recording) -> list[str]:
     endpoint = (
         "endpoint not managed by this stack"
         if not cluster.create
-        else "public endpoint"
-        if cluster.endpoint_public_access
-        else "private endpoint"
+        else ("public endpoint" if cluster.endpoint_public_access else "private endpoint")
+        + (", deletion protection on" if cluster.deletion_protection else ", deletion protection off")
     )
     made = "new (this stack creates it)" if cluster.create else "adopted (exists already)"
     overrides = ", ".join(f"{k}={v}" for k, v in config.operator.overrides.items()) or "none"

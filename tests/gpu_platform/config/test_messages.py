@@ -21,3 +21,11 @@ def test_a_section_given_a_value_that_is_not_a_mapping_is_refused_naming_it(give
     line = next(line for line in message.splitlines() if line.startswith("  gpu-platform:cluster: "))
     assert line.startswith("  gpu-platform:cluster: expected a mapping with keys name, kubernetesVersion, create, ")
     assert line.endswith(f" (got {shown})")
+
+
+@pytest.mark.parametrize("given, hint", [("true", True), ("Off", True), ("maybe", False), (1, False)])
+def test_a_switch_given_text_that_looks_like_one_says_to_write_it_unquoted(given, hint):
+    message = message_for(lambda raw: raw["gpu-platform:cluster"].update(deletionProtection=given))
+    line = next(line for line in message.splitlines() if "cluster.deletionProtection" in line)
+    assert line.startswith("  gpu-platform:cluster.deletionProtection: expected true or false (got ")
+    assert line.endswith(": it reads as text; write true or false, unquoted") is hint

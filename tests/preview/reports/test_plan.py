@@ -16,7 +16,8 @@ def _plan(recording) -> list[str]:
 def test_the_dev_plan_names_cluster_image_pool_and_operands(dev):
     lines = _plan(dev)
     assert (
-        lines[0] == "  Cluster     gpu-dev in us-west-2: new (this stack creates it), Kubernetes 1.33, private endpoint"
+        lines[0]
+        == "  Cluster     gpu-dev in us-west-2: new (this stack creates it), Kubernetes 1.33, private endpoint, deletion protection on"
     )
     assert (
         lines[3]
