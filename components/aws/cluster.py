@@ -217,10 +217,14 @@ class EksCluster(pulumi.ComponentResource):
             # The bootstrap flag is create-only (the provider replaces a cluster whose flag changes:
             # pulumi/pulumi-aws#3997, hashicorp/terraform-provider-aws#35824): a cluster created with
             # it on keeps it, and its creator's entry is left alone (cluster_access.principals).
+            # protect: `pulumi destroy` then fails in its preview, before it deletes anything; EKS's own
+            # protection alone fails at the cluster, after its dependents (access entries too) are gone
+            # (pulumi/pulumi#8158: "Preview failed: unable to delete resource ... marked for protection").
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(control_plane.attachments),
                 ignore_changes=["accessConfig.bootstrapClusterCreatorAdminPermissions"],
+                protect=cfg.deletion_protection,
             ),
         )
         self.name = cluster.name

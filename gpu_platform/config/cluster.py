@@ -81,8 +81,9 @@ class Cluster(Section):
     deletion_protection: StrictBool = Field(
         default=True,
         alias="deletionProtection",
-        description="Whether EKS refuses to delete the cluster. To destroy the stack, set false and run `pulumi up` "
-        "first. Only with create: true.",
+        description="Whether the cluster is protected from deletion: by EKS, and by Pulumi's `protect` (so "
+        "`pulumi destroy` stops before deleting anything). To destroy the stack, set false and run `pulumi up` first. "
+        "Only with create: true.",
     )
 
     @field_validator("kubernetes_version", mode="before")

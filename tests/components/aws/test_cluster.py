@@ -164,6 +164,9 @@ def test_a_private_cluster_sends_no_public_access_cidrs(shipped):
 
 def test_a_created_cluster_is_protected_from_deletion_unless_the_stack_says_not(shipped, record_variant):
     # EKS's own default is false (botocore's CreateClusterRequest.deletionProtection); ours is true.
-    assert shipped.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["deletionProtection"] is True
+    # And Pulumi's protect, so that `pulumi destroy` stops in its preview, before deleting anything.
+    protected = shipped.one("aws:eks/cluster:Cluster", "gpu-cluster")
+    assert protected.inputs["deletionProtection"] is True and protected.protect is True
     rec = record_variant("unprotected", lambda config: config["gpu-platform:cluster"].update(deletionProtection=False))
-    assert rec.one("aws:eks/cluster:Cluster", "gpu-cluster").inputs["deletionProtection"] is False
+    unprotected = rec.one("aws:eks/cluster:Cluster", "gpu-cluster")
+    assert unprotected.inputs["deletionProtection"] is False and unprotected.protect is False
