@@ -30,14 +30,6 @@ OPERAND_PAGE = ROOT / "docs" / "what-gets-created.md"
 REGENERATE = "make docs"
 POLICIES_BEGIN, POLICIES_END = "<!-- policies:begin -->", "<!-- policies:end -->"
 OPERANDS_BEGIN, OPERANDS_END = "<!-- operands:begin -->", "<!-- operands:end -->"
-_PLACES = {
-    "every-node": "every node",
-    "gpu-nodes": "GPU nodes",
-    "mig-pools": "MIG pools only",
-    "toolkit-daemonset": "only with `toolkitBaked: false`",
-    "device-plugin-nodes": "GPU nodes, `allocation.mode: device-plugin` (the default)",
-    "dra-nodes": "GPU nodes, `allocation.mode: dra`",
-}
 
 
 def policy_table() -> str:
@@ -120,7 +112,7 @@ def operand_table(recordings=None) -> str:
         if row.on == "gpu-nodes" and row.marker(dra=True) != row.waits_for:
             waits += f" (`allocation.mode: dra`: {row.marker(dra=True) or 'nothing'})"
         lines.append(
-            f"| {number} | {name} | {_PLACES[row.on]} | {gate} | {waits} | {'; '.join(kept) or 'none'} | {token} |"
+            f"| {number} | {name} | {operands.PLACEMENTS[row.on].where} | {gate} | {waits} | {'; '.join(kept) or 'none'} | {token} |"
         )
     lines.append(OPERANDS_END)
     return "\n".join(lines)

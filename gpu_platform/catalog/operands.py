@@ -11,7 +11,36 @@ from gpu_platform.catalog import yaml_files
 
 REGISTRY_FILE = Path(__file__).with_name("operands.yaml")
 MODES = ("device-plugin", "dra")  # gpu-platform:allocation.mode
-PLACEMENTS = ("every-node", "gpu-nodes", "mig-pools", "toolkit-daemonset", "device-plugin-nodes", "dra-nodes")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A kind of place an operand runs (a row's `on`), and the stack fact that leaves it out."""
+
+    where: str  # as docs/ says it
+    left_out_if: str | None = None  # a key of `_facts` below; None: in every stack
+    why: str = ""  # the plan's "left out" reason; "" with an opt-in
+    opt_in: bool = False  # left out without a word: the stack did not turn it on
+
+
+PLACEMENTS = {
+    "every-node": Placement("every node"),
+    "gpu-nodes": Placement("GPU nodes"),
+    "mig-pools": Placement("MIG pools only", "no-mig", "no pool uses MIG"),
+    "toolkit-daemonset": Placement(
+        "only with `toolkitBaked: false`",
+        "toolkit-baked",
+        "the node image registers the nvidia runtime (nodeImage.toolkitBaked)",
+    ),
+    "device-plugin-nodes": Placement(
+        "GPU nodes, `allocation.mode: device-plugin` (the default)", "dra", "gpu-platform:allocation.mode is dra"
+    ),
+    "dra-nodes": Placement("GPU nodes, `allocation.mode: dra`", "device-plugin", opt_in=True),
+}
+
+
+def _facts(toolkit_baked: bool, mig: bool, dra: bool) -> dict[str, bool]:
+    return {"toolkit-baked": toolkit_baked, "no-mig": not mig, "dra": dra, "device-plugin": not dra}
 
 
 @dataclass(frozen=True)
@@ -39,12 +68,13 @@ class OperandRow:
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
         """Whether the operand runs in a stack (or on a pool) with these facts; `dra`: the stack
         allocates GPUs through the DRA driver (gpu-platform:allocation mode dra)."""
-        return not (
-            (self.on == "toolkit-daemonset" and toolkit_baked)
-            or (self.on == "mig-pools" and not mig)
-            or (self.on == "device-plugin-nodes" and dra)
-            or (self.on == "dra-nodes" and not dra)
-        )
+        return self.left_out(toolkit_baked, mig, dra) is None
+
+    def left_out(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> Placement | None:
+        """Its placement when these facts leave it out, else None."""
+        placement = PLACEMENTS[self.on]
+        fact = placement.left_out_if
+        return placement if fact is not None and _facts(toolkit_baked, mig, dra)[fact] else None
 
 
 @functools.cache

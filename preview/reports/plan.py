@@ -260,17 +260,11 @@ def _operands(config: StackConfig, recording: Recording, order: list[Registratio
     for stage in stages.STAGES:
         if stage.component.__name__ in present:
             continue
-        if stage.allocation_mode == "dra" and config.allocation.mode != "dra":
-            continue  # an opt-in (allocation.mode dra), not something the default stack leaves out
-        if stage.runtime_owner and config.node_image.toolkit_baked:
-            why = "the node image registers the nvidia runtime (nodeImage.toolkitBaked)"
-        elif stage.mig_only and not any_mig:
-            why = "no pool uses MIG"
-        elif stage.allocation_mode and stage.allocation_mode != config.allocation.mode:
-            why = f"gpu-platform:allocation.mode is {config.allocation.mode}"
-        else:
-            why = "not in this stack"
-        lines.append(f"  left out: {stage.operand} ({why})")
+        # Why, from the registry's placements (gpu_platform/catalog/operands.py); else not carried by the release.
+        placement = stage.row.left_out(config.node_image.toolkit_baked, any_mig, config.dra)
+        if placement is not None and placement.opt_in:
+            continue  # not something the stack leaves out: it did not turn it on
+        lines.append(f"  left out: {stage.operand} ({placement.why if placement else 'not in this stack'})")
     return lines
 
 

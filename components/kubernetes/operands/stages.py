@@ -99,18 +99,6 @@ class Stage:
     def deployed(self, toolkit_baked: bool, mig: bool, dra: bool = False) -> bool:
         return self.row.deployed(toolkit_baked, mig, dra)
 
-    @property
-    def mig_only(self) -> bool:  # deployed, and gated, only where a pool uses MIG
-        return self.row.on == "mig-pools"
-
-    @property
-    def allocation_mode(self) -> str | None:  # the one gpu-platform:allocation mode it runs in, if only one
-        return {"device-plugin-nodes": "device-plugin", "dra-nodes": "dra"}.get(self.row.on)
-
-    @property
-    def runtime_owner(self) -> bool:  # left out when the node image already configures the runtime
-        return self.row.on == "toolkit-daemonset"
-
 
 def _stage(row: operands.OperandRow) -> Stage:
     module = importlib.import_module(f"components.kubernetes.operands.{row.module}")

@@ -230,3 +230,18 @@ def test_the_plan_shows_what_the_cluster_autoscaler_sees_of_an_empty_pool(prod, 
         "nvidia.com/mig-1g.10gb x16, nvidia.com/mig-2g.20gb x8, nvidia.com/mig-3g.40gb x8, vpc.amazonaws.com/efa x32"
     ) in _plan(prod)
     assert "               cluster autoscaler from zero nodes (ASG tags): nvidia.com/gpu x4" in _plan(dev)
+
+
+def test_the_plan_says_why_each_operand_is_left_out_and_not_of_an_opt_in_left_off(dev, dra):
+    # dev (device plugin): the DRA operands are an opt-in it did not take, so no line; in allocation
+    # mode dra, the device plugin and GFD are left out, naming the mode.
+    assert [line for line in _plan(dev) if line.startswith("  left out:")] == [
+        "  left out: container-toolkit (the node image registers the nvidia runtime (nodeImage.toolkitBaked))",
+        "  left out: mig-manager (no pool uses MIG)",
+    ]
+    assert [line for line in _plan(dra) if line.startswith("  left out:")] == [
+        "  left out: container-toolkit (the node image registers the nvidia runtime (nodeImage.toolkitBaked))",
+        "  left out: mig-manager (no pool uses MIG)",
+        "  left out: device-plugin (gpu-platform:allocation.mode is dra)",
+        "  left out: gpu-feature-discovery (gpu-platform:allocation.mode is dra)",
+    ]
