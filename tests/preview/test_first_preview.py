@@ -138,10 +138,16 @@ def test_the_output_is_the_same_whether_the_child_answers_or_fails(monkeypatch, 
         def end(self):
             ended.append(True)
 
-    ended: list[bool] = []
+    def start(path, shown, pack, levels, on_start):
+        on_start(stand.end)  # as the real start hooks its child's end onto the stops
+        hooked.append(set(cli._ON_STOP))
+        return stand
+
+    stand, ended, hooked = Stand(), [], []
     monkeypatch.setattr(cli, "_may_fork", lambda args: True)
-    monkeypatch.setattr(first_preview, "start", lambda *a: Stand())
+    monkeypatch.setattr(first_preview, "start", start)
     monkeypatch.setattr(cli, "_ON_STOP", set())
     assert cli.main(["--config", str(VIOLATING)]) == code
     assert capsys.readouterr() == serial
-    assert ended and not cli._ON_STOP
+    # Hooked while it ran, ended and unhooked after.
+    assert hooked == [{stand.end}] and ended and not cli._ON_STOP
